@@ -1,0 +1,1 @@
+"""The producer engine, shaped like the Java KafkaProducer."""

@@ -1,0 +1,1 @@
+"""Kafka wire protocol, sans-IO: bytes in, bytes out. Never imports socket, ssl, threading, selectors or time."""

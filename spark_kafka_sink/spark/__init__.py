@@ -1,0 +1,1 @@
+"""The PySpark DataSource adapter: thin and picklable."""

@@ -1,0 +1,1 @@
+"""Test and tooling support: a real Kafka broker started from Maven Central jars."""
