@@ -1,0 +1,38 @@
+# spark-kafka-sink: every target installs what it needs on a fresh machine (Python venv, Maven jars).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+
+.PHONY: venv jars test run bench kafka-up kafka-down clean
+
+venv: $(STAMP)
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found: install Python 3.10+"; exit 2; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,zstd,snappy]'
+	@touch $(STAMP)
+
+jars: venv
+	@$(PY) -m spark_kafka_sink.testing jars
+
+test: venv jars
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+run: venv jars
+	@$(PY) -m spark_kafka_sink.testing run-demo
+
+bench: venv jars
+	$(PY) -m benchmarks $(BENCH_ARGS)
+
+kafka-up: venv jars
+	@$(PY) -m spark_kafka_sink.testing up --port $(or $(PORT),9092)
+
+kafka-down: venv
+	@$(PY) -m spark_kafka_sink.testing down
+
+clean:
+	rm -rf $(VENV) .kafka build *.egg-info .pytest_cache

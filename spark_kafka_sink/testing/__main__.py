@@ -1,0 +1,74 @@
+"""``python -m spark_kafka_sink.testing {jars,up,down}``: the Makefile's broker commands.
+
+``up`` starts a single-node broker on 127.0.0.1 (default port 9092) that keeps running after the command returns;
+``down`` stops it and deletes its data. Java and Maven problems print one line saying what to install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import sys
+import time
+
+from .broker import BrokerStartError, KafkaCluster, ToolMissingError, fetch_jars, kafka_home
+
+LOCAL_DIR = kafka_home() / "local"
+PID_FILE = LOCAL_DIR / "broker.pid"
+
+
+def _up(port: int) -> int:
+    if PID_FILE.exists():
+        print(f"a local broker already runs (pid {PID_FILE.read_text().strip()}); `make kafka-down` stops it")
+        return 1
+    shutil.rmtree(LOCAL_DIR, ignore_errors=True)
+    started = time.monotonic()
+    cluster = KafkaCluster(size=1, port=port, base_dir=LOCAL_DIR, detach=True).start()
+    PID_FILE.write_text(str(cluster.pids()[0]))
+    print(f"Kafka is up on {cluster.bootstrap_servers} ({time.monotonic() - started:.1f}s); "
+          f"logs in {LOCAL_DIR / 'node-1' / 'logs'}; stop it with `make kafka-down`")
+    return 0
+
+
+def _down() -> int:
+    if not PID_FILE.exists():
+        print("no local broker is running")
+        return 0
+    pid = int(PID_FILE.read_text().strip())
+    try:
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(300):  # up to 30 s for a controlled shutdown
+            os.kill(pid, 0)
+            time.sleep(0.1)
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    shutil.rmtree(LOCAL_DIR, ignore_errors=True)
+    print("Kafka stopped")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m spark_kafka_sink.testing", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("jars", help="fetch the broker and Spark connector jars with Maven")
+    up = sub.add_parser("up", help="start a local broker")
+    up.add_argument("--port", type=int, default=9092)
+    sub.add_parser("down", help="stop the local broker")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "jars":
+            fetch_jars()
+            return 0
+        if args.command == "up":
+            return _up(args.port)
+        return _down()
+    except (ToolMissingError, BrokerStartError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,413 @@
+"""A real Apache Kafka broker (KRaft) started from Maven Central jars: one node, or three for failover tests.
+
+Used by the test session (tests/conftest.py), by ``make kafka-up`` / ``make kafka-down`` and by the benchmarks.
+
+Why it is built this way:
+- No Docker here, so the broker is the plain JVM process that ``bin/kafka-server-start.sh`` would run, from the jars
+  that ``conf/kafka/pom.xml`` copies into ``.kafka/lib`` (git-ignored).
+- No JVM may outlive the Python process that started it, even one killed with SIGKILL: each child JVM is started
+  with ``PR_SET_PDEATHSIG`` so the kernel kills it when its parent dies. Broker data lives in a temporary folder
+  named after the owning pid; an interrupted run's folder is removed at its own teardown (Ctrl-C runs it), and any
+  folder whose owner is gone is swept at the next start.
+- "Ready" means a Metadata request answers and lists every live node, not merely that the port is open.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+import uuid
+from base64 import urlsafe_b64encode
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+__all__ = [
+    "KafkaCluster",
+    "ToolMissingError",
+    "BrokerStartError",
+    "REPO_ROOT",
+    "kafka_home",
+    "broker_lib",
+    "spark_connector_jars",
+    "fetch_jars",
+    "require_java",
+    "free_port",
+]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CONF_DIR = REPO_ROOT / "conf"
+TMP_PREFIX = "sks-kafka-"
+MIN_JAVA = 17
+# The artifacts of Spark's Kafka connector that pyspark does not already ship.
+SPARK_CONNECTOR_ARTIFACTS = (
+    "spark-sql-kafka-0-10_2.13",
+    "spark-token-provider-kafka-0-10_2.13",
+    "kafka-clients",
+    "commons-pool2",
+)
+
+
+class ToolMissingError(RuntimeError):
+    """Java or Maven is missing or too old; the message says what to install."""
+
+
+class BrokerStartError(RuntimeError):
+    """The broker did not become ready; the message carries the tail of its log."""
+
+
+def kafka_home() -> Path:
+    """Where the fetched jars live (``.kafka`` in the repo unless ``SKS_KAFKA_HOME`` says otherwise)."""
+    return Path(os.environ.get("SKS_KAFKA_HOME", REPO_ROOT / ".kafka"))
+
+
+def broker_lib() -> Path:
+    return kafka_home() / "lib"
+
+
+def spark_connector_jars() -> list[Path]:
+    """The jar files of Spark's own ``format("kafka")`` connector, for ``spark.jars``."""
+    return sorted((kafka_home() / "spark-jars").glob("*.jar"))
+
+
+def require_java() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise ToolMissingError(
+            f"Java {MIN_JAVA}+ is needed to run the Kafka broker and was not found on PATH: "
+            "install it (Debian/Ubuntu: apt-get install openjdk-17-jre-headless)."
+        )
+    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    major = int(match.group(1)) if match else 0
+    if major == 1 and match and match.group(2):  # "1.8.0" style
+        major = int(match.group(2))
+    if major < MIN_JAVA:
+        raise ToolMissingError(
+            f"Java {MIN_JAVA}+ is needed to run the Kafka broker, found {major or 'an unknown version'} at {java}: "
+            "install openjdk-17-jre-headless (or newer) and put it first on PATH."
+        )
+    return java
+
+
+def _require_maven() -> str:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ToolMissingError(
+            "Maven is needed to fetch the Kafka broker jars from Maven Central and was not found on PATH: "
+            "install it (Debian/Ubuntu: apt-get install maven)."
+        )
+    return mvn
+
+
+def _copy_dependencies(pom: Path, dest: Path, include: Sequence[str] = ()) -> None:
+    if dest.is_dir() and any(dest.glob("*.jar")):
+        return
+    mvn = _require_maven()
+    staging = Path(tempfile.mkdtemp(prefix=dest.name + "-", dir=dest.parent))
+    cmd = [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", "-DincludeScope=runtime",
+           f"-DoutputDirectory={staging}"]
+    if include:
+        cmd.append("-DincludeArtifactIds=" + ",".join(include))
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise ToolMissingError(f"Maven could not fetch the jars of {pom}:\n{tail}")
+    shutil.rmtree(dest, ignore_errors=True)
+    staging.rename(dest)  # atomic: a half-copied folder is never mistaken for a complete one
+
+
+def fetch_jars() -> None:
+    """Copy the broker's and Spark's Kafka connector's jars from Maven Central, once."""
+    require_java()
+    kafka_home().mkdir(parents=True, exist_ok=True)
+    _copy_dependencies(CONF_DIR / "kafka" / "pom.xml", broker_lib())
+    _copy_dependencies(CONF_DIR / "spark" / "pom.xml", kafka_home() / "spark-jars", SPARK_CONNECTOR_ARTIFACTS)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """preexec_fn: the kernel sends SIGKILL to this child when the process that started it dies."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    pr_set_pdeathsig = 1
+    libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_dirs(tmp_root: Path | None = None) -> list[Path]:
+    """Remove broker folders left by runs whose process is gone (e.g. a SIGKILLed test session)."""
+    removed = []
+    root = tmp_root or Path(tempfile.gettempdir())
+    for path in root.glob(TMP_PREFIX + "*"):
+        match = re.match(re.escape(TMP_PREFIX) + r"(\d+)-", path.name)
+        if match and not _pid_alive(int(match.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def metadata_broker_ids(host: str, port: int, timeout: float = 2.0) -> list[int]:
+    """Send Metadata v1 (no topics) and return the broker ids it lists.
+
+    Deliberately independent of the package's protocol layer: the launcher must work before, and regardless of, the
+    code under test. Layout: request header v1 = api_key int16, api_version int16, correlation_id int32,
+    client_id string; body v1 = topics array (int32 count; 0 = none). Response: correlation_id int32, then
+    brokers array of (node_id int32, host string, port int32, rack nullable string), ...
+    """
+    client_id = b"sks-launcher"
+    body = struct.pack(">hhih", 3, 1, 1, len(client_id)) + client_id + struct.pack(">i", 0)
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+        payload = _recv_exact(sock, size)
+    pos = 4
+    (count,) = struct.unpack_from(">i", payload, pos)
+    pos += 4
+    ids = []
+    for _ in range(count):
+        node_id, host_len = struct.unpack_from(">ih", payload, pos)
+        pos += 6 + host_len + 4
+        (rack_len,) = struct.unpack_from(">h", payload, pos)
+        pos += 2 + max(rack_len, 0)
+        ids.append(node_id)
+    return ids
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("broker closed the connection")
+        buf += chunk
+    return bytes(buf)
+
+
+@dataclass
+class _Node:
+    node_id: int
+    port: int
+    controller_port: int
+    listener_ports: dict[str, int]
+    data_dir: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir / "logs" / "console.log"
+
+    def log_tail(self, lines: int = 30) -> str:
+        texts = []
+        for log in (self.log_file, self.data_dir / "logs" / "server.log"):
+            if log.exists():
+                texts.append(f"--- {log.name}:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-lines:]))
+        return "\n".join(texts) or "(no log yet)"
+
+
+@dataclass
+class KafkaCluster:
+    """One or three KRaft nodes (each broker and controller) on 127.0.0.1.
+
+    ``listeners`` adds listeners by security protocol name (``SSL``, ``SASL_PLAINTEXT``, ``SASL_SSL``) on free ports;
+    ``properties`` are appended to every node's server.properties; ``scram_users`` are
+    ``(mechanism, name, password)`` added when storage is formatted.
+    """
+
+    size: int = 1
+    port: int | None = None
+    listeners: Sequence[str] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+    scram_users: Iterable[tuple[str, str, str]] = ()
+    base_dir: Path | None = None
+    detach: bool = False
+    heap: str = "768m"
+    nodes: dict[int, _Node] = field(default_factory=dict, init=False)
+    _owns_base_dir: bool = field(default=False, init=False)
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    def start(self, timeout: float = 120.0) -> "KafkaCluster":
+        java = require_java()
+        if not any(broker_lib().glob("kafka_2.13-*.jar")):
+            raise ToolMissingError(f"the broker jars are not in {broker_lib()}: run `make jars` (Maven) first")
+        sweep_stale_dirs()
+        if self.base_dir is None:
+            self.base_dir = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
+            self._owns_base_dir = True
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        for node_id in range(1, self.size + 1):
+            port = self.port if (self.port and self.size == 1) else free_port()
+            self.nodes[node_id] = _Node(
+                node_id, port, free_port(), {name: free_port() for name in self.listeners},
+                self.base_dir / f"node-{node_id}",
+            )
+        cluster_id = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        for node in self.nodes.values():
+            self._write_config(node)
+            self._format(java, node, cluster_id)
+        try:
+            for node in self.nodes.values():
+                self._launch(java, node)
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop every node and delete the data (when the cluster made its own folder)."""
+        for node in self.nodes.values():
+            self._terminate(node, grace=5.0)
+        if self._owns_base_dir and self.base_dir is not None:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def __enter__(self) -> "KafkaCluster":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- single nodes ----------------------------------------------------------------------------------------
+    def kill_node(self, node_id: int) -> None:
+        """SIGKILL one node: no controlled shutdown, as when a machine dies."""
+        node = self.nodes[node_id]
+        if node.process is not None:
+            node.process.kill()
+            node.process.wait()
+            node.process = None
+
+    def stop_node(self, node_id: int, grace: float = 30.0) -> None:
+        """SIGTERM one node and wait for its controlled shutdown."""
+        self._terminate(self.nodes[node_id], grace)
+
+    def start_node(self, node_id: int, timeout: float = 120.0) -> None:
+        self._launch(require_java(), self.nodes[node_id])
+        self.wait_ready(timeout)
+
+    def running_node_ids(self) -> list[int]:
+        return [n.node_id for n in self.nodes.values() if n.process is not None and n.process.poll() is None]
+
+    # -- addresses -------------------------------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes.values())
+
+    def bootstrap_of(self, node_ids: Iterable[int]) -> str:
+        """Bootstrap servers naming only these nodes (e.g. the survivors of a kill)."""
+        return ",".join(f"127.0.0.1:{self.nodes[i].port}" for i in node_ids)
+
+    def listener_bootstrap(self, listener: str) -> str:
+        return ",".join(f"127.0.0.1:{n.listener_ports[listener]}" for n in self.nodes.values())
+
+    def pids(self) -> list[int]:
+        return [n.process.pid for n in self.nodes.values() if n.process is not None]
+
+    # -- readiness -------------------------------------------------------------------------------------------
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        """Until every running node answers Metadata listing all running nodes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            running = self.running_node_ids()
+            dead = [n for n in self.nodes.values() if n.process is not None and n.process.poll() is not None]
+            if dead:
+                raise BrokerStartError(f"Kafka node {dead[0].node_id} exited:\n{dead[0].log_tail()}")
+            if self._all_answer(running):
+                return
+            if time.monotonic() > deadline:
+                node = self.nodes[running[0]] if running else next(iter(self.nodes.values()))
+                raise BrokerStartError(f"Kafka did not become ready within {timeout:.0f}s:\n{node.log_tail()}")
+            time.sleep(0.2)  # polling interval of a readiness check, not a wait standing in for one
+
+    def _all_answer(self, running: list[int]) -> bool:
+        for node_id in running:
+            try:
+                listed = metadata_broker_ids("127.0.0.1", self.nodes[node_id].port)
+            except (OSError, struct.error, ConnectionError):
+                return False
+            if not set(running) <= set(listed):
+                return False
+        return True
+
+    # -- internals -------------------------------------------------------------------------------------------
+    def _write_config(self, node: _Node) -> None:
+        node.data_dir.mkdir(parents=True, exist_ok=True)
+        (node.data_dir / "logs").mkdir(exist_ok=True)
+        listeners = [f"PLAINTEXT://127.0.0.1:{node.port}", f"CONTROLLER://127.0.0.1:{node.controller_port}"]
+        advertised = [f"PLAINTEXT://127.0.0.1:{node.port}"]
+        for name, port in node.listener_ports.items():
+            listeners.append(f"{name}://127.0.0.1:{port}")
+            advertised.append(f"{name}://127.0.0.1:{port}")
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values())
+        replication = 3 if self.size >= 3 else 1
+        template = (CONF_DIR / "kafka" / "server.properties.template").read_text()
+        text = template.format(
+            node_id=node.node_id, voters=voters, listeners=",".join(listeners),
+            advertised_listeners=",".join(advertised), log_dir=node.data_dir / "data",
+            replication=replication, min_isr=2 if replication == 3 else 1,
+        )
+        extra = "".join(f"{k}={v}\n" for k, v in self.properties.items())
+        (node.data_dir / "server.properties").write_text(text + extra)
+
+    def _format(self, java: str, node: _Node, cluster_id: str) -> None:
+        cmd = [java, "-cp", f"{broker_lib()}/*", "kafka.tools.StorageTool", "format", "-t", cluster_id,
+               "-c", str(node.data_dir / "server.properties")]
+        for mechanism, name, password in self.scram_users:
+            cmd += ["--add-scram", f"{mechanism}=[name={name},password={password}]"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            # The command line holds SCRAM passwords: report the tool's output only.
+            raise BrokerStartError(f"formatting node {node.node_id}'s storage failed:\n{proc.stdout}{proc.stderr}")
+
+    def _launch(self, java: str, node: _Node) -> None:
+        cmd = [
+            java, "-Xms256m", f"-Xmx{self.heap}", "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={CONF_DIR / 'kafka' / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={node.data_dir / 'logs'}",
+            "-cp", f"{broker_lib()}/*", "kafka.Kafka", str(node.data_dir / "server.properties"),
+        ]
+        log = open(node.log_file, "ab")
+        try:
+            node.process = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                preexec_fn=None if self.detach else _die_with_parent,
+                start_new_session=self.detach,
+            )
+        finally:
+            log.close()
+
+    @staticmethod
+    def _terminate(node: _Node, grace: float) -> None:
+        proc = node.process
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        node.process = None

@@ -1,0 +1,191 @@
+"""Session fixtures: a real Kafka broker, a topic factory, a real Spark session, and independent read-back.
+
+Everything written by the code under test is read back with clients that share none of its code:
+confluent-kafka (librdkafka) and Spark's own ``format("kafka")`` source.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from spark_kafka_sink.testing.broker import KafkaCluster, fetch_jars, spark_connector_jars
+
+
+def _unwind_on_sigterm() -> None:
+    """Make SIGTERM (CI cancelling, `kill`) unwind like Ctrl-C, so fixture teardown stops brokers and deletes data.
+
+    A SIGKILL cannot be caught: then the kernel kills the JVMs (PR_SET_PDEATHSIG) and the next run sweeps the
+    data folder.
+    """
+
+    def _raise(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, _raise)
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator[KafkaCluster]:
+    """A single-node KRaft broker for the whole session, on free ports."""
+    _unwind_on_sigterm()
+    fetch_jars()
+    cluster = KafkaCluster(size=1).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def bootstrap(kafka: KafkaCluster) -> str:
+    return kafka.bootstrap_servers
+
+
+def create_topic(bootstrap_servers: str, name: str, partitions: int = 3, replication: int = 1,
+                 config: dict[str, str] | None = None) -> str:
+    """Create a topic with confluent-kafka's admin client and wait until it exists."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=replication, config=config or {})],
+        operation_timeout=30,
+    )
+    futures[name].result(timeout=60)
+    # Creation is acknowledged by the controller before every broker has the metadata: wait until it is visible.
+    for _ in range(100):
+        md = admin.list_topics(name, timeout=10)
+        topic = md.topics.get(name)
+        if topic is not None and topic.error is None and len(topic.partitions) == partitions and all(
+            p.leader >= 0 for p in topic.partitions.values()
+        ):
+            return name
+    raise AssertionError(f"topic {name} never became visible with {partitions} partitions")
+
+
+@pytest.fixture
+def topic_factory(bootstrap: str) -> Callable[..., str]:
+    """``topic_factory(partitions=3, replication=1, config=None) -> name``: a fresh, uniquely named topic."""
+
+    def make(partitions: int = 3, replication: int = 1, config: dict[str, str] | None = None) -> str:
+        return create_topic(bootstrap, f"t-{uuid.uuid4().hex[:12]}", partitions, replication, config)
+
+    return make
+
+
+@dataclass(frozen=True)
+class ConsumedRecord:
+    """One record as an independent client (librdkafka) saw it."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    timestamp_ms: int
+
+
+def read_topic(bootstrap_servers: str, topic: str, isolation: str = "read_committed",
+               timeout: float = 60.0) -> list[ConsumedRecord]:
+    """Every record of ``topic`` visible at ``isolation``, sorted by (partition, offset), read with confluent-kafka.
+
+    Reads until each partition reports end-of-partition (for read_committed: the last stable offset), so the call
+    returns as soon as everything visible was read; it raises if that takes longer than ``timeout``.
+    """
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap_servers,
+        "group.id": f"readback-{uuid.uuid4().hex}",
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "isolation.level": isolation,
+        "auto.offset.reset": "earliest",
+    })
+    try:
+        md = consumer.list_topics(topic, timeout=10)
+        partitions = sorted(md.topics[topic].partitions)
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        at_eof: set[int] = set()
+        records: list[ConsumedRecord] = []
+        deadline = time.monotonic() + timeout
+        while len(at_eof) < len(partitions):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"reading {topic} did not reach the end of partitions "
+                                     f"{sorted(set(partitions) - at_eof)} within {timeout}s")
+            for msg in consumer.consume(num_messages=10000, timeout=1.0):
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        at_eof.add(msg.partition())
+                        continue
+                    raise AssertionError(f"read-back error: {err}")
+                at_eof.discard(msg.partition())
+                records.append(ConsumedRecord(
+                    topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), key=msg.key(),
+                    value=msg.value(), headers=tuple(msg.headers() or ()), timestamp_ms=msg.timestamp()[1],
+                ))
+        return sorted(records, key=lambda r: (r.partition, r.offset))
+    finally:
+        consumer.close()
+
+
+@pytest.fixture
+def readback(bootstrap: str) -> Callable[..., list[ConsumedRecord]]:
+    """``readback(topic, isolation="read_committed") -> [ConsumedRecord]`` through confluent-kafka."""
+
+    def read(topic: str, isolation: str = "read_committed", timeout: float = 60.0) -> list[ConsumedRecord]:
+        return read_topic(bootstrap, topic, isolation, timeout)
+
+    return read
+
+
+@pytest.fixture(scope="session")
+def spark(kafka: KafkaCluster) -> Iterator[Any]:
+    """A real local Spark session: 2 threads, up to 3 attempts per task, Spark's Kafka connector on the classpath."""
+    from pyspark.sql import SparkSession
+
+    # Python workers must run this interpreter (the venv's), which has pyarrow and the package.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    jars = ",".join(str(p) for p in spark_connector_jars())
+    session = (
+        SparkSession.builder.master("local[2,3]")
+        .appName("spark-kafka-sink-tests")
+        .config("spark.jars", jars)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.driver.memory", "3g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.python.worker.reuse", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def spark_read_topic(spark_session: Any, bootstrap_servers: str, topic: str) -> Any:
+    """The topic as a DataFrame read by Spark's own Kafka source, read_committed."""
+    return (
+        spark_session.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .option("kafka.isolation.level", "read_committed")
+        .option("includeHeaders", "true")
+        .load()
+    )
