@@ -1,0 +1,146 @@
+"""Cluster-level APIs: ApiVersions (18), Metadata (3) and CreateTopics (19, used by tests and tooling)."""
+
+from __future__ import annotations
+
+from spark_kafka_sink.protocol.messages.schema import ApiSpec, field
+
+__all__ = ["API_VERSIONS", "METADATA", "CREATE_TOPICS"]
+
+_NO_OPERATIONS = -(2**31)  # "authorized operations not requested"
+
+# ------------------------------------------------------------------------------------------ ApiVersions
+# versions 0-4, flexible from 3. The response always comes with response header v0 (see ApiSpec).
+#   request:  client_software_name string (v3+), client_software_version string (v3+)
+#   response: error_code int16, api_keys [api_key, min_version, max_version int16], throttle_time_ms int32 (v1+),
+#             tagged (v3+): 0 supported_features, 1 finalized_features_epoch, 2 finalized_features, 3 zk flag
+
+API_VERSIONS = ApiSpec(
+    key=18,
+    name="ApiVersions",
+    min_version=0,
+    max_version=4,
+    flexible_from=3,
+    request_schema=(
+        field("client_software_name", "string", "3+", ignorable=True),  # [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
+        field("client_software_version", "string", "3+", ignorable=True),  # same pattern as the name
+    ),
+    response_schema=(
+        field("error_code", "int16", "0+", default=0),  # UNSUPPORTED_VERSION: retry with a version listed below
+        field("api_keys", "[]", "0+", fields=(  # every API the broker serves
+            field("api_key", "int16", "0+"),  # API key
+            field("min_version", "int16", "0+"),  # oldest version served
+            field("max_version", "int16", "0+"),  # newest version served
+        )),
+        field("throttle_time_ms", "int32", "1+", default=0, ignorable=True),  # quota delay
+        field("supported_features", "[]", "3+", tag=0, tagged="3+", ignorable=True, fields=(  # broker's range
+            field("name", "string", "3+"),  # feature name, e.g. transaction.version
+            field("min_version", "int16", "3+"),  # lowest level this broker supports
+            field("max_version", "int16", "3+"),  # highest level this broker supports
+        )),
+        field("finalized_features_epoch", "int64", "3+", tag=1, tagged="3+", default=-1, ignorable=True),
+        field("finalized_features", "[]", "3+", tag=2, tagged="3+", ignorable=True, fields=(  # cluster-wide
+            field("name", "string", "3+"),  # feature name
+            field("max_version_level", "int16", "3+"),  # the level the cluster runs at
+            field("min_version_level", "int16", "3+"),  # lowest level still allowed
+        )),
+        field("zk_migration_ready", "bool", "3+", tag=3, tagged="3+", default=False, ignorable=True),  # KRaft only
+    ),
+)
+
+# --------------------------------------------------------------------------------------------- Metadata
+# versions 0-13, flexible from 9. v10+ carries topic ids (uuid), v12 allows a null topic name (lookup by id),
+# v13 adds a top-level error code (REBOOTSTRAP_REQUIRED). topics = null (v1+) means "all topics"; in v0 an
+# empty list means all topics.
+
+METADATA = ApiSpec(
+    key=3,
+    name="Metadata",
+    min_version=0,
+    max_version=13,
+    flexible_from=9,
+    request_schema=(
+        field("topics", "[]", "0+", nullable="1+", fields=(  # topics to describe; null = all (v1+)
+            field("topic_id", "uuid", "10+", ignorable=True),  # zero UUID when asking by name
+            field("name", "string", "0+", nullable="10+"),  # null when asking by id
+        )),
+        field("allow_auto_topic_creation", "bool", "4+", default=True),  # broker may create missing topics
+        field("include_cluster_authorized_operations", "bool", "8-10", default=False),  # ACL bitfield for cluster
+        field("include_topic_authorized_operations", "bool", "8+", default=False),  # ACL bitfield per topic
+    ),
+    response_schema=(
+        field("throttle_time_ms", "int32", "3+", default=0, ignorable=True),  # quota delay
+        field("brokers", "[]", "0+", fields=(  # live brokers
+            field("node_id", "int32", "0+"),  # broker id
+            field("host", "string", "0+"),  # advertised host
+            field("port", "int32", "0+"),  # advertised port
+            field("rack", "string", "1+", nullable="1+", default=None, ignorable=True),  # rack, if set
+        )),
+        field("cluster_id", "string", "2+", nullable="2+", default=None, ignorable=True),  # cluster id
+        field("controller_id", "int32", "1+", default=-1, ignorable=True),  # a controller, or -1
+        field("topics", "[]", "0+", fields=(  # one entry per topic
+            field("error_code", "int16", "0+", default=0),  # e.g. UNKNOWN_TOPIC_OR_PARTITION
+            field("name", "string", "0+", nullable="12+"),  # null for an unknown topic asked by id
+            field("topic_id", "uuid", "10+", ignorable=True),  # zero for an unknown topic asked by name
+            field("is_internal", "bool", "1+", default=False, ignorable=True),  # e.g. __consumer_offsets
+            field("partitions", "[]", "0+", fields=(  # one entry per partition
+                field("error_code", "int16", "0+", default=0),  # e.g. LEADER_NOT_AVAILABLE
+                field("partition_index", "int32", "0+"),  # partition number
+                field("leader_id", "int32", "0+"),  # leader broker, -1 if none
+                field("leader_epoch", "int32", "7+", default=-1, ignorable=True),  # leader epoch
+                field("replica_nodes", "[]int32", "0+"),  # all replicas
+                field("isr_nodes", "[]int32", "0+"),  # in-sync replicas
+                field("offline_replicas", "[]int32", "5+", default=[], ignorable=True),  # replicas offline
+            )),
+            field("topic_authorized_operations", "int32", "8+", default=_NO_OPERATIONS),  # ACL bitfield
+        )),
+        field("cluster_authorized_operations", "int32", "8-10", default=_NO_OPERATIONS),  # ACL bitfield
+        field("error_code", "int16", "13+", default=0, ignorable=True),  # top-level error (v13+)
+    ),
+)
+
+# ----------------------------------------------------------------------------------------- CreateTopics
+# versions 2-7, flexible from 5. v5+ returns the topic's resulting configs, v7 its topic id.
+
+CREATE_TOPICS = ApiSpec(
+    key=19,
+    name="CreateTopics",
+    min_version=2,
+    max_version=7,
+    flexible_from=5,
+    request_schema=(
+        field("topics", "[]", "0+", fields=(  # topics to create
+            field("name", "string", "0+"),  # topic name
+            field("num_partitions", "int32", "0+", default=-1),  # -1 = broker default (needs no assignments)
+            field("replication_factor", "int16", "0+", default=-1),  # -1 = broker default
+            field("assignments", "[]", "0+", default=[], fields=(  # explicit replica placement, or empty
+                field("partition_index", "int32", "0+"),  # partition number
+                field("broker_ids", "[]int32", "0+"),  # replicas, preferred leader first
+            )),
+            field("configs", "[]", "0+", default=[], fields=(  # topic configs to set
+                field("name", "string", "0+"),  # config key, e.g. cleanup.policy
+                field("value", "string", "0+", nullable="0+"),  # config value
+            )),
+        )),
+        field("timeout_ms", "int32", "0+", default=60000),  # how long to wait for creation
+        field("validate_only", "bool", "1+", default=False),  # dry run
+    ),
+    response_schema=(
+        field("throttle_time_ms", "int32", "2+", default=0, ignorable=True),  # quota delay
+        field("topics", "[]", "0+", fields=(  # one result per topic
+            field("name", "string", "0+"),  # topic name
+            field("topic_id", "uuid", "7+", ignorable=True),  # the new topic's id
+            field("error_code", "int16", "0+", default=0),  # e.g. TOPIC_ALREADY_EXISTS
+            field("error_message", "string", "1+", nullable="0+", default=None, ignorable=True),  # details
+            field("topic_config_error_code", "int16", "5+", tag=0, tagged="5+", default=0, ignorable=True),
+            field("num_partitions", "int32", "5+", default=-1, ignorable=True),  # resulting partition count
+            field("replication_factor", "int16", "5+", default=-1, ignorable=True),  # resulting replication
+            field("configs", "[]", "5+", nullable="5+", default=[], ignorable=True, fields=(  # resulting configs
+                field("name", "string", "5+"),  # config key
+                field("value", "string", "5+", nullable="5+"),  # value, null if sensitive
+                field("read_only", "bool", "5+"),  # cannot be changed
+                field("config_source", "int8", "5+", default=-1, ignorable=True),  # where the value comes from
+                field("is_sensitive", "bool", "5+"),  # value hidden
+            )),
+        )),
+    ),
+)
