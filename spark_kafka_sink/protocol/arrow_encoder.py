@@ -66,42 +66,70 @@ def _zigzag(v: I64) -> U64:
 
 def _sizes(u: U64) -> I64:
     """Bytes of the unsigned LEB128 encoding of each value."""
-    if len(u) == 0 or int(u.max()) < 0x80:
-        return np.ones(len(u), np.int64)
+    if len(u) == 0:
+        return np.ones(0, np.int64)
+    lo, hi = int(u.min()), int(u.max())
+    if hi < 0x80 or lo == hi:  # one size for all (the common case): no per-value search
+        return np.full(len(u), int(np.searchsorted(_VARINT_LIMITS, np.uint64(hi), side="right")) + 1, np.int64)
     return np.searchsorted(_VARINT_LIMITS, u, side="right").astype(np.int64) + 1
 
 
-def _put(buf: npt.NDArray[np.uint8], pos: I64, u: U64, sizes: I64) -> None:
-    """Write each value's LEB128 bytes at buf[pos]: byte j carries bits 7j.. and a continuation bit if more follow."""
-    width = int(sizes.max()) if len(sizes) else 0
+def _put(buf: npt.NDArray[np.uint8], pos: I64, u: U64, sizes: I64, least: int, width: int) -> None:
+    """Write each value's LEB128 bytes at buf[pos]: byte j carries bits 7j.. and a continuation bit if more follow.
+    Every value takes at least ``least`` and at most ``width`` bytes."""
     for j in range(width):
-        group = (u >> np.uint64(7 * j)) & np.uint64(0x7F)
-        more = sizes > j + 1
-        byte = (group | (more.astype(np.uint64) << np.uint64(7))).astype(np.uint8)
-        if j == 0:
-            buf[pos] = byte
+        byte = ((u >> np.uint64(7 * j)) & np.uint64(0x7F)).astype(np.uint8)
+        if j + 1 < least:
+            byte |= 0x80
+        elif j + 1 < width:
+            byte[sizes > j + 1] |= 0x80
+        if j < least:  # every value has this byte: no selection
+            buf[pos + j] = byte
         else:
             sel = sizes > j
             buf[pos[sel] + j] = byte[sel]
 
 
-def _glue(fields: list[tuple[U64, I64]], n: int, binary_type: pa.DataType) -> tuple[pa.Array, I64]:
-    """A binary array whose row i is the concatenated varints fields[0][i], fields[1][i], ... (size 0 = skip)."""
-    row_size = np.zeros(n, np.int64)
-    for _, s in fields:
-        row_size += s
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(row_size, out=offsets[1:])
-    buf = np.zeros(int(offsets[-1]), np.uint8)
-    pos = offsets[:-1].copy()
-    for u, s in fields:
-        _put(buf, pos, u, s)
-        pos += s
+def _put_column(mat: npt.NDArray[np.uint8], col: int, u: U64, width: int) -> None:
+    """Write equally sized LEB128 values into columns col..col+width-1 of a row-per-record matrix."""
+    for j in range(width):
+        byte = (u >> np.uint64(7 * j)) & np.uint64(0x7F)
+        mat[:, col + j] = byte | np.uint64(0x80) if j + 1 < width else byte
+
+
+# A glue field: (zigzagged values or None for zero bytes, their varint sizes).
+_Field = tuple["U64 | None", I64]
+
+
+def _glue(fields: list[_Field], n: int, binary_type: pa.DataType) -> pa.Array:
+    """A binary array whose row i is the concatenated varints fields[0][i], fields[1][i], ..."""
     off_type = np.int64 if binary_type == pa.large_binary() else np.int32
-    arr = pa.Array.from_buffers(
-        binary_type, n, [None, pa.py_buffer(offsets.astype(off_type)), pa.py_buffer(buf)]
-    )
-    return arr, row_size
+    ranges = [(int(s.min()), int(s.max())) if n else (1, 1) for _, s in fields]
+    if all(lo == hi for lo, hi in ranges):
+        # Every row has the same layout: write whole columns of an (n, width) matrix, no scatter.
+        width = sum(hi for _, hi in ranges)
+        buf = np.zeros(n * width, np.uint8)
+        mat = buf.reshape(n, width)
+        col = 0
+        for (u, _), (_, w) in zip(fields, ranges):
+            if u is not None:
+                _put_column(mat, col, u, w)
+            col += w
+        offsets = np.arange(0, (n + 1) * width, width, dtype=off_type)
+    else:
+        row_size = np.zeros(n, np.int64)
+        for _, s in fields:
+            row_size += s
+        offsets64 = np.zeros(n + 1, np.int64)
+        np.cumsum(row_size, out=offsets64[1:])
+        buf = np.zeros(int(offsets64[-1]), np.uint8)
+        pos = offsets64[:-1].copy()
+        for (u, s), (lo, hi) in zip(fields, ranges):
+            if u is not None:
+                _put(buf, pos, u, s, lo, hi)
+            pos += s
+        offsets = offsets64.astype(off_type)
+    return pa.Array.from_buffers(binary_type, n, [None, pa.py_buffer(offsets), pa.py_buffer(buf)])
 
 
 # ---------------------------------------------------------------------------------------------- inputs
@@ -141,11 +169,13 @@ def _as(arr: pa.Array, binary_type: pa.DataType) -> pa.Array:
     return arr if arr.type == binary_type else arr.cast(binary_type)
 
 
-def _field(lengths: I64) -> tuple[U64, I64, I64]:
+def _field(lengths: I64, nulls: bool) -> tuple[U64, I64, I64]:
     """(zigzag varint of each length, its size, payload bytes) for a length-prefixed field, -1 = null."""
+    if not nulls:
+        u: U64 = (lengths << 1).view(np.uint64)  # zigzag of a non-negative value
+        return u, _sizes(u), lengths
     u = _zigzag(lengths)
-    s = _sizes(u)
-    return u, s, np.maximum(lengths, 0)
+    return u, _sizes(u), np.maximum(lengths, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,8 +202,8 @@ def _encode_headers(headers: pa.Array | pa.ChunkedArray | None, n: int, binary_t
     h_value = _binary(pc.struct_field(entries, "value"), "header value")
     if h_key.null_count:
         raise ValueError("a header key is null; Kafka header keys are required strings")
-    k_u, k_s, k_n = _field(_lengths(h_key, "header key"))
-    v_u, v_s, v_n = _field(_lengths(h_value, "header value"))
+    k_u, k_s, k_n = _field(_lengths(h_key, "header key"), False)
+    v_u, v_s, v_n = _field(_lengths(h_value, "header value"), h_value.null_count > 0)
     m = len(entries)
     entry_size = k_s + k_n + v_s + v_n
     cum = np.zeros(m + 1, np.int64)
@@ -183,8 +213,8 @@ def _encode_headers(headers: pa.Array | pa.ChunkedArray | None, n: int, binary_t
     payload = cum[row_off[1:]] - cum[row_off[:-1]]
     joined = None
     if m:
-        g_key, _ = _glue([(k_u, k_s)], m, binary_type)
-        g_value, _ = _glue([(v_u, v_s)], m, binary_type)
+        g_key = _glue([(k_u, k_s)], m, binary_type)
+        g_value = _glue([(v_u, v_s)], m, binary_type)
         sep = pa.scalar(b"", binary_type)
         encoded = pc.binary_join_element_wise(
             g_key, _as(h_key, binary_type), g_value, _as(h_value, binary_type), sep, null_handling="skip"
@@ -255,8 +285,8 @@ def encode_arrow_batches(
     if len(hdr.payload) != n:
         raise ValueError(f"headers has {len(hdr.payload)} rows, value has {n}")
 
-    k_u, k_s, k_n = _field(_lengths(key_b, "key"))
-    v_u, v_s, v_n = _field(_lengths(value_b, "value"))
+    k_u, k_s, k_n = _field(_lengths(key_b, "key"), key_b.null_count > 0)
+    v_u, v_s, v_n = _field(_lengths(value_b, "value"), value_b.null_count > 0)
     # Everything in a record body except timestampDelta and offsetDelta, which depend on the batch it lands in.
     fixed = 1 + k_s + k_n + v_s + v_n + hdr.count_s + hdr.payload
 
@@ -280,11 +310,10 @@ def encode_arrow_batches(
     body = fixed + ts_s + od_s
     body_u = _zigzag(body)
     body_s = _sizes(body_u)
-    attributes = np.zeros(n, np.uint64)
-    one = np.ones(n, np.int64)
-    glue_a, _ = _glue([(body_u, body_s), (attributes, one), (ts_u, ts_s), (od_u, od_s), (k_u, k_s)], n, binary_type)
-    glue_b, _ = _glue([(v_u, v_s)], n, binary_type)
-    glue_c, _ = _glue([(hdr.count_u, hdr.count_s)], n, binary_type)
+    attributes = (None, np.ones(n, np.int64))  # one zero byte
+    glue_a = _glue([(body_u, body_s), attributes, (ts_u, ts_s), (od_u, od_s), (k_u, k_s)], n, binary_type)
+    glue_b = _glue([(v_u, v_s)], n, binary_type)
+    glue_c = _glue([(hdr.count_u, hdr.count_s)], n, binary_type)
     key_b, value_b = _as(key_b, binary_type), _as(value_b, binary_type)
 
     rec_end = np.cumsum(body_s + body)
