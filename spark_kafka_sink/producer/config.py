@@ -1,0 +1,311 @@
+"""``ProducerConfig``: the one frozen, typed producer configuration, built once with ``from_dict``.
+
+    cfg = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9092", "linger.ms": "10"})
+    cfg.linger_ms                      # 10: attributes are the Java names in snake_case
+    cfg.sasl_password                  # Secret('***') or None; .reveal() only where it is sent
+    cfg.explicitly_set                 # the keys the user gave
+    ProducerConfig.from_dict(cfg.to_dict())  # round trip (e.g. after pickling to a Spark executor)
+
+Keys, types, defaults and docs live in ``config_options.OPTIONS``. Cross-field rules follow the Java client 3.x:
+
+* idempotence needs acks=all, retries > 0 and max.in.flight.requests.per.connection <= 5. If the user set
+  enable.idempotence=true explicitly, a conflict is a ConfigError naming the setting; if they did not, idempotence
+  is turned off (logged at INFO), as Java does.
+* transactional.id needs idempotence.
+* delivery.timeout.ms >= linger.ms + request.timeout.ms: an error if delivery.timeout.ms was set, otherwise it is
+  raised to that sum (Java does the same).
+* retry.backoff.max.ms / reconnect.backoff.max.ms below their base backoff: the base wins (as Java).
+
+Decided beyond Java (documented in the option docs): SASL credentials come from sasl.username/sasl.password or
+sasl.jaas.config (not both); SASL settings with a non-SASL security.protocol are an error (a forgotten
+security.protocol otherwise shows up later as an opaque connection failure).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import logging
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.producer.config_options import (
+    OPTIONS,
+    OPTIONS_BY_NAME,
+    UNSUPPORTED_OPTIONS,
+    Secret,
+)
+
+__all__ = ["ProducerConfig", "Secret", "SaslCredentials"]
+
+_log = logging.getLogger(__name__)
+
+_MAX_IDEMPOTENT_IN_FLIGHT = 5
+_JAAS_FIELD = re.compile(r'\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(frozen=True)
+class SaslCredentials:
+    mechanism: str
+    username: str
+    password: Secret
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    """Every producer setting, typed. Build with :meth:`from_dict`; one attribute per key of ``OPTIONS``."""
+
+    bootstrap_servers: tuple[str, ...]
+    client_id: str
+    security_protocol: str
+    sasl_mechanism: str
+    sasl_username: str | None
+    sasl_password: Secret | None
+    sasl_jaas_config: Secret | None
+    ssl_ca_location: str | None
+    ssl_truststore_location: str | None
+    ssl_truststore_type: str
+    ssl_truststore_password: Secret | None
+    ssl_certificate_location: str | None
+    ssl_key_location: str | None
+    ssl_key_password: Secret | None
+    ssl_endpoint_identification_algorithm: str
+    ssl_check_hostname: bool
+    socket_connection_setup_timeout_ms: int
+    socket_connection_setup_timeout_max_ms: int
+    connections_max_idle_ms: int
+    reconnect_backoff_ms: int
+    reconnect_backoff_max_ms: int
+    send_buffer_bytes: int
+    receive_buffer_bytes: int
+    metadata_max_age_ms: int
+    metadata_max_idle_ms: int
+    allow_auto_create_topics: bool
+    acks: int  # -1 (all), 0 or 1
+    enable_idempotence: bool
+    retries: int
+    retry_backoff_ms: int
+    retry_backoff_max_ms: int
+    delivery_timeout_ms: int
+    request_timeout_ms: int
+    max_in_flight_requests_per_connection: int
+    linger_ms: int
+    batch_size: int
+    buffer_memory: int
+    max_block_ms: int
+    max_request_size: int
+    compression_type: str
+    compression_level: int | None
+    compression_gzip_level: int | None
+    compression_lz4_level: int | None
+    compression_zstd_level: int | None
+    partitioner_class: Callable[[str, bytes | None, int], int] | None
+    partitioner_ignore_keys: bool
+    partitioner_adaptive_partitioning_enable: bool
+    partitioner_availability_timeout_ms: int
+    transactional_id: str | None
+    transaction_timeout_ms: int
+    interceptor_classes: tuple[object, ...]
+    explicitly_set: frozenset[str] = frozenset()  # Java names the user gave (not None)
+
+    # ------------------------------------------------------------------------------------------ building
+
+    @classmethod
+    def from_dict(cls, options: Mapping[str, Any]) -> ProducerConfig:
+        """Parse and validate the user's options (Java names; values typed or strings). None means "default"."""
+        values: dict[str, Any] = {spec.attribute: spec.default for spec in OPTIONS}
+        explicit: set[str] = set()
+        seen: dict[str, str] = {}
+        for raw_key, raw_value in options.items():
+            if not isinstance(raw_key, str):
+                raise ConfigError(f"config keys are strings, got {raw_key!r}")
+            key = raw_key.strip().lower()  # Spark options arrive lower-cased; Java names are all lower case
+            spec = OPTIONS_BY_NAME.get(key)
+            if spec is None:
+                raise _unknown_key(raw_key)
+            if key in seen:
+                raise ConfigError(f"{key} is given twice (as {seen[key]!r} and {raw_key!r})", key=key)
+            seen[key] = raw_key
+            if raw_value is None:
+                continue
+            values[spec.attribute] = spec.parse(key, raw_value)
+            explicit.add(key)
+        if not values["bootstrap_servers"]:
+            raise ConfigError("bootstrap.servers is required: host:port[,host:port...]", key="bootstrap.servers")
+        values["explicitly_set"] = frozenset(explicit)
+        _apply_cross_field_rules(values, explicit)
+        return cls(**values)
+
+    def to_dict(self, *, include_defaults: bool = False) -> dict[str, Any]:
+        """Java-named options that rebuild this config with :meth:`from_dict`. Secrets stay :class:`Secret`."""
+        out: dict[str, Any] = {}
+        for spec in OPTIONS:
+            if include_defaults or spec.name in self.explicitly_set:
+                out[spec.name] = getattr(self, spec.attribute)
+        return out
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> ProducerConfig:
+        """A new config: this one's explicit options updated with ``overrides`` (validated again)."""
+        return ProducerConfig.from_dict({**self.to_dict(), **overrides})
+
+    # ------------------------------------------------------------------------------------------ derived
+
+    @property
+    def is_transactional(self) -> bool:
+        return self.transactional_id is not None
+
+    @property
+    def effective_compression_level(self) -> int | None:
+        """compression.level if set, else compression.<codec>.level for the chosen codec; None: codec default."""
+        if self.compression_level is not None:
+            return self.compression_level
+        per_codec = {
+            "gzip": self.compression_gzip_level,
+            "lz4": self.compression_lz4_level,
+            "zstd": self.compression_zstd_level,
+        }.get(self.compression_type)
+        return None if per_codec == -1 else per_codec
+
+    @property
+    def uses_ssl(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol.startswith("SASL_")
+
+    @property
+    def ssl_cafile(self) -> str | None:
+        """The PEM CA file to trust (ssl.ca.location or ssl.truststore.location); None: the system's CAs."""
+        return self.ssl_ca_location or self.ssl_truststore_location
+
+    def sasl_credentials(self) -> SaslCredentials | None:
+        """Mechanism, user name and password for SASL (from sasl.username/password or sasl.jaas.config)."""
+        if not self.uses_sasl:
+            return None
+        if self.sasl_jaas_config is not None:
+            username, password = _parse_jaas(self.sasl_jaas_config)
+            return SaslCredentials(self.sasl_mechanism, username, password)
+        if self.sasl_username is None or self.sasl_password is None:  # from_dict refuses this; direct init may not
+            raise ConfigError("SASL needs sasl.username and sasl.password (or sasl.jaas.config)", key="sasl.username")
+        return SaslCredentials(self.sasl_mechanism, self.sasl_username, self.sasl_password)
+
+
+def _unknown_key(key: str) -> ConfigError:
+    lowered = key.strip().lower()
+    if lowered in UNSUPPORTED_OPTIONS:
+        return ConfigError(f"{lowered} is not supported: {UNSUPPORTED_OPTIONS[lowered]}", key=key)
+    close = difflib.get_close_matches(lowered, list(OPTIONS_BY_NAME), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else "; see ProducerConfig / the README options table"
+    return ConfigError(f"unknown producer config {key!r}{hint}", key=key)
+
+
+def _conflict(message: str, key: str) -> ConfigError:
+    return ConfigError(message, key=key)
+
+
+def _apply_cross_field_rules(v: dict[str, Any], explicit: set[str]) -> None:
+    _idempotence_rules(v, explicit)
+    if v["transactional_id"] is not None and not v["enable_idempotence"]:
+        raise _conflict("transactional.id needs idempotence, but enable.idempotence=false", "transactional.id")
+    floor = v["linger_ms"] + v["request_timeout_ms"]
+    if v["delivery_timeout_ms"] < floor:
+        if "delivery.timeout.ms" in explicit:
+            raise _conflict(
+                f"delivery.timeout.ms={v['delivery_timeout_ms']} must be >= linger.ms + request.timeout.ms "
+                f"({v['linger_ms']} + {v['request_timeout_ms']} = {floor})", "delivery.timeout.ms")
+        v["delivery_timeout_ms"] = floor
+    v["retry_backoff_max_ms"] = max(v["retry_backoff_max_ms"], v["retry_backoff_ms"])
+    v["reconnect_backoff_max_ms"] = max(v["reconnect_backoff_max_ms"], v["reconnect_backoff_ms"])
+    _tls_rules(v, explicit)
+    _sasl_rules(v, explicit)
+
+
+def _idempotence_conflicts(v: dict[str, Any]) -> list[str]:
+    conflicts = []
+    if v["acks"] != -1:
+        conflicts.append(f"acks={v['acks']} (needs all)")
+    if v["retries"] == 0:
+        conflicts.append("retries=0 (needs > 0)")
+    if v["max_in_flight_requests_per_connection"] > _MAX_IDEMPOTENT_IN_FLIGHT:
+        conflicts.append(f"max.in.flight.requests.per.connection={v['max_in_flight_requests_per_connection']} "
+                         f"(needs <= {_MAX_IDEMPOTENT_IN_FLIGHT})")
+    return conflicts
+
+
+def _idempotence_rules(v: dict[str, Any], explicit: set[str]) -> None:
+    if not v["enable_idempotence"]:
+        return
+    conflicts = _idempotence_conflicts(v)
+    if not conflicts:
+        return
+    if "enable.idempotence" in explicit or v["transactional_id"] is not None:
+        # Java refuses a transactional producer with these settings even when idempotence was left implicit.
+        what = "transactional.id" if "enable.idempotence" not in explicit else "enable.idempotence=true"
+        raise _conflict(f"{what} conflicts with " + ", ".join(conflicts) + "; change those or "
+                        "set enable.idempotence=false (and no transactional.id)", "enable.idempotence")
+    _log.info("idempotence disabled because of %s (enable.idempotence was not set)", ", ".join(conflicts))
+    v["enable_idempotence"] = False
+
+
+def _tls_rules(v: dict[str, Any], explicit: set[str]) -> None:
+    ca, truststore = v["ssl_ca_location"], v["ssl_truststore_location"]
+    if ca and truststore and ca != truststore:
+        raise _conflict("ssl.ca.location and ssl.truststore.location name different files; set one",
+                        "ssl.truststore.location")
+    by_algorithm = v["ssl_endpoint_identification_algorithm"] == "https"
+    if "ssl.check.hostname" in explicit and "ssl.endpoint.identification.algorithm" in explicit:
+        if v["ssl_check_hostname"] != by_algorithm:
+            raise _conflict("ssl.check.hostname and ssl.endpoint.identification.algorithm disagree; set one",
+                            "ssl.check.hostname")
+    elif "ssl.check.hostname" not in explicit:
+        v["ssl_check_hostname"] = by_algorithm
+    if bool(v["ssl_certificate_location"]) != bool(v["ssl_key_location"]):
+        raise _conflict("mutual TLS needs both ssl.certificate.location and ssl.key.location",
+                        "ssl.key.location" if v["ssl_certificate_location"] else "ssl.certificate.location")
+
+
+def _sasl_rules(v: dict[str, Any], explicit: set[str]) -> None:
+    sasl_keys = sorted(k for k in explicit if k.startswith("sasl."))
+    if not v["security_protocol"].startswith("SASL_"):
+        if sasl_keys:
+            raise _conflict(f"{', '.join(sasl_keys)} set but security.protocol={v['security_protocol']}; "
+                            "set security.protocol=SASL_SSL or SASL_PLAINTEXT", "security.protocol")
+        return
+    has_pair = v["sasl_username"] is not None or v["sasl_password"] is not None
+    if v["sasl_jaas_config"] is not None:
+        if has_pair:
+            raise _conflict("set either sasl.jaas.config or sasl.username/sasl.password, not both",
+                            "sasl.jaas.config")
+        _parse_jaas(v["sasl_jaas_config"])  # fail now, not at connect time
+    elif v["sasl_username"] is None or v["sasl_password"] is None:
+        missing = "sasl.username" if v["sasl_username"] is None else "sasl.password"
+        raise _conflict(f"security.protocol={v['security_protocol']} needs credentials: {missing} is missing "
+                        "(or use sasl.jaas.config)", missing)
+
+
+def _parse_jaas(jaas: Secret) -> tuple[str, Secret]:
+    fields = {name: value.replace('\\"', '"').replace("\\\\", "\\")
+              for name, value in _JAAS_FIELD.findall(jaas.reveal())}
+    if "username" not in fields or "password" not in fields:
+        # Never echo the value: it holds the password.
+        raise ConfigError('sasl.jaas.config needs username="..." and password="..." (value hidden)',
+                          key="sasl.jaas.config")
+    return fields["username"], Secret(fields["password"])
+
+
+def _check_table_matches_dataclass() -> None:
+    # The spec table and the dataclass are written separately (so attributes are typed); keep them in step.
+    fields = {f.name for f in dataclasses.fields(ProducerConfig)} - {"explicitly_set"}
+    attributes = {spec.attribute for spec in OPTIONS}
+    if fields != attributes:
+        raise TypeError(f"ProducerConfig fields and OPTIONS differ: {sorted(fields ^ attributes)}")
+    for spec in OPTIONS:
+        if spec.secret and spec.type_name != "secret":
+            raise TypeError(f"{spec.name} looks secret but is not parsed as a Secret")
+
+
+_check_table_matches_dataclass()

@@ -1,0 +1,323 @@
+"""The producer's configuration keys, declared once: name, type, default, validator, doc.
+
+``OPTIONS`` is the single table every other piece reads: ``ProducerConfig.from_dict`` parses with it, the README's
+options table is generated from it (``options_markdown()``), and secrets are recognised by name here.
+
+Values may arrive as Python objects or as strings (Spark options are always strings): every parser accepts both.
+A parser raises ``ConfigError`` naming the key, the value (never for a secret) and what is allowed.
+"""
+
+from __future__ import annotations
+
+import hmac
+import importlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from spark_kafka_sink.errors import ConfigError
+
+__all__ = ["Secret", "OptionSpec", "OPTIONS", "OPTIONS_BY_NAME", "UNSUPPORTED_OPTIONS", "is_secret_name",
+           "options_markdown", "MAX_INT32"]
+
+MAX_INT32 = 2**31 - 1
+_MAX_INT64 = 2**63 - 1
+
+
+class Secret:
+    """A password-like string that never shows itself: ``repr`` is ``Secret('***')``, ``str`` is ``***``.
+
+    ``reveal()`` returns the value, for the one place that must send it (SASL, TLS key loading). Equality compares
+    the values in constant time. Pickles with its value (Spark ships the config to executors)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and hmac.compare_digest(self._value.encode(), other._value.encode())
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+    def __reduce__(self) -> tuple[type[Secret], tuple[str]]:
+        return (Secret, (self._value,))
+
+
+def is_secret_name(name: str) -> bool:
+    """Keys whose values must never be printed: anything about passwords, secrets or JAAS login config."""
+    lowered = name.lower()
+    return any(word in lowered for word in ("password", "secret", "jaas"))
+
+
+Parser = Callable[[str, Any], Any]
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One configuration key. ``parse(name, raw)`` validates a user value and returns the typed one."""
+
+    name: str  # the Java client's name, e.g. "linger.ms"
+    type_name: str  # for docs: "int", "bool", "list", ...
+    default: Any  # the typed default (what parse would return); None = not set
+    parse: Parser
+    doc: str
+
+    @property
+    def attribute(self) -> str:
+        """The ProducerConfig attribute: the name in snake_case."""
+        return self.name.replace(".", "_").replace("-", "_")
+
+    @property
+    def secret(self) -> bool:
+        return is_secret_name(self.name)
+
+
+def _shown(name: str, raw: object) -> str:
+    return f"{name}=<hidden>" if is_secret_name(name) else f"{name}={raw!r}"
+
+
+def _invalid(name: str, raw: object, expected: str) -> ConfigError:
+    return ConfigError(f"{_shown(name, raw)} is invalid: expected {expected}", key=name)
+
+
+def _int(lo: int = 0, hi: int = _MAX_INT64) -> Parser:
+    expected = f"an integer from {lo} to {hi}" if hi < _MAX_INT64 else f"an integer >= {lo}"
+
+    def parse(name: str, raw: Any) -> int:
+        if isinstance(raw, bool):  # bool is an int in Python; True as a size is a mistake
+            raise _invalid(name, raw, expected)
+        if isinstance(raw, int):
+            value = raw
+        elif isinstance(raw, str) and re.fullmatch(r"\s*[-+]?\d+\s*", raw):
+            value = int(raw)
+        else:
+            raise _invalid(name, raw, expected)
+        if not lo <= value <= hi:
+            raise _invalid(name, raw, expected)
+        return value
+
+    return parse
+
+
+def _optional_int(lo: int, hi: int) -> Parser:
+    inner = _int(lo, hi)
+    return lambda name, raw: None if raw is None or raw == "" else inner(name, raw)
+
+
+def _bool(name: str, raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
+        return raw.strip().lower() == "true"
+    raise _invalid(name, raw, "true or false")
+
+
+def _choice(*allowed: str, upper: bool = False) -> Parser:
+    def parse(name: str, raw: Any) -> str:
+        value = raw.strip() if isinstance(raw, str) else raw
+        if isinstance(value, str):
+            value = value.upper() if upper else value.lower()
+        if value not in allowed:
+            raise _invalid(name, raw, "one of " + ", ".join(a or "'' (empty)" for a in allowed))
+        return str(value)
+
+    return parse
+
+
+def _acks(name: str, raw: Any) -> int:
+    """acks: "all" is -1, as in the Java client."""
+    value = raw.strip().lower() if isinstance(raw, str) else raw
+    mapping: dict[object, int] = {"all": -1, "-1": -1, "0": 0, "1": 1, -1: -1, 0: 0, 1: 1}
+    if isinstance(value, bool) or value not in mapping:
+        raise _invalid(name, raw, "one of all, -1, 0, 1")
+    return mapping[value]
+
+
+def _string(name: str, raw: Any) -> str:
+    if not isinstance(raw, str):
+        raise _invalid(name, raw, "a string")
+    return raw
+
+
+def _optional_string(name: str, raw: Any) -> str | None:
+    return None if raw is None or raw == "" else _string(name, raw)
+
+
+def _secret(name: str, raw: Any) -> Secret | None:
+    if raw is None or isinstance(raw, Secret):
+        return raw
+    if not isinstance(raw, str):
+        raise _invalid(name, raw, "a string")
+    return Secret(raw) if raw else None
+
+
+_HOST_PORT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[^\s:\[\]]+):(\d{1,5})$")
+
+
+def _servers(name: str, raw: Any) -> tuple[str, ...]:
+    expected = "host:port[,host:port...] (a string or a list of strings)"
+    if isinstance(raw, str):
+        items = [s.strip() for s in raw.split(",")]
+    elif isinstance(raw, (list, tuple)) and all(isinstance(s, str) for s in raw):
+        items = [s.strip() for s in raw]
+    else:
+        raise _invalid(name, raw, expected)
+    items = [s for s in items if s]
+    if not items:
+        raise _invalid(name, raw, expected)
+    for item in items:
+        match = _HOST_PORT.match(item)
+        if match is None or not 0 < int(match.group(1)) < 65536:
+            raise ConfigError(f"{name}: {item!r} is not host:port (IPv6 as [addr]:port)", key=name)
+    return tuple(items)
+
+
+def _resolve(name: str, raw: Any) -> Any:
+    """A Python object, or a dotted path ``package.module.attr`` (Spark options are strings) that is imported and,
+    if it names a class, instantiated without arguments -- the Python counterpart of Java's class-name configs."""
+    if not isinstance(raw, str):
+        return raw
+    module_name, _, attr = raw.strip().rpartition(".")
+    if not module_name:
+        raise _invalid(name, raw, "a Python object or a dotted path package.module.name")
+    try:
+        target = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"{name}={raw!r}: cannot import it ({exc})", key=name) from None
+    return target() if isinstance(target, type) else target
+
+
+def _partitioner(name: str, raw: Any) -> Callable[[str, bytes | None, int], int] | None:
+    if raw is None or raw == "":
+        return None
+    target = _resolve(name, raw)
+    if not callable(target):
+        raise _invalid(name, raw, "a callable (topic, key_bytes, num_partitions) -> partition")
+    return target  # type: ignore[no-any-return]
+
+
+def _objects(name: str, raw: Any) -> tuple[object, ...]:
+    if raw is None or raw == "":
+        return ()
+    if isinstance(raw, str):
+        return tuple(_resolve(name, part) for part in raw.split(",") if part.strip())
+    if isinstance(raw, Sequence):
+        return tuple(_resolve(name, item) for item in raw)
+    return (_resolve(name, raw),)
+
+
+def _opt(name: str, type_name: str, parse: Parser, default: Any, doc: str) -> OptionSpec:
+    return OptionSpec(name, type_name, default, parse, doc)
+
+
+_MS = "int (ms)"
+# fmt: off
+OPTIONS: tuple[OptionSpec, ...] = (
+    # --- connection and identity
+    _opt("bootstrap.servers", "list", _servers, (), "Brokers to fetch cluster metadata from: host:port,host:port. Required."),
+    _opt("client.id", "string", _string, "", "Name sent with every request (broker logs, quotas). Empty: producer-<n>."),
+    _opt("security.protocol", "enum", _choice("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", upper=True), "PLAINTEXT",
+         "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."),
+    _opt("sasl.mechanism", "enum", _choice("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", upper=True), "PLAIN",
+         "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (GSSAPI/OAUTHBEARER are not supported)."),
+    _opt("sasl.username", "string", _optional_string, None, "SASL user name (alternative to sasl.jaas.config)."),
+    _opt("sasl.password", "secret", _secret, None, "SASL password; never logged."),
+    _opt("sasl.jaas.config", "secret", _secret, None,
+         "Java JAAS line with username=\"...\" password=\"...\" (PlainLoginModule / ScramLoginModule); never logged."),
+    _opt("ssl.ca.location", "string", _optional_string, None, "PEM file of CA certificates to trust. Unset: system CAs."),
+    _opt("ssl.truststore.location", "string", _optional_string, None,
+         "Same as ssl.ca.location (PEM only: convert JKS/PKCS12 with keytool or openssl)."),
+    _opt("ssl.truststore.type", "enum", _choice("PEM", upper=True), "PEM", "PEM only."),
+    _opt("ssl.truststore.password", "secret", _secret, None, "Accepted for Java compatibility; PEM truststores have none."),
+    _opt("ssl.certificate.location", "string", _optional_string, None, "PEM client certificate (mutual TLS)."),
+    _opt("ssl.key.location", "string", _optional_string, None, "PEM private key of the client certificate."),
+    _opt("ssl.key.password", "secret", _secret, None, "Password of ssl.key.location; never logged."),
+    _opt("ssl.endpoint.identification.algorithm", "string", _choice("https", ""), "https",
+         "https: verify the broker's host name against its certificate; empty string: do not."),
+    _opt("ssl.check.hostname", "bool", _bool, True,
+         "Verify the broker host name (overrides ssl.endpoint.identification.algorithm when set)."),
+    _opt("socket.connection.setup.timeout.ms", _MS, _int(0), 10_000, "Time to establish one connection."),
+    _opt("socket.connection.setup.timeout.max.ms", _MS, _int(0), 30_000, "Cap of the exponential connect timeout."),
+    _opt("connections.max.idle.ms", _MS, _int(-1), 540_000, "Close connections idle this long (-1: never)."),
+    _opt("reconnect.backoff.ms", _MS, _int(0), 50, "Wait before reconnecting to a broker."),
+    _opt("reconnect.backoff.max.ms", _MS, _int(0), 1_000, "Cap of the exponential reconnect backoff."),
+    _opt("send.buffer.bytes", "int", _int(-1, MAX_INT32), 131_072, "SO_SNDBUF (-1: OS default)."),
+    _opt("receive.buffer.bytes", "int", _int(-1, MAX_INT32), 32_768, "SO_RCVBUF (-1: OS default)."),
+    _opt("metadata.max.age.ms", _MS, _int(0), 300_000, "Refresh metadata at least this often."),
+    _opt("metadata.max.idle.ms", _MS, _int(5_000), 300_000, "Forget topics not produced to for this long."),
+    _opt("allow.auto.create.topics", "bool", _bool, True, "Let the broker auto-create a missing topic (if it allows)."),
+    # --- delivery
+    _opt("acks", "enum", _acks, -1, "all (-1): every in-sync replica; 1: the leader; 0: no acknowledgement."),
+    _opt("enable.idempotence", "bool", _bool, True,
+         "No duplicates from retries (needs acks=all, retries>0, max.in.flight<=5). Turned off silently if "
+         "not set and acks/retries/max.in.flight conflict, as in Java."),
+    _opt("retries", "int", _int(0, MAX_INT32), MAX_INT32, "Resend attempts on retriable errors (bounded by delivery.timeout.ms)."),
+    _opt("retry.backoff.ms", _MS, _int(0), 100, "First wait before resending a failed request."),
+    _opt("retry.backoff.max.ms", _MS, _int(0), 1_000, "Cap of the exponential retry backoff."),
+    _opt("delivery.timeout.ms", _MS, _int(0, MAX_INT32), 120_000,
+         "Upper bound from send() to acknowledgement or failure; >= linger.ms + request.timeout.ms."),
+    _opt("request.timeout.ms", _MS, _int(0, MAX_INT32), 30_000, "Wait this long for a broker's response."),
+    _opt("max.in.flight.requests.per.connection", "int", _int(1, MAX_INT32), 5,
+         "Unacknowledged requests per broker connection (<= 5 with idempotence)."),
+    # --- batching and memory
+    _opt("linger.ms", _MS, _int(0, MAX_INT32), 5, "Wait up to this long for more records before sending a batch."),
+    _opt("batch.size", "int (bytes)", _int(0, MAX_INT32), 16_384, "Target size of one partition's batch."),
+    _opt("buffer.memory", "int (bytes)", _int(0), 33_554_432, "Memory for records waiting to be sent."),
+    _opt("max.block.ms", _MS, _int(0), 60_000, "How long send() may block for metadata or buffer memory."),
+    _opt("max.request.size", "int (bytes)", _int(1, MAX_INT32), 1_048_576, "Largest produce request (and record)."),
+    _opt("compression.type", "enum", _choice("none", "gzip", "snappy", "lz4", "zstd"), "none",
+         "Codec for record batches: none, gzip, snappy (needs cramjam), lz4, zstd (needs zstandard)."),
+    _opt("compression.level", "int", _optional_int(-131_072, 22), None,
+         "Level for the chosen codec (librdkafka's name); overrides compression.<codec>.level."),
+    _opt("compression.gzip.level", "int", _optional_int(-1, 9), None, "gzip level 1-9 (-1/unset: default 6)."),
+    _opt("compression.lz4.level", "int", _optional_int(0, 17), None, "lz4 level (unset: fast mode)."),
+    _opt("compression.zstd.level", "int", _optional_int(-131_072, 22), None, "zstd level (unset: 3)."),
+    # --- partitioning
+    _opt("partitioner.class", "callable", _partitioner, None,
+         "Python callable (topic, key_bytes, num_partitions) -> partition, or its dotted path. Unset: murmur2/sticky."),
+    _opt("partitioner.ignore.keys", "bool", _bool, False, "Sticky-partition keyed records too (ignore keys)."),
+    _opt("partitioner.adaptive.partitioning.enable", "bool", _bool, True,
+         "Sticky partitions favour brokers with shorter queues."),
+    _opt("partitioner.availability.timeout.ms", _MS, _int(0), 0,
+         "Skip a partition whose broker has not accepted a batch for this long (0: never)."),
+    # --- transactions and extensions
+    _opt("transactional.id", "string", _optional_string, None, "Enables transactions; stable across restarts."),
+    _opt("transaction.timeout.ms", _MS, _int(1, MAX_INT32), 60_000,
+         "Coordinator aborts a transaction open longer (broker cap transaction.max.timeout.ms, 15 min)."),
+    _opt("interceptor.classes", "list", _objects, (),
+         "ProducerInterceptor objects, or comma-separated dotted paths of classes."),
+)
+# fmt: on
+
+OPTIONS_BY_NAME: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}
+
+# Java keys users will carry over that this producer does not take, with the reason (better than "unknown key").
+UNSUPPORTED_OPTIONS: dict[str, str] = {
+    "key.serializer": "this producer sends bytes: serialize keys before send()",
+    "value.serializer": "this producer sends bytes: serialize values before send()",
+    "ssl.keystore.location": "use ssl.certificate.location and ssl.key.location (PEM files)",
+    "ssl.keystore.password": "use ssl.key.password with ssl.key.location",
+    "ssl.keystore.type": "use ssl.certificate.location and ssl.key.location (PEM files)",
+    "sasl.kerberos.service.name": "GSSAPI/Kerberos is not supported",
+}
+
+
+def options_markdown() -> str:
+    """The README's options table: name | type | default | description."""
+    rows = ["| option | type | default | description |", "|---|---|---|---|"]
+    for spec in OPTIONS:
+        default = spec.default
+        shown = "" if default in (None, (), "") else str(default)
+        rows.append(f"| `{spec.name}` | {spec.type_name} | {shown} | {spec.doc} |")
+    return "\n".join(rows)
