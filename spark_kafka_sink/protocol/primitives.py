@@ -20,13 +20,16 @@ returns garbage and never reads past the end)::
     r.tagged_fields()                                 # -> {tag: raw bytes}; callers ignore unknown tags
     r.raw(n) r.skip(n) r.remaining() r.position r.expect_end()
 
-Writing — either the module functions ``write_int8(v) -> bytes`` ... ``write_tagged_fields(fields)`` (same
-names as the reader methods, prefixed ``write_``), or a ``Writer`` that appends to one ``bytearray`` with methods
-named exactly like the reader's (each returns the writer, so calls chain)::
+Writing — module functions named like the reader methods with a ``write_`` prefix, each returning ``bytes``
+(append them to a ``bytearray`` or ``b"".join`` them)::
 
-    w = Writer()
-    w.int16(0).int32(7).compact_string("t").compact_array(parts, w.int32).tagged_fields()
-    payload = w.getvalue()   # -> bytes
+    write_int8(v) write_int16(v) write_int32(v) write_int64(v) write_uint16(v) write_uint32(v) write_boolean(v)
+    write_uvarint(v) write_varint(v) write_varlong(v)
+    write_string(s) write_nullable_string(s) write_compact_string(s) write_compact_nullable_string(s)
+    write_bytes(b) write_nullable_bytes(b) write_compact_bytes(b) write_compact_nullable_bytes(b)
+    write_uuid(u)                                     # uuid.UUID or 16 bytes
+    write_array(items, fn) write_compact_array(items, fn)   # fn(item) -> bytes; items None -> null array
+    write_tagged_fields(fields=None)                  # {tag: raw bytes}; None/empty -> b"\\x00"
 
 Sizes (for preallocation): ``uvarint_size(v)``, ``varint_size(v)``, ``varlong_size(v)``.
 Writers raise ``ValueError`` for out-of-range values or a null where the format has none: that is local misuse.
@@ -43,7 +46,6 @@ from spark_kafka_sink.errors import ProtocolError
 
 __all__ = [
     "Reader",
-    "Writer",
     "uvarint_size",
     "varint_size",
     "varlong_size",
@@ -68,6 +70,8 @@ __all__ = [
     "write_compact_bytes",
     "write_compact_nullable_bytes",
     "write_uuid",
+    "write_array",
+    "write_compact_array",
     "write_tagged_fields",
 ]
 
@@ -231,6 +235,20 @@ def write_uuid(v: _uuid.UUID | bytes) -> bytes:
     return raw
 
 
+def write_array(items: Sequence[T] | None, fn: Callable[[T], bytes]) -> bytes:
+    """int32 count (-1 = null), then ``fn(item)`` for each item."""
+    if items is None:
+        return b"\xff\xff\xff\xff"
+    return write_int32(len(items)) + b"".join(fn(item) for item in items)
+
+
+def write_compact_array(items: Sequence[T] | None, fn: Callable[[T], bytes]) -> bytes:
+    """uvarint count + 1 (0 = null), then ``fn(item)`` for each item."""
+    if items is None:
+        return b"\x00"
+    return write_uvarint(len(items) + 1) + b"".join(fn(item) for item in items)
+
+
 def write_tagged_fields(fields: Mapping[int, bytes] | None = None) -> bytes:
     """A tagged-field section: uvarint count, then (uvarint tag, uvarint size, data) in ascending tag order."""
     if not fields:
@@ -240,126 +258,6 @@ def write_tagged_fields(fields: Mapping[int, bytes] | None = None) -> bytes:
         data = fields[tag]
         out += write_uvarint(tag) + write_uvarint(len(data)) + data
     return bytes(out)
-
-
-# ----------------------------------------------------------------------------------------------- Writer
-
-
-class Writer:
-    """Appends encoded primitives to one growing ``bytearray``; method names mirror :class:`Reader`."""
-
-    __slots__ = ("_buf",)
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-
-    def __len__(self) -> int:
-        return len(self._buf)
-
-    def getvalue(self) -> bytes:
-        return bytes(self._buf)
-
-    def raw(self, data: bytes | bytearray | memoryview) -> Writer:
-        self._buf += data
-        return self
-
-    def int8(self, v: int) -> Writer:
-        self._buf += write_int8(v)
-        return self
-
-    def int16(self, v: int) -> Writer:
-        self._buf += write_int16(v)
-        return self
-
-    def int32(self, v: int) -> Writer:
-        self._buf += write_int32(v)
-        return self
-
-    def int64(self, v: int) -> Writer:
-        self._buf += write_int64(v)
-        return self
-
-    def uint16(self, v: int) -> Writer:
-        self._buf += write_uint16(v)
-        return self
-
-    def uint32(self, v: int) -> Writer:
-        self._buf += write_uint32(v)
-        return self
-
-    def boolean(self, v: bool) -> Writer:
-        self._buf += write_boolean(v)
-        return self
-
-    def uvarint(self, v: int) -> Writer:
-        self._buf += write_uvarint(v)
-        return self
-
-    def varint(self, v: int) -> Writer:
-        self._buf += write_varint(v)
-        return self
-
-    def varlong(self, v: int) -> Writer:
-        self._buf += write_varlong(v)
-        return self
-
-    def string(self, v: str) -> Writer:
-        self._buf += write_string(v)
-        return self
-
-    def nullable_string(self, v: str | None) -> Writer:
-        self._buf += write_nullable_string(v)
-        return self
-
-    def compact_string(self, v: str) -> Writer:
-        self._buf += write_compact_string(v)
-        return self
-
-    def compact_nullable_string(self, v: str | None) -> Writer:
-        self._buf += write_compact_nullable_string(v)
-        return self
-
-    def bytes_(self, v: bytes | bytearray | memoryview) -> Writer:
-        self._buf += write_bytes(v)
-        return self
-
-    def nullable_bytes(self, v: bytes | bytearray | memoryview | None) -> Writer:
-        self._buf += write_nullable_bytes(v)
-        return self
-
-    def compact_bytes(self, v: bytes | bytearray | memoryview) -> Writer:
-        self._buf += write_compact_bytes(v)
-        return self
-
-    def compact_nullable_bytes(self, v: bytes | bytearray | memoryview | None) -> Writer:
-        self._buf += write_compact_nullable_bytes(v)
-        return self
-
-    def uuid(self, v: _uuid.UUID | bytes) -> Writer:
-        self._buf += write_uuid(v)
-        return self
-
-    def array(self, items: Sequence[T] | None, fn: Callable[[T], object]) -> Writer:
-        """int32 count (-1 = null), then ``fn(item)`` for each item; ``fn`` writes into this writer."""
-        if items is None:
-            return self.int32(-1)
-        self.int32(len(items))
-        for item in items:
-            fn(item)
-        return self
-
-    def compact_array(self, items: Sequence[T] | None, fn: Callable[[T], object]) -> Writer:
-        """uvarint count + 1 (0 = null), then ``fn(item)`` for each item."""
-        if items is None:
-            return self.uvarint(0)
-        self.uvarint(len(items) + 1)
-        for item in items:
-            fn(item)
-        return self
-
-    def tagged_fields(self, fields: Mapping[int, bytes] | None = None) -> Writer:
-        self._buf += write_tagged_fields(fields)
-        return self
 
 
 # ----------------------------------------------------------------------------------------------- Reader
