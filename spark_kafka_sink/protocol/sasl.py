@@ -1,0 +1,324 @@
+"""SASL mechanisms, sans-IO: PLAIN (RFC 4616) and SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677).
+
+A mechanism is a small client state machine that turns server tokens into client tokens; the network layer carries
+the tokens inside SaslAuthenticate requests (after SaslHandshake v1) and never looks inside them::
+
+    client = sasl_client("SCRAM-SHA-256", username, password)
+    token = client.initial_response()
+    while token is not None:
+        server_token = <send token in a SaslAuthenticate request, read the response's auth_bytes>
+        token = client.respond(server_token)     # None: the exchange is complete and verified
+
+SCRAM gives mutual authentication: the client refuses to finish unless the server proves it knows the stored key
+(``v=`` in server-final), so a man in the middle without the credential is detected.
+
+Secrets: the password is held only until the SCRAM proof is computed, never appears in a ``repr``, a log record or
+an exception message. Parsing of ``sasl.jaas.config`` lives in :mod:`spark_kafka_sink.protocol.jaas`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import enum
+import hashlib
+import hmac
+import os
+from typing import Protocol
+
+from spark_kafka_sink.errors import ConfigError, IllegalSaslStateError, SaslAuthenticationFailedError
+
+__all__ = [
+    "SUPPORTED_MECHANISMS",
+    "SCRAM_MIN_ITERATIONS",
+    "SaslClient",
+    "SaslVerificationError",
+    "PlainClient",
+    "ScramClient",
+    "ScramState",
+    "sasl_client",
+    "plain_initial_response",
+    "saslname",
+]
+
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# Kafka's brokers refuse to store SCRAM credentials with fewer iterations; a server offering fewer is either broken
+# or trying to make an offline dictionary attack on the exchange cheap.
+SCRAM_MIN_ITERATIONS = 4096
+_SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+# gs2-header "n,," = no channel binding, no authorization identity; c= in client-final is its base64 ("biws").
+_GS2_HEADER = b"n,,"
+
+
+class SaslVerificationError(SaslAuthenticationFailedError):
+    """The client itself rejected the server's side of the exchange (bad signature, malformed or unsafe message).
+
+    A :class:`SaslAuthenticationFailedError` (fatal, not retriable), rendered without the "broker says" wording
+    because the text is ours, not the broker's.
+    """
+
+    def __str__(self) -> str:
+        where = f" in {self.context}" if self.context else ""
+        return f"SASL authentication failed{where}: {self.message}"
+
+
+class SaslClient(Protocol):
+    """One client side of one SASL exchange."""
+
+    mechanism: str
+
+    def initial_response(self) -> bytes:
+        """The first client token (sent in the first SaslAuthenticate request)."""
+        ...
+
+    def respond(self, challenge: bytes) -> bytes | None:
+        """The next client token for the server's ``challenge``; ``None`` once authentication is complete."""
+        ...
+
+    @property
+    def complete(self) -> bool:
+        """True once the exchange finished successfully."""
+        ...
+
+
+def saslname(username: str) -> str:
+    """RFC 5802 saslname: ``,`` and ``=`` would break the attribute syntax, so they travel as ``=2C`` / ``=3D``.
+
+    ``=`` is replaced first, so the ``=`` introduced by ``=2C`` is not escaped again.
+    """
+    return username.replace("=", "=3D").replace(",", "=2C")
+
+
+def plain_initial_response(username: str, password: str, authzid: str = "") -> bytes:
+    """RFC 4616 message: ``[authzid] NUL authcid NUL passwd``, UTF-8. Kafka uses an empty authzid."""
+    for what, value in (("username", username), ("password", password), ("authorization id", authzid)):
+        if "\x00" in value:
+            # A NUL would shift the fields; say which field without echoing any of them.
+            raise ConfigError(f"the SASL/PLAIN {what} must not contain a NUL character", key="sasl.jaas.config")
+    if not username:
+        raise ConfigError("SASL/PLAIN needs a non-empty username: set sasl.username or sasl.jaas.config",
+                          key="sasl.username")
+    return f"{authzid}\x00{username}\x00{password}".encode()
+
+
+class PlainClient:
+    """SASL/PLAIN: one token with the credentials; the server answers with an empty token or an error."""
+
+    mechanism = "PLAIN"
+
+    def __init__(self, username: str, password: str) -> None:
+        self._token: bytes | None = plain_initial_response(username, password)
+        self._username = username
+        self._sent = False
+        self._complete = False
+
+    def initial_response(self) -> bytes:
+        if self._sent or self._token is None:
+            raise IllegalSaslStateError("the PLAIN initial response was already sent", context="SASL/PLAIN")
+        token, self._token = self._token, None  # drop our copy of the password as soon as it is handed over
+        self._sent = True
+        return token
+
+    def respond(self, challenge: bytes) -> bytes | None:
+        if not self._sent or self._complete:
+            raise IllegalSaslStateError("unexpected PLAIN server token", context="SASL/PLAIN")
+        # The broker answers a good PLAIN token with empty auth bytes; a bad one with an error code instead.
+        self._complete = True
+        return None
+
+    @property
+    def complete(self) -> bool:
+        return self._complete
+
+    def __repr__(self) -> str:
+        return f"PlainClient(username={self._username!r}, complete={self._complete})"
+
+
+class ScramState(enum.Enum):
+    """Where a SCRAM exchange is. Transitions: INITIAL -> CLIENT_FIRST_SENT -> CLIENT_FINAL_SENT -> COMPLETE,
+    and any step -> FAILED."""
+
+    INITIAL = "initial"
+    CLIENT_FIRST_SENT = "client-first sent"
+    CLIENT_FINAL_SENT = "client-final sent"
+    COMPLETE = "complete"
+    FAILED = "failed"
+
+
+_SCRAM_TRANSITIONS: dict[ScramState, frozenset[ScramState]] = {
+    ScramState.INITIAL: frozenset({ScramState.CLIENT_FIRST_SENT, ScramState.FAILED}),
+    ScramState.CLIENT_FIRST_SENT: frozenset({ScramState.CLIENT_FINAL_SENT, ScramState.FAILED}),
+    ScramState.CLIENT_FINAL_SENT: frozenset({ScramState.COMPLETE, ScramState.FAILED}),
+    ScramState.COMPLETE: frozenset(),
+    ScramState.FAILED: frozenset(),
+}
+
+
+class ScramClient:
+    """SCRAM-SHA-256 / SCRAM-SHA-512 client (RFC 5802 section 5), without channel binding (``n,,``).
+
+    ``nonce`` is for tests (golden vectors); by default 24 random bytes, base64url (printable, no ``,``).
+    """
+
+    def __init__(self, mechanism: str, username: str, password: str, nonce: str | None = None) -> None:
+        if mechanism not in _SCRAM_HASHES:
+            raise ConfigError(f"unsupported SCRAM mechanism {mechanism!r}: use SCRAM-SHA-256 or SCRAM-SHA-512",
+                              key="sasl.mechanism")
+        if not username:
+            raise ConfigError(f"{mechanism} needs a non-empty username: set sasl.username or sasl.jaas.config",
+                              key="sasl.username")
+        self.mechanism = mechanism
+        self._hash = _SCRAM_HASHES[mechanism]
+        self._username = username
+        self._password: str | None = password
+        self._nonce = nonce if nonce is not None else _random_nonce()
+        if not self._nonce or any(c == "," or not ("\x21" <= c <= "\x7e") for c in self._nonce):
+            raise ValueError("a SCRAM nonce is printable ASCII without ','")
+        self._state = ScramState.INITIAL
+        self._client_first_bare = f"n={saslname(username)},r={self._nonce}"
+        self._expected_server_signature: bytes | None = None
+
+    # -- state ---------------------------------------------------------------------------------------------------
+    @property
+    def state(self) -> ScramState:
+        return self._state
+
+    @property
+    def complete(self) -> bool:
+        return self._state is ScramState.COMPLETE
+
+    def _move(self, to: ScramState) -> None:
+        if to not in _SCRAM_TRANSITIONS[self._state]:
+            raise IllegalSaslStateError(f"SCRAM exchange cannot go from {self._state.value} to {to.value}",
+                                        context=self.mechanism)
+        self._state = to
+
+    def _fail(self, reason: str) -> SaslVerificationError:
+        # Forget everything secret: a failed exchange is never resumed.
+        self._password = None
+        self._expected_server_signature = None
+        self._state = ScramState.FAILED
+        return SaslVerificationError(reason, context=self.mechanism)
+
+    # -- messages ------------------------------------------------------------------------------------------------
+    def initial_response(self) -> bytes:
+        """client-first-message: ``n,,n=<saslname>,r=<client nonce>``."""
+        self._move(ScramState.CLIENT_FIRST_SENT)
+        return _GS2_HEADER + self._client_first_bare.encode()
+
+    def respond(self, challenge: bytes) -> bytes | None:
+        if self._state is ScramState.CLIENT_FIRST_SENT:
+            return self._client_final(challenge)
+        if self._state is ScramState.CLIENT_FINAL_SENT:
+            self._verify_server_final(challenge)
+            return None
+        raise IllegalSaslStateError(f"unexpected SCRAM server message in state {self._state.value}",
+                                    context=self.mechanism)
+
+    def _client_final(self, server_first_bytes: bytes) -> bytes:
+        """server-first ``r=<nonce>,s=<salt>,i=<count>`` -> client-final ``c=biws,r=<nonce>,p=<proof>``."""
+        server_first = _decode_text(server_first_bytes, "server-first", self._fail)
+        attrs = _attributes(server_first, "server-first", self._fail)
+        keys = [k for k, _ in attrs]
+        if keys and keys[0] == "e":
+            raise self._fail(f"the broker rejected the client-first message: {attrs[0][1]}")
+        if keys and keys[0] == "m":
+            # RFC 5802: an unknown mandatory extension means the client must not continue.
+            raise self._fail("the broker requires a SCRAM extension (m=) this client does not support")
+        if keys[:3] != ["r", "s", "i"]:
+            raise self._fail("malformed server-first message: expected r=, s=, i= attributes")
+        nonce, salt_b64, iterations_text = (v for _, v in attrs[:3])
+        if not nonce.startswith(self._nonce) or len(nonce) <= len(self._nonce):
+            # The combined nonce must extend ours: otherwise this answer belongs to another exchange (replay).
+            raise self._fail("the server nonce does not extend the client nonce: possible replay or man-in-the-middle")
+        if any(c == "," or not ("\x21" <= c <= "\x7e") for c in nonce):
+            raise self._fail("malformed server-first message: the nonce is not printable ASCII")
+        try:
+            salt = base64.b64decode(salt_b64, validate=True)
+        except (binascii.Error, ValueError):
+            raise self._fail("malformed server-first message: the salt is not base64") from None
+        if not salt:
+            raise self._fail("malformed server-first message: the salt is empty")
+        if not iterations_text.isdigit() or not iterations_text.isascii():
+            raise self._fail("malformed server-first message: the iteration count is not a number")
+        iterations = int(iterations_text)
+        if iterations < SCRAM_MIN_ITERATIONS:
+            raise self._fail(f"the broker asked for {iterations} SCRAM iterations, below the safe minimum "
+                             f"{SCRAM_MIN_ITERATIONS}: refusing (a weak or malicious server)")
+        password = self._password
+        if password is None:
+            raise self._fail("the SCRAM password is no longer available")
+        salted = hashlib.pbkdf2_hmac(self._hash, password.encode(), salt, iterations)
+        self._password = None  # the salted password is all that is needed from here on
+        client_key = self._hmac(salted, b"Client Key")
+        stored_key = hashlib.new(self._hash, client_key).digest()
+        without_proof = f"c={base64.b64encode(_GS2_HEADER).decode()},r={nonce}"
+        auth_message = f"{self._client_first_bare},{server_first},{without_proof}".encode()
+        signature = self._hmac(stored_key, auth_message)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature))
+        self._expected_server_signature = self._hmac(self._hmac(salted, b"Server Key"), auth_message)
+        self._move(ScramState.CLIENT_FINAL_SENT)
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def _verify_server_final(self, server_final_bytes: bytes) -> None:
+        """server-final: ``v=<server signature>`` (must match ours) or ``e=<error>``."""
+        server_final = _decode_text(server_final_bytes, "server-final", self._fail)
+        attrs = _attributes(server_final, "server-final", self._fail)
+        if attrs and attrs[0][0] == "e":
+            raise self._fail(f"the broker rejected the credentials: {attrs[0][1]}")
+        if not attrs or attrs[0][0] != "v":
+            raise self._fail("malformed server-final message: expected v= or e=")
+        try:
+            received = base64.b64decode(attrs[0][1], validate=True)
+        except (binascii.Error, ValueError):
+            raise self._fail("malformed server-final message: the signature is not base64") from None
+        expected = self._expected_server_signature
+        if expected is None or not hmac.compare_digest(received, expected):
+            raise self._fail("server signature did not verify: possible man-in-the-middle")
+        self._expected_server_signature = None
+        self._move(ScramState.COMPLETE)
+
+    def _hmac(self, key: bytes, message: bytes) -> bytes:
+        return hmac.new(key, message, self._hash).digest()
+
+    def __repr__(self) -> str:
+        return f"ScramClient({self.mechanism}, username={self._username!r}, state={self._state.value})"
+
+
+def _random_nonce() -> str:
+    # 24 bytes from the OS CSPRNG, base64url without padding: printable and free of ','.
+    return base64.urlsafe_b64encode(os.urandom(24)).decode().rstrip("=")
+
+
+def _decode_text(data: bytes, what: str, fail: _Fail) -> str:
+    try:
+        return bytes(data).decode("utf-8")
+    except UnicodeDecodeError:
+        raise fail(f"malformed {what} message: not UTF-8") from None
+
+
+class _Fail(Protocol):
+    def __call__(self, reason: str) -> SaslVerificationError: ...
+
+
+def _attributes(message: str, what: str, fail: _Fail) -> list[tuple[str, str]]:
+    """``a=x,b=y`` -> [("a", "x"), ("b", "y")]. Attribute names are single letters (RFC 5802 section 5.1)."""
+    attrs = []
+    for part in message.split(","):
+        if len(part) < 2 or part[1] != "=" or not part[0].isalpha():
+            raise fail(f"malformed {what} message: expected attr=value pairs")
+        attrs.append((part[0], part[2:]))
+    return attrs
+
+
+def sasl_client(mechanism: str, username: str, password: str) -> SaslClient:
+    """A fresh client for ``mechanism`` (one of :data:`SUPPORTED_MECHANISMS`, case-insensitive)."""
+    name = mechanism.strip().upper()
+    if name == "PLAIN":
+        return PlainClient(username, password)
+    if name in _SCRAM_HASHES:
+        return ScramClient(name, username, password)
+    raise ConfigError(
+        f"sasl.mechanism {mechanism!r} is not supported: use one of {', '.join(SUPPORTED_MECHANISMS)}",
+        key="sasl.mechanism",
+    )
