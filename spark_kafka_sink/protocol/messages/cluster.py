@@ -130,7 +130,7 @@ CREATE_TOPICS = ApiSpec(
             field("name", "string", "0+"),  # topic name
             field("topic_id", "uuid", "7+", ignorable=True),  # the new topic's id
             field("error_code", "int16", "0+", default=0),  # e.g. TOPIC_ALREADY_EXISTS
-            field("error_message", "string", "1+", nullable="0+", default=None, ignorable=True),  # details
+            field("error_message", "string", "1+", nullable="1+", default=None, ignorable=True),  # details
             field("topic_config_error_code", "int16", "5+", tag=0, tagged="5+", default=0, ignorable=True),
             field("num_partitions", "int32", "5+", default=-1, ignorable=True),  # resulting partition count
             field("replication_factor", "int16", "5+", default=-1, ignorable=True),  # resulting replication
