@@ -386,7 +386,7 @@ def error_for_code(code: int) -> type[BrokerError]:
 
 
 def raise_for_code(code: int, message: str | None = None, context: str | None = None) -> None:
-    """Return if ``code`` is 0 (NONE); otherwise raise its :class:`BrokerError` with the broker's message and context."""
+    """Return if ``code`` is 0 (NONE); else raise its :class:`BrokerError` with the broker's message and context."""
     if code == 0:
         return
     _raise(code, message, context)

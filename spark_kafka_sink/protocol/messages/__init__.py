@@ -104,7 +104,9 @@ def encode_response_body(api: ApiSpec, version: int, body: Mapping[str, Any]) ->
     return bytes(buf)
 
 
-def _decode(api: ApiSpec, version: int, schema: Schema, what: str, data: bytes | bytearray | memoryview) -> dict[str, Any]:
+def _decode(
+    api: ApiSpec, version: int, schema: Schema, what: str, data: bytes | bytearray | memoryview
+) -> dict[str, Any]:
     _check(api, version)
     try:
         return decode_struct(schema, version, api.is_flexible(version), data)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spark_kafka_sink.protocol.messages.schema import ApiSpec, field
+from spark_kafka_sink.protocol.messages.schema import ZERO_UUID, ApiSpec, field
 
 __all__ = ["API_VERSIONS", "METADATA", "CREATE_TOPICS"]
 
@@ -60,7 +60,7 @@ METADATA = ApiSpec(
     flexible_from=9,
     request_schema=(
         field("topics", "[]", "0+", nullable="1+", fields=(  # topics to describe; null = all (v1+)
-            field("topic_id", "uuid", "10+", ignorable=True),  # zero UUID when asking by name
+            field("topic_id", "uuid", "10+", default=ZERO_UUID, ignorable=True),  # zero UUID when asking by name
             field("name", "string", "0+", nullable="10+"),  # null when asking by id
         )),
         field("allow_auto_topic_creation", "bool", "4+", default=True),  # broker may create missing topics
@@ -80,7 +80,7 @@ METADATA = ApiSpec(
         field("topics", "[]", "0+", fields=(  # one entry per topic
             field("error_code", "int16", "0+", default=0),  # e.g. UNKNOWN_TOPIC_OR_PARTITION
             field("name", "string", "0+", nullable="12+"),  # null for an unknown topic asked by id
-            field("topic_id", "uuid", "10+", ignorable=True),  # zero for an unknown topic asked by name
+            field("topic_id", "uuid", "10+", default=ZERO_UUID, ignorable=True),  # zero if unknown, asked by name
             field("is_internal", "bool", "1+", default=False, ignorable=True),  # e.g. __consumer_offsets
             field("partitions", "[]", "0+", fields=(  # one entry per partition
                 field("error_code", "int16", "0+", default=0),  # e.g. LEADER_NOT_AVAILABLE
@@ -128,7 +128,7 @@ CREATE_TOPICS = ApiSpec(
         field("throttle_time_ms", "int32", "2+", default=0, ignorable=True),  # quota delay
         field("topics", "[]", "0+", fields=(  # one result per topic
             field("name", "string", "0+"),  # topic name
-            field("topic_id", "uuid", "7+", ignorable=True),  # the new topic's id
+            field("topic_id", "uuid", "7+", default=ZERO_UUID, ignorable=True),  # the new topic's id
             field("error_code", "int16", "0+", default=0),  # e.g. TOPIC_ALREADY_EXISTS
             field("error_message", "string", "1+", nullable="1+", default=None, ignorable=True),  # details
             field("topic_config_error_code", "int16", "5+", tag=0, tagged="5+", default=0, ignorable=True),

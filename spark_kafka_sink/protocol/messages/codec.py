@@ -180,7 +180,9 @@ def _write_scalar(buf: bytearray, type_: str, v: Any, flexible: bool, where: str
 # ------------------------------------------------------------------------------------------------ decoding
 
 
-def decode_struct(schema: Schema, version: int, flexible: bool, data: bytes | bytearray | memoryview) -> dict[str, Any]:
+def decode_struct(
+    schema: Schema, version: int, flexible: bool, data: bytes | bytearray | memoryview
+) -> dict[str, Any]:
     """Decode exactly ``data`` as ``schema``; trailing bytes are an error."""
     reader = Reader(data)
     result = read_struct(reader, schema, version, flexible)

@@ -26,6 +26,7 @@ __all__ = [
     "MAX_VERSION",
     "MISSING",
     "PRIMITIVE_TYPES",
+    "ZERO_UUID",
     "Versions",
     "Field",
     "Schema",
@@ -53,7 +54,7 @@ class _Missing:
 MISSING: Any = _Missing()
 
 # Implicit defaults, as Kafka's generated code uses them when a field is absent from a version.
-_ZERO_UUID = uuid.UUID(int=0)
+ZERO_UUID = uuid.UUID(int=0)  # Kafka's "no topic id"
 PRIMITIVE_TYPES: dict[str, Any] = {
     "bool": False,
     "int8": 0,
@@ -63,7 +64,7 @@ PRIMITIVE_TYPES: dict[str, Any] = {
     "uint32": 0,
     "int64": 0,
     "float64": 0.0,
-    "uuid": _ZERO_UUID,
+    "uuid": ZERO_UUID,
     "string": "",
     "bytes": b"",
     "records": None,
