@@ -129,6 +129,8 @@ def decompress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
     c = codec_id(codec)
     if c is Codec.NONE:
         return bytes(data)
+    if not len(data):  # every codec writes at least a header, even for empty input
+        raise ProtocolError(f"empty {_NAMES[c]} data in a record batch")
     if c is Codec.SNAPPY:
         return _snappy_decompress(data)
     if c is Codec.ZSTD:
