@@ -1,0 +1,360 @@
+"""``ProducerBatch``: one topic-partition's batch, from first append to its one final state.
+
+Two ways to fill one:
+
+* per record: ``ProducerBatch.for_records(...)`` wraps a ``BatchBuilder``; ``try_append`` returns a
+  ``Future[RecordMetadata]`` per record (or None when full);
+* bulk: ``ProducerBatch.from_encoded(...)`` holds one batch already encoded by ``protocol.arrow_encoder``; it is
+  closed from the start and has ONE ``Future[BatchMetadata]``.
+
+Life cycle (``BatchState`` + ``_TRANSITIONS``; anything else raises IllegalStateError naming both states)::
+
+    OPEN -> CLOSED -> IN_FLIGHT -> SUCCEEDED | FAILED | ABORTED
+                        |   ^
+                        v   |
+                      RETRYING          (any non-final state may also end FAILED or ABORTED)
+
+``done()`` may be called again for a batch that already FAILED or was ABORTED (a broker answer arriving after
+delivery.timeout.ms expired it): the late result is ignored and ``done`` returns False, as in the Java client.
+Changing a SUCCEEDED batch raises.
+
+Producer state: ``set_producer_state`` stamps producer id / epoch / base sequence at drain time. A retried batch
+is re-sent with identical bytes: setting a different state on a batch that has one raises unless
+``reset_producer_state()`` was called first (epoch bump / sequence reset).
+
+Threads: appends happen while the accumulator holds the lock of this partition's deque; ``_lock`` guards
+``_state`` and the producer-state fields; the sender thread owns ``attempts`` / ``last_attempt_ms`` /
+``retry_at_ms``. Futures are completed outside ``_lock`` (their callbacks may call back into the producer).
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future
+from typing import TypeVar
+
+from spark_kafka_sink.errors import IllegalStateError
+from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch
+from spark_kafka_sink.protocol.record_batch import BatchBuilder, Header, with_producer_state
+from spark_kafka_sink.producer.record_metadata import (
+    NO_OFFSET,
+    NO_TIMESTAMP,
+    BatchMetadata,
+    RecordMetadata,
+    TopicPartition,
+)
+
+__all__ = ["BatchState", "ProducerBatch", "NO_PRODUCER_ID", "NO_SEQUENCE", "gather_batch_futures"]
+
+_T = TypeVar("_T")
+NO_PRODUCER_ID = -1
+NO_SEQUENCE = -1
+
+
+class BatchState(enum.Enum):
+    OPEN = "open"  # accepting appends
+    CLOSED = "closed"  # bytes final, waiting in its deque to be drained
+    IN_FLIGHT = "in_flight"  # inside a produce request
+    RETRYING = "retrying"  # re-enqueued after a retriable error, waiting out its backoff
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    ABORTED = "aborted"  # abandoned (transaction abort, producer closed / fatal error) without being sent again
+
+    @property
+    def is_final(self) -> bool:
+        return self in _FINAL
+
+
+_FINAL = frozenset({BatchState.SUCCEEDED, BatchState.FAILED, BatchState.ABORTED})
+_ENDINGS = frozenset({BatchState.FAILED, BatchState.ABORTED})
+_TRANSITIONS: dict[BatchState, frozenset[BatchState]] = {
+    BatchState.OPEN: frozenset({BatchState.CLOSED}) | _ENDINGS,
+    BatchState.CLOSED: frozenset({BatchState.IN_FLIGHT}) | _ENDINGS,
+    BatchState.IN_FLIGHT: frozenset({BatchState.RETRYING, BatchState.SUCCEEDED}) | _ENDINGS,
+    BatchState.RETRYING: frozenset({BatchState.IN_FLIGHT}) | _ENDINGS,
+    BatchState.SUCCEEDED: frozenset(),
+    BatchState.FAILED: frozenset(),
+    BatchState.ABORTED: frozenset(),
+}
+
+
+def _uncancellable() -> Future[_T]:
+    # A record handed to the producer cannot be recalled: mark the future running so that cancel() returns False
+    # (as Java's futures refuse cancellation) and completing it later cannot hit InvalidStateError.
+    future: Future[_T] = Future()
+    future.set_running_or_notify_cancel()
+    return future
+
+
+class ProducerBatch:
+    """One topic-partition's record batch (see the module docstring)."""
+
+    def __init__(
+        self,
+        tp: TopicPartition,
+        created_ms: int,
+        *,
+        builder: BatchBuilder | None = None,
+        encoded: EncodedBatch | None = None,
+        allocated_bytes: int = 0,
+    ) -> None:
+        if (builder is None) == (encoded is None):
+            raise ValueError("a ProducerBatch wraps either a BatchBuilder or an EncodedBatch")
+        self.tp = tp
+        self.created_ms = created_ms
+        self.allocated_bytes = allocated_bytes  # buffer-pool bytes to give back when the batch completes
+        self._builder = builder
+        self._encoded = encoded
+        self._built: bytes | None = None if encoded is None else encoded.data
+        self._record_futures: list[tuple[Future[RecordMetadata], int]] = []  # (future, timestamp), append order
+        self.batch_future: Future[BatchMetadata] | None = None if encoded is None else _uncancellable()
+        self.last_append_ms = created_ms
+        # Owned by the sender thread (accumulator drain/reenqueue run on it):
+        self.attempts = 0  # times re-enqueued for a retry (0 on the first send), as Java's attempts()
+        self.last_attempt_ms = created_ms
+        self.retry_at_ms = created_ms  # not drained again before this (retry backoff)
+        self.drained_ms = -1
+        self._lock = threading.Lock()
+        # Guarded by _lock:
+        self._state = BatchState.OPEN if encoded is None else BatchState.CLOSED
+        self._producer_id = NO_PRODUCER_ID
+        self._producer_epoch = -1
+        self._base_sequence = NO_SEQUENCE
+        self._transactional = False
+        self._payload: bytes | None = None  # _built with the producer state applied; cached so retries match
+        self._error: BaseException | None = None
+
+    @classmethod
+    def for_records(
+        cls, tp: TopicPartition, batch_size: int, compression: int | str, created_ms: int, *,
+        allocated_bytes: int = 0, transactional: bool = False,
+    ) -> ProducerBatch:
+        builder = BatchBuilder(batch_size, compression, transactional=transactional)
+        return cls(tp, created_ms, builder=builder, allocated_bytes=allocated_bytes)
+
+    @classmethod
+    def from_encoded(cls, tp: TopicPartition, encoded: EncodedBatch, created_ms: int, *,
+                     allocated_bytes: int = 0) -> ProducerBatch:
+        return cls(tp, created_ms, encoded=encoded, allocated_bytes=allocated_bytes)
+
+    def __repr__(self) -> str:
+        return (f"ProducerBatch({self.tp}, {self._state.name}, records={self.record_count}, "
+                f"bytes={self.size_in_bytes}, attempts={self.attempts})")
+
+    # ------------------------------------------------------------------------------------------ filling
+
+    @property
+    def is_bulk(self) -> bool:
+        return self._encoded is not None
+
+    @property
+    def first_row(self) -> int:
+        """Bulk batches: the index of their first row in the caller's input; per-record batches: 0."""
+        return 0 if self._encoded is None else self._encoded.first_row
+
+    @property
+    def record_count(self) -> int:
+        if self._encoded is not None:
+            return self._encoded.record_count
+        assert self._builder is not None
+        return self._builder.record_count
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Exact size once closed; before, the builder's upper bound (header + uncompressed records)."""
+        if self._built is not None:
+            return len(self._built)
+        assert self._builder is not None
+        return self._builder.estimated_size
+
+    def try_append(self, timestamp_ms: int, key: bytes | None, value: bytes | None,
+                   headers: Sequence[Header], now_ms: int) -> Future[RecordMetadata] | None:
+        """Append one record; None when it does not fit (the batch is full). Caller holds the deque lock."""
+        if self._builder is None or self._state is not BatchState.OPEN:
+            raise IllegalStateError(f"append to a {self._state.name} {'bulk ' if self.is_bulk else ''}batch of "
+                                    f"{self.tp}")
+        if not self._builder.try_append(timestamp_ms, key, value, headers):
+            return None
+        future: Future[RecordMetadata] = _uncancellable()
+        self._record_futures.append((future, timestamp_ms))
+        self.last_append_ms = now_ms
+        return future
+
+    def is_full(self, batch_size: int) -> bool:
+        return self._state is not BatchState.OPEN or self.size_in_bytes >= batch_size
+
+    def close(self) -> None:
+        """No more appends; build the bytes (compressing them). Closing a closed batch does nothing."""
+        with self._lock:
+            if self._state is not BatchState.OPEN:
+                return
+            assert self._builder is not None  # only per-record batches start OPEN
+            self._built = self._builder.build()
+            self._transition(BatchState.CLOSED)
+
+    # ------------------------------------------------------------------------------------------ state
+
+    @property
+    def state(self) -> BatchState:
+        with self._lock:
+            return self._state
+
+    @property
+    def is_done(self) -> bool:
+        return self.state.is_final
+
+    @property
+    def error(self) -> BaseException | None:
+        with self._lock:
+            return self._error
+
+    def _transition(self, to: BatchState) -> None:
+        # Caller holds _lock.
+        if to not in _TRANSITIONS[self._state]:
+            raise IllegalStateError(f"batch of {self.tp}", from_state=self._state, to_state=to)
+        self._state = to
+
+    def mark_in_flight(self, now_ms: int) -> None:
+        """Drained into a request (CLOSED or RETRYING -> IN_FLIGHT)."""
+        with self._lock:
+            self._transition(BatchState.IN_FLIGHT)
+        self.drained_ms = max(self.drained_ms, now_ms)
+
+    def mark_retrying(self, now_ms: int, backoff_ms: int) -> None:
+        """A retriable error: count the attempt and wait ``backoff_ms`` before the next drain."""
+        with self._lock:
+            self._transition(BatchState.RETRYING)
+        self.attempts += 1
+        self.last_attempt_ms = now_ms
+        self.retry_at_ms = now_ms + backoff_ms
+
+    def has_reached_delivery_timeout(self, now_ms: int, delivery_timeout_ms: int) -> bool:
+        return now_ms - self.created_ms >= delivery_timeout_ms
+
+    # ------------------------------------------------------------------------------------------ producer state
+
+    @property
+    def producer_id(self) -> int:
+        with self._lock:
+            return self._producer_id
+
+    @property
+    def producer_epoch(self) -> int:
+        with self._lock:
+            return self._producer_epoch
+
+    @property
+    def base_sequence(self) -> int:
+        with self._lock:
+            return self._base_sequence
+
+    @property
+    def has_sequence(self) -> bool:
+        with self._lock:
+            return self._base_sequence != NO_SEQUENCE
+
+    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int,
+                           transactional: bool) -> None:
+        """Stamp the producer state (at drain). Same values again: no-op; different values on a stamped batch:
+        IllegalStateError -- a retry must resend identical bytes unless ``reset_producer_state`` came first."""
+        state = (producer_id, producer_epoch, base_sequence, transactional)
+        with self._lock:
+            current = (self._producer_id, self._producer_epoch, self._base_sequence, self._transactional)
+            if current == state:
+                return
+            if self._base_sequence != NO_SEQUENCE or self._producer_id != NO_PRODUCER_ID:
+                raise IllegalStateError(
+                    f"batch of {self.tp} already carries producer id {self._producer_id} epoch "
+                    f"{self._producer_epoch} sequence {self._base_sequence}; a retry resends identical bytes "
+                    "(call reset_producer_state() after an epoch bump or sequence reset)")
+            self._producer_id, self._producer_epoch, self._base_sequence, self._transactional = state
+            self._payload = None
+
+    def reset_producer_state(self) -> None:
+        """Forget the stamped state (the epoch was bumped or sequences reset); the next drain stamps anew."""
+        with self._lock:
+            if self._state is BatchState.IN_FLIGHT:
+                raise IllegalStateError(f"reset the producer state of an in-flight batch of {self.tp}")
+            self._producer_id, self._producer_epoch = NO_PRODUCER_ID, -1
+            self._base_sequence, self._transactional = NO_SEQUENCE, False
+            self._payload = None
+
+    def payload(self) -> bytes:
+        """The bytes to send: the built batch with the producer state applied. Identical on every call."""
+        with self._lock:
+            if self._built is None:
+                raise IllegalStateError(f"payload of an {self._state.name} batch of {self.tp}: close it first")
+            if self._payload is None:
+                if self._producer_id == NO_PRODUCER_ID and not self._transactional:
+                    self._payload = self._built
+                else:
+                    self._payload = with_producer_state(self._built, self._producer_id, self._producer_epoch,
+                                                        self._base_sequence, self._transactional)
+            return self._payload
+
+    # ------------------------------------------------------------------------------------------ completion
+
+    def done(self, base_offset: int, log_append_time_ms: int, error: BaseException | None) -> bool:
+        """Complete with the broker's answer (``error`` None: SUCCEEDED, else FAILED); fire the futures.
+        Returns False, changing nothing, when the batch had already FAILED or been ABORTED."""
+        return self._complete(BatchState.SUCCEEDED if error is None else BatchState.FAILED,
+                              base_offset, log_append_time_ms, error)
+
+    def abort(self, error: BaseException) -> bool:
+        """Abandon the batch without sending it again (ABORTED); its futures fail with ``error``."""
+        return self._complete(BatchState.ABORTED, NO_OFFSET, NO_TIMESTAMP, error)
+
+    def _complete(self, final: BatchState, base_offset: int, log_append_time_ms: int,
+                  error: BaseException | None) -> bool:
+        with self._lock:
+            if self._state in _ENDINGS:
+                return False  # a late answer for an expired/aborted batch (Java ignores it too)
+            self._transition(final)
+            self._error = error
+        self._fire(base_offset, log_append_time_ms, error)
+        return True
+
+    def _fire(self, base_offset: int, log_append_time_ms: int, error: BaseException | None) -> None:
+        topic, partition = self.tp
+        if self.batch_future is not None:
+            if error is None:
+                self.batch_future.set_result(BatchMetadata(topic, partition, base_offset, self.record_count,
+                                                           self.first_row, log_append_time_ms))
+            else:
+                self.batch_future.set_exception(error)
+        for index, (future, timestamp_ms) in enumerate(self._record_futures):
+            if error is not None:
+                future.set_exception(error)
+                continue
+            offset = NO_OFFSET if base_offset == NO_OFFSET else base_offset + index
+            ts = timestamp_ms if log_append_time_ms == NO_TIMESTAMP else log_append_time_ms
+            future.set_result(RecordMetadata(topic, partition, offset, ts))
+        self._record_futures = []  # completed: let the futures go with their callers
+
+
+def gather_batch_futures(futures: Sequence[Future[BatchMetadata]]) -> Future[list[BatchMetadata]]:
+    """One future over many bulk batches (e.g. one ``send_batch`` call): completes when all have, with their
+    metadata in the given order, or with the first failure (in that order) if any failed."""
+    combined: Future[list[BatchMetadata]] = Future()
+    if not futures:
+        combined.set_result([])
+        return combined
+    remaining = [len(futures)]
+    lock = threading.Lock()  # guards remaining[0]: callbacks run on whichever thread completes each batch
+
+    def on_done(_: Future[BatchMetadata]) -> None:
+        with lock:
+            remaining[0] -= 1
+            if remaining[0]:
+                return
+        errors = [f.exception() for f in futures if f.exception() is not None]
+        if errors:
+            combined.set_exception(errors[0])  # type: ignore[arg-type]
+        else:
+            combined.set_result([f.result() for f in futures])
+
+    for future in futures:
+        future.add_done_callback(on_done)
+    return combined
