@@ -334,7 +334,7 @@ def encode_arrow_batches(
             *[p.slice(r0, r1 - r0) for p in parts], pa.scalar(b"", binary_type), null_handling="skip"
         )
         offsets, data = binary_buffers(joined)
-        section = memoryview(data)[int(offsets[0]) : int(offsets[-1])]
+        section = data[int(offsets[0]) : int(offsets[-1])].data  # a memoryview, no copy
         if len(section) != int(batch_end[b_end - 1]) - group_start:
             raise RuntimeError("arrow encoder size mismatch (a bug): please report it")
         for i in range(b, b_end):

@@ -98,7 +98,7 @@ def compress(codec: int, data: bytes | bytearray | memoryview, level: int | None
         return _xerial_snappy(data)
     if c is Codec.LZ4:
         # Brokers reject linked blocks; Java writes 64 KB independent blocks and no content size or checksum.
-        return lz4.frame.compress(
+        framed: bytes = lz4.frame.compress(
             data,
             compression_level=_LZ4_LEVEL if level is None else level,
             block_size=lz4.frame.BLOCKSIZE_MAX64KB,
@@ -106,6 +106,7 @@ def compress(codec: int, data: bytes | bytearray | memoryview, level: int | None
             content_checksum=False,
             store_size=False,
         )
+        return framed
     zstd = _optional("zstandard", "zstd")
     compressor = zstd.ZstdCompressor(level=_ZSTD_LEVEL if level is None else level)
     out: bytes = compressor.compress(data)
@@ -155,7 +156,7 @@ def decompress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
         if c is Codec.GZIP:
             return gzip.decompress(data)
         dctx = lz4.frame.LZ4FrameDecompressor()
-        out = dctx.decompress(data)
+        out: bytes = dctx.decompress(data)
         if not dctx.eof:
             raise ProtocolError("truncated lz4 frame in a record batch")
         return out

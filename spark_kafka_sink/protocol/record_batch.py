@@ -266,14 +266,15 @@ class BatchBuilder:
 
     Owned by one thread at a time (the caller's lock, e.g. the accumulator's, guards it)."""
 
-    __slots__ = ("_max_bytes", "_compression", "_transactional", "_section", "_count", "_base_ts", "_max_ts",
-                 "_built")
+    __slots__ = ("_max_bytes", "_compression", "_transactional", "_section", "_size", "_count", "_base_ts",
+                 "_max_ts", "_built")
 
     def __init__(self, max_bytes: int, compression: int | str = Codec.NONE, *, transactional: bool = False) -> None:
         self._max_bytes = max_bytes
         self._compression = codec_id(compression)
         self._transactional = transactional
         self._section = bytearray()
+        self._size = HEADER_SIZE  # stays valid after build() releases the section
         self._count = 0
         self._base_ts = 0
         self._max_ts = 0
@@ -286,7 +287,7 @@ class BatchBuilder:
     @property
     def estimated_size(self) -> int:
         """Header + uncompressed records so far: an upper bound of the built batch's size."""
-        return HEADER_SIZE + len(self._section)
+        return self._size
 
     @property
     def base_timestamp(self) -> int:
@@ -308,6 +309,7 @@ class BatchBuilder:
         if self._count and self.estimated_size + len(record) > self._max_bytes:
             return False
         self._section += record
+        self._size += len(record)
         self._count += 1
         self._max_ts = max(self._max_ts, timestamp_ms)
         return True
