@@ -1,0 +1,149 @@
+"""NetConfig: the network layer's settings, one frozen object built once (Java config names in the dict).
+
+    NetConfig(bootstrap_servers=(("127.0.0.1", 9092),), client_id="spark-kafka-sink", ...)
+    NetConfig.from_properties({"bootstrap.servers": "a:9092,b:9092", "request.timeout.ms": 30000, ...})
+
+``from_properties`` reads only the keys listed in :data:`NET_CONFIG_KEYS` and ignores every other key: the
+producer's own config object validates the full key set (and suggests names for typos); this module validates
+the values of the keys it uses and names the key in each :class:`~spark_kafka_sink.errors.ConfigError`.
+
+Security settings (``security.protocol``, ``ssl.*``, ``sasl.*``) are carried through untouched in
+``security_options``; ``net/security.py`` interprets them and builds the connection handshakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from spark_kafka_sink.errors import ConfigError
+
+__all__ = ["NetConfig", "NET_CONFIG_KEYS", "parse_bootstrap_servers", "format_address"]
+
+# Java key -> NetConfig attribute, for the integer (milliseconds / counts / bytes) settings.
+_INT_KEYS: dict[str, str] = {
+    "request.timeout.ms": "request_timeout_ms",
+    "socket.connection.setup.timeout.ms": "socket_connection_setup_timeout_ms",
+    "reconnect.backoff.ms": "reconnect_backoff_ms",
+    "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
+    "retry.backoff.ms": "retry_backoff_ms",
+    "metadata.max.age.ms": "metadata_max_age_ms",
+    "max.in.flight.requests.per.connection": "max_in_flight_requests_per_connection",
+    "send.buffer.bytes": "send_buffer_bytes",
+    "receive.buffer.bytes": "receive_buffer_bytes",
+}
+_SECURITY_PREFIXES = ("ssl.", "sasl.")
+
+#: Every key :meth:`NetConfig.from_properties` reads (plus any ``ssl.*`` / ``sasl.*`` key).
+NET_CONFIG_KEYS: frozenset[str] = frozenset(
+    {"bootstrap.servers", "client.id", "security.protocol", *_INT_KEYS}
+)
+_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def format_address(host: str, port: int) -> str:
+    """``host:port``; IPv6 literals in brackets, as users write them in bootstrap.servers."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def parse_bootstrap_servers(value: object, key: str = "bootstrap.servers") -> tuple[tuple[str, int], ...]:
+    """``"a:9092, b:9093,[::1]:9094"`` (or a list of such strings) -> ``(("a", 9092), ("b", 9093), ("::1", 9094))``."""
+    if isinstance(value, str):
+        items = value.split(",")
+    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        items = [str(v) for v in value]
+    else:
+        raise ConfigError(f"{key} must be a comma-separated string of host:port, got {value!r}", key=key)
+    out: list[tuple[str, int]] = []
+    for raw in items:
+        item = raw.strip()
+        if not item:
+            continue
+        if item.startswith("["):  # [ipv6]:port
+            host, sep, port_text = item[1:].partition("]:")
+        else:
+            host, sep, port_text = item.rpartition(":")
+        if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise ConfigError(f"{key}: {item!r} is not host:port (e.g. 127.0.0.1:9092)", key=key)
+        out.append((host, int(port_text)))
+    if not out:
+        raise ConfigError(f"{key} is empty: give at least one host:port of a broker", key=key)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    """Settings of connections, the network client and the metadata cache. Defaults are the Java client's."""
+
+    bootstrap_servers: tuple[tuple[str, int], ...]
+    client_id: str = "spark-kafka-sink"
+    request_timeout_ms: int = 30_000  # a request without an answer by then fails (retriable) and the link closes
+    socket_connection_setup_timeout_ms: int = 10_000  # TCP connect + TLS/SASL handshake + ApiVersions
+    reconnect_backoff_ms: int = 50  # first wait before reconnecting to a node that failed
+    reconnect_backoff_max_ms: int = 1_000  # the wait doubles per failure up to this
+    retry_backoff_ms: int = 100  # minimum gap between two metadata refreshes
+    metadata_max_age_ms: int = 300_000  # refresh metadata at least this often
+    max_in_flight_requests_per_connection: int = 5
+    send_buffer_bytes: int = 131_072  # SO_SNDBUF; -1 = OS default
+    receive_buffer_bytes: int = 32_768  # SO_RCVBUF; -1 = OS default
+    security_protocol: str = "PLAINTEXT"
+    security_options: tuple[tuple[str, str], ...] = ()  # ssl.* / sasl.* settings, for net/security.py
+    client_software_name: str = "spark-kafka-sink"  # ApiVersions v3+; must match [a-zA-Z0-9](...)
+    client_software_version: str = "0.1.0"
+
+    def __post_init__(self) -> None:
+        if not self.bootstrap_servers:
+            raise ConfigError("bootstrap.servers is empty: give at least one host:port", key="bootstrap.servers")
+        for key, attr in _INT_KEYS.items():
+            value = getattr(self, attr)
+            low = -1 if attr.endswith("buffer_bytes") else (1 if attr.startswith("max_in_flight") else 0)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"{key} must be an integer >= {low}, got {value!r}", key=key)
+        if self.request_timeout_ms == 0 or self.socket_connection_setup_timeout_ms == 0:
+            raise ConfigError("timeouts must be positive (request.timeout.ms, "
+                              "socket.connection.setup.timeout.ms)", key="request.timeout.ms")
+        if self.security_protocol not in _SECURITY_PROTOCOLS:
+            raise ConfigError(f"security.protocol must be one of {', '.join(_SECURITY_PROTOCOLS)}, "
+                              f"got {self.security_protocol!r}", key="security.protocol")
+
+    @property
+    def bootstrap_addresses(self) -> list[str]:
+        """The bootstrap servers as ``host:port`` strings, in the user's order."""
+        return [format_address(h, p) for h, p in self.bootstrap_servers]
+
+    def security_option(self, key: str, default: str | None = None) -> str | None:
+        """The value of one ``ssl.*`` / ``sasl.*`` setting, or ``default``."""
+        for k, v in self.security_options:
+            if k == key:
+                return v
+        return default
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any]) -> NetConfig:
+        """Build from Java-named settings; keys this layer does not use are ignored (see module docstring)."""
+        if "bootstrap.servers" not in props:
+            raise ConfigError("bootstrap.servers is required (e.g. 127.0.0.1:9092)", key="bootstrap.servers")
+        kwargs: dict[str, Any] = {"bootstrap_servers": parse_bootstrap_servers(props["bootstrap.servers"])}
+        if "client.id" in props:
+            kwargs["client_id"] = str(props["client.id"])
+        if "security.protocol" in props:
+            kwargs["security_protocol"] = str(props["security.protocol"]).upper()
+        for key, attr in _INT_KEYS.items():
+            if key in props:
+                kwargs[attr] = _to_int(key, props[key])
+        kwargs["security_options"] = tuple(
+            sorted((k, str(v)) for k, v in props.items() if k.startswith(_SECURITY_PREFIXES))
+        )
+        return cls(**kwargs)
+
+
+def _to_int(key: str, value: Any) -> int:
+    # Spark options arrive as strings; a Python dict may hold ints. Both are fine, anything else is not.
+    if isinstance(value, bool):
+        raise ConfigError(f"{key} must be an integer, got {value!r}", key=key)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    raise ConfigError(f"{key} must be an integer, got {value!r}", key=key)

@@ -1,0 +1,573 @@
+"""BrokerConnection: one non-blocking TCP connection to one broker, driven by a ``selectors`` selector.
+
+States (an enum plus a transition table; any other move raises ``IllegalStateError`` naming both states)::
+
+    DISCONNECTED -> CONNECTING -> HANDSHAKE -> NEGOTIATING -> READY
+         ^              |             |             |           |
+         +--------------+-------------+-------------+-----------+   on any failure (may connect again)
+    every state -> CLOSED by close(); CLOSED is final
+
+* CONNECTING: non-blocking ``connect``; DNS is resolved synchronously (as the Java client does).
+* HANDSHAKE: the security seam, :mod:`spark_kafka_sink.net.handshake` (TLS, SASL); plaintext has no handshakes.
+* NEGOTIATING: ApiVersions at the highest version we implement; if the broker answers UNSUPPORTED_VERSION with
+  its own range, once more at the highest common version. Keeps the broker's per-API ranges and finalized
+  features (``broker_versions``). Connect, handshakes and negotiation together must finish within
+  socket.connection.setup.timeout.ms, else the attempt fails with a ``KafkaConnectionError`` naming host:port.
+* READY: :meth:`send` frames requests with increasing correlation ids. Responses must come back in request order:
+  any other correlation id is a ``ProtocolError`` and closes the connection. A request unanswered after its
+  timeout (request.timeout.ms) fails with a retriable ``KafkaTimeoutError`` and, as in the Java client, the
+  connection closes: every other pending request fails with a retriable ``KafkaConnectionError``. A request
+  sent with ``expect_response=False`` (Produce with acks=0) completes, with body ``None``, once it is written.
+
+Driving it: the connection registers its socket with the selector it is given (``key.data`` is the connection);
+whoever selects calls :meth:`handle_events` for its keys and :meth:`check_timeouts`, then collects finished
+requests with :meth:`drain_completions`. :meth:`poll` does all three for standalone use. Time is passed in as
+``now_ms``. Not thread-safe: one thread (the network client's owner) drives each connection.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import logging
+import os
+import selectors
+import socket
+import ssl
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from spark_kafka_sink.errors import (
+    IllegalStateError, KafkaConnectionError, KafkaError, KafkaTimeoutError, ProtocolError, UnsupportedVersionError,
+)
+from spark_kafka_sink.net.config import NetConfig, format_address
+from spark_kafka_sink.net.handshake import Handshake, HandshakeStatus
+from spark_kafka_sink.protocol.framing import FrameDecoder, decode_response, encode_request, peek_correlation_id
+from spark_kafka_sink.protocol.messages import API_VERSIONS, ApiSpec
+from spark_kafka_sink.protocol.versions import (
+    BrokerVersions, api_versions_request, api_versions_retry_version, parse_api_versions, select_version,
+)
+
+__all__ = ["ConnectionState", "BrokerConnection", "InFlightRequest", "Completion", "monotonic_ms"]
+
+log = logging.getLogger(__name__)
+
+
+def monotonic_ms() -> int:
+    """The default clock: monotonic milliseconds."""
+    return time.monotonic_ns() // 1_000_000
+
+
+class ConnectionState(enum.Enum):
+    DISCONNECTED = "disconnected"
+    CONNECTING = "connecting"
+    HANDSHAKE = "handshake"
+    NEGOTIATING = "negotiating"
+    READY = "ready"
+    CLOSED = "closed"
+
+
+_S = ConnectionState
+_TRANSITIONS: dict[ConnectionState, frozenset[ConnectionState]] = {
+    _S.DISCONNECTED: frozenset({_S.CONNECTING, _S.CLOSED}),
+    _S.CONNECTING: frozenset({_S.HANDSHAKE, _S.DISCONNECTED, _S.CLOSED}),
+    _S.HANDSHAKE: frozenset({_S.NEGOTIATING, _S.DISCONNECTED, _S.CLOSED}),
+    _S.NEGOTIATING: frozenset({_S.READY, _S.DISCONNECTED, _S.CLOSED}),
+    _S.READY: frozenset({_S.DISCONNECTED, _S.CLOSED}),
+    _S.CLOSED: frozenset(),
+}
+_SETTING_UP = frozenset({_S.CONNECTING, _S.HANDSHAKE, _S.NEGOTIATING})
+_WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+_RECV_SIZE = 256 * 1024
+_READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+
+
+class _Purpose(enum.Enum):
+    USER = "user"  # sent with send(): completes through drain_completions()
+    HANDSHAKE = "handshake"  # sent by a handshake through its context: answered via take_response()
+    NEGOTIATION = "negotiation"  # our own ApiVersions
+
+
+@dataclass(eq=False)
+class InFlightRequest:
+    """A request queued or sent on this connection. ``tag`` is whatever the caller attached."""
+
+    correlation_id: int
+    api: ApiSpec
+    version: int
+    expect_response: bool
+    enqueued_ms: int
+    deadline_ms: int
+    purpose: _Purpose
+    tag: Any = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A finished request: ``body`` (None for expect_response=False) or ``error`` (retriable on disconnect)."""
+
+    request: InFlightRequest
+    body: dict[str, Any] | None
+    error: KafkaError | None
+    completed_ms: int
+
+
+class BrokerConnection:
+    """One connection to ``host:port`` (``node_id`` < 0 for bootstrap addresses). See the module docstring."""
+
+    def __init__(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        config: NetConfig,
+        *,
+        selector: selectors.BaseSelector | None = None,
+        handshakes: Callable[[], Sequence[Handshake]] | None = None,
+        clock: Callable[[], int] = monotonic_ms,
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.address = format_address(host, port)
+        self.config = config
+        self._own_selector = selector is None
+        self._selector = selector if selector is not None else selectors.DefaultSelector()
+        self._handshake_factory = handshakes
+        self._clock = clock  # only poll() reads it: the time after waiting in select
+        self.state = ConnectionState.DISCONNECTED
+        self.last_error: KafkaError | None = None  # why the last attempt or connection failed
+        self.broker_versions: BrokerVersions | None = None  # set on READY, cleared on disconnect
+        self._sock: socket.socket | None = None
+        self._events = 0  # events currently registered with the selector
+        self._decoder = FrameDecoder()
+        self._next_correlation_id = 0
+        self._unsent: deque[tuple[memoryview, InFlightRequest]] = deque()
+        self._unsent_offset = 0  # bytes of _unsent[0] already written
+        self._awaiting: deque[InFlightRequest] = deque()  # written or queued, response expected, in order
+        self._completions: list[Completion] = []
+        self._setup_deadline_ms = 0
+        self._attempts = 0  # rotates through resolved addresses on successive attempts
+        self._hooks: list[Handshake] = []
+        self._hook_index = 0
+        self._hook_started = False
+        self._hook_want = HandshakeStatus.WANT_READ
+        self._hook_responses: deque[dict[str, Any]] = deque()
+        self._api_versions_retried = False
+
+    # ------------------------------------------------------------------------------------------ state
+
+    def _transition(self, target: ConnectionState) -> None:
+        if target not in _TRANSITIONS[self.state]:
+            raise IllegalStateError(f"connection to {self.address}", from_state=self.state, to_state=target)
+        log.debug("connection to %s (node %s): %s -> %s", self.address, self.node_id, self.state.name, target.name)
+        self.state = target
+
+    @property
+    def is_ready(self) -> bool:
+        return self.state is ConnectionState.READY
+
+    @property
+    def in_flight_count(self) -> int:
+        """Requests sent (or queued) and not yet completed: awaiting a response, or acks=0 not yet written."""
+        return len(self._awaiting) + sum(1 for _, r in self._unsent if not r.expect_response)
+
+    # ------------------------------------------------------------------------------------------ connect
+
+    def connect(self, now_ms: int) -> None:
+        """Start connecting (DISCONNECTED -> CONNECTING). Failures show as DISCONNECTED with ``last_error``."""
+        self._transition(ConnectionState.CONNECTING)
+        self.last_error = None
+        self._setup_deadline_ms = now_ms + self.config.socket_connection_setup_timeout_ms
+        self._api_versions_retried = False
+        try:
+            infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            self._fail(KafkaConnectionError(f"cannot resolve {self.address}: {exc}", address=self.address), now_ms)
+            return
+        family, kind, proto, _, sockaddr = infos[self._attempts % len(infos)]
+        self._attempts += 1
+        try:
+            sock = socket.socket(family, kind, proto)
+        except OSError as exc:
+            self._fail(KafkaConnectionError(f"cannot connect to {self.address}: {exc}", address=self.address), now_ms)
+            return
+        self._sock = sock
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # requests are whole frames: no Nagle
+            if self.config.send_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer_bytes)
+            if self.config.receive_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.config.receive_buffer_bytes)
+            code = sock.connect_ex(sockaddr)
+        except OSError as exc:
+            code = exc.errno or errno.ECONNREFUSED
+        if code in (0, errno.EISCONN):
+            self._on_connected(now_ms)
+        elif code in (errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY, errno.EINTR):
+            self._set_interest(_WRITE)  # writable = connect finished, one way or the other
+        else:
+            self._fail_connect(code, now_ms)
+
+    def _fail_connect(self, code: int, now_ms: int) -> None:
+        reason = os.strerror(code) if code else "unknown error"
+        self._fail(KafkaConnectionError(f"cannot connect to {self.address}: {reason}", address=self.address), now_ms)
+
+    def _on_connected(self, now_ms: int) -> None:
+        self._transition(ConnectionState.HANDSHAKE)
+        self._hooks = list(self._handshake_factory()) if self._handshake_factory else []
+        self._hook_index = 0
+        self._hook_started = False
+        self._step_handshakes(now_ms)
+
+    def _step_handshakes(self, now_ms: int) -> None:
+        while self._hook_index < len(self._hooks):
+            hook = self._hooks[self._hook_index]
+            try:
+                if self._hook_started:
+                    status = hook.step(_Context(self), now_ms)
+                else:
+                    self._hook_started = True
+                    status = hook.start(_Context(self), now_ms)
+            except KafkaError as exc:
+                self._fail(exc, now_ms)
+                return
+            except OSError as exc:
+                self._fail(KafkaConnectionError(f"{hook.name} handshake with {self.address} failed: {exc}",
+                                                address=self.address), now_ms)
+                return
+            if status is not HandshakeStatus.DONE:
+                self._hook_want = status
+                self._update_interest()
+                return
+            self._hook_index += 1
+            self._hook_started = False
+        self._transition(ConnectionState.NEGOTIATING)
+        self._send_api_versions(API_VERSIONS.max_version, now_ms)
+
+    def _send_api_versions(self, version: int, now_ms: int) -> None:
+        body = api_versions_request(version, self.config.client_software_name, self.config.client_software_version)
+        self._enqueue(API_VERSIONS, version, body, now_ms, True, None, _Purpose.NEGOTIATION, None)
+
+    def _on_api_versions(self, request: InFlightRequest, body: dict[str, Any], now_ms: int) -> None:
+        retry = api_versions_retry_version(body)
+        if retry is not None and not self._api_versions_retried and retry != request.version:
+            # The broker is older than us: it listed the ApiVersions versions it knows; ask once more.
+            self._api_versions_retried = True
+            self._send_api_versions(retry, now_ms)
+            return
+        try:
+            self.broker_versions = parse_api_versions(body)
+        except KafkaError as exc:
+            self._fail(exc, now_ms)
+            return
+        self._transition(ConnectionState.READY)
+
+    # ------------------------------------------------------------------------------------------ sending
+
+    def choose_version(self, api: ApiSpec, min_version: int | None = None, max_version: int | None = None) -> int:
+        """The highest version of ``api`` both sides speak, within the caller's optional bounds."""
+        if self.broker_versions is None:
+            raise IllegalStateError(f"no API versions for {self.address}: connection is {self.state.name}")
+        best = select_version(api, self.broker_versions.api_versions)
+        if max_version is not None:
+            best = min(best, max_version)
+        floor = max(self.broker_versions.api_versions[api.key][0], api.min_version, min_version or 0)
+        if best < floor:
+            lo, hi = self.broker_versions.api_versions[api.key]
+            raise UnsupportedVersionError(
+                f"no {api.name} version within the requested v{min_version or api.min_version}-"
+                f"{api.max_version if max_version is None else max_version} that {self.address} serves "
+                f"(broker: v{lo}-{hi}, this client: v{api.min_version}-{api.max_version})")
+        return best
+
+    def send(self, api: ApiSpec, version: int, body: Mapping[str, Any], now_ms: int, *,
+             expect_response: bool = True, timeout_ms: int | None = None, tag: Any = None) -> InFlightRequest:
+        """Queue one request (READY only); it is written by later I/O. Encoding errors raise here."""
+        if self.state is not ConnectionState.READY:
+            raise IllegalStateError(f"cannot send {api.name} to {self.address}: the connection is "
+                                    f"{self.state.name}, not READY")
+        return self._enqueue(api, version, body, now_ms, expect_response, timeout_ms, _Purpose.USER, tag)
+
+    def _enqueue(self, api: ApiSpec, version: int, body: Mapping[str, Any], now_ms: int, expect_response: bool,
+                 timeout_ms: int | None, purpose: _Purpose, tag: Any) -> InFlightRequest:
+        correlation_id = self._next_correlation_id
+        frame = encode_request(api, version, correlation_id, self.config.client_id, body)
+        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF  # int32 on the wire, kept non-negative
+        timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
+        request = InFlightRequest(correlation_id, api, version, expect_response, now_ms, now_ms + timeout,
+                                  purpose, tag)
+        self._unsent.append((memoryview(frame), request))
+        if expect_response:
+            self._awaiting.append(request)
+        self._update_interest()
+        return request
+
+    # ------------------------------------------------------------------------------------------ I/O
+
+    def handle_events(self, mask: int, now_ms: int) -> None:
+        """React to selector events for this connection's socket."""
+        if self.state is ConnectionState.CONNECTING:
+            self._finish_connect(now_ms)
+            return
+        if mask & _WRITE and self._unsent and self.state in (_S.HANDSHAKE, _S.NEGOTIATING, _S.READY):
+            self._flush(now_ms)
+        if mask & _READ and self._reads_frames():
+            self._read(now_ms)
+        if self.state is ConnectionState.HANDSHAKE:
+            self._step_handshakes(now_ms)
+        self._update_interest()
+
+    def _reads_frames(self) -> bool:
+        # During a handshake the socket belongs to the handshake (e.g. TLS) unless it sent Kafka requests.
+        if self.state is ConnectionState.HANDSHAKE:
+            return bool(self._awaiting)
+        return self.state in (_S.NEGOTIATING, _S.READY)
+
+    def _finish_connect(self, now_ms: int) -> None:
+        if self._sock is None:
+            return
+        code = self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code:
+            self._fail_connect(code, now_ms)
+        else:
+            self._on_connected(now_ms)
+
+    def _flush(self, now_ms: int) -> None:
+        sock = self._sock
+        while self._unsent and sock is not None:
+            view, request = self._unsent[0]
+            try:
+                written = sock.send(view[self._unsent_offset:])
+            except _WOULD_BLOCK:
+                return
+            except OSError as exc:
+                self._fail(KafkaConnectionError(f"writing to {self.address} failed: {exc}",
+                                                address=self.address), now_ms)
+                return
+            self._unsent_offset += written
+            if self._unsent_offset < len(view):
+                return  # the socket buffer is full: wait for writable
+            self._unsent.popleft()
+            self._unsent_offset = 0
+            if not request.expect_response and request.purpose is _Purpose.USER:
+                self._completions.append(Completion(request, None, None, now_ms))
+
+    def _read(self, now_ms: int) -> None:
+        while self._sock is not None:
+            try:
+                data = self._sock.recv(_RECV_SIZE)
+            except _WOULD_BLOCK:
+                return
+            except OSError as exc:
+                self._fail(KafkaConnectionError(f"reading from {self.address} failed: {exc}",
+                                                address=self.address), now_ms)
+                return
+            if not data:
+                self._fail(KafkaConnectionError(f"{self.address} closed the connection", address=self.address),
+                           now_ms)
+                return
+            try:
+                for payload in self._decoder.feed(data):
+                    self._on_frame(payload, now_ms)
+                    if self._sock is None:
+                        return  # a frame failed the connection; ignore the rest
+            except ProtocolError as exc:
+                self._fail(ProtocolError(f"from {self.address}: {exc}"), now_ms, culprit_first=True)
+                return
+
+    def _on_frame(self, payload: bytes, now_ms: int) -> None:
+        correlation_id = peek_correlation_id(payload)
+        if not self._awaiting:
+            raise ProtocolError(f"response with correlation id {correlation_id} while no request is in flight")
+        request = self._awaiting[0]
+        if correlation_id != request.correlation_id:
+            raise ProtocolError(f"response with correlation id {correlation_id}, expected "
+                                f"{request.correlation_id} ({request.api.name}): responses out of order")
+        _, body = decode_response(request.api, request.version, payload, request.correlation_id)
+        self._awaiting.popleft()
+        if request.purpose is _Purpose.USER:
+            self._completions.append(Completion(request, body, None, now_ms))
+        elif request.purpose is _Purpose.HANDSHAKE:
+            self._hook_responses.append(body)
+        else:
+            self._on_api_versions(request, body, now_ms)
+
+    def _update_interest(self) -> None:
+        if self._sock is None:
+            return
+        if self.state is ConnectionState.CONNECTING:
+            events = _WRITE
+        elif self.state is ConnectionState.HANDSHAKE:
+            want_read = self._hook_want is HandshakeStatus.WANT_READ or bool(self._awaiting)
+            want_write = self._hook_want is HandshakeStatus.WANT_WRITE or bool(self._unsent)
+            events = (_READ if want_read else 0) | (_WRITE if want_write else 0) or _READ
+        else:
+            events = _READ | (_WRITE if self._unsent else 0)  # always read: notices the broker closing
+        self._set_interest(events)
+
+    def _set_interest(self, events: int) -> None:
+        if self._sock is None or events == self._events:
+            return
+        if self._events:
+            self._selector.modify(self._sock, events, self)
+        else:
+            self._selector.register(self._sock, events, self)
+        self._events = events
+
+    # ------------------------------------------------------------------------------------------ timeouts
+
+    def check_timeouts(self, now_ms: int) -> None:
+        """Fail the setup or a request whose deadline passed (which closes the connection)."""
+        if self.state in _SETTING_UP and now_ms >= self._setup_deadline_ms:
+            self._fail(KafkaConnectionError(
+                f"could not set up a connection to {self.address} within "
+                f"{self.config.socket_connection_setup_timeout_ms} ms (socket.connection.setup.timeout.ms; "
+                f"stuck {self.state.name}): is the address a reachable Kafka listener?",
+                address=self.address), now_ms)
+            return
+        if self.state is not ConnectionState.READY:
+            return
+        for request in self._pending_requests():
+            if now_ms >= request.deadline_ms:
+                waited = now_ms - request.enqueued_ms
+                error = KafkaTimeoutError(
+                    f"{request.api.name} request (correlation id {request.correlation_id}) to {self.address} got "
+                    f"no response within {waited} ms (request.timeout.ms); the connection is closed")
+                self._fail(error, now_ms, culprit=request)
+                return
+
+    def next_deadline_ms(self) -> int | None:
+        """The earliest time check_timeouts may have work to do (None: no deadline pending)."""
+        if self.state in _SETTING_UP:
+            return self._setup_deadline_ms
+        deadlines = [r.deadline_ms for r in self._pending_requests()]
+        return min(deadlines) if deadlines else None
+
+    def _pending_requests(self) -> list[InFlightRequest]:
+        return list(self._awaiting) + [r for _, r in self._unsent if not r.expect_response]
+
+    # ------------------------------------------------------------------------------------------ failure / close
+
+    def _fail(self, error: KafkaError, now_ms: int, *, culprit: InFlightRequest | None = None,
+              culprit_first: bool = False) -> None:
+        """Close the socket, fail pending user requests, go DISCONNECTED with ``last_error``."""
+        if self.state in (ConnectionState.DISCONNECTED, ConnectionState.CLOSED):
+            return
+        log.info("connection to %s (node %s) failed: %s", self.address, self.node_id, error)
+        if culprit_first and self._awaiting:
+            culprit = self._awaiting[0]  # a bad frame answers the oldest request
+        self._fail_pending(error, now_ms, culprit)
+        self._close_socket()
+        self.last_error = error
+        self._transition(ConnectionState.DISCONNECTED)
+
+    def _fail_pending(self, error: KafkaError, now_ms: int, culprit: InFlightRequest | None) -> None:
+        # The culprit gets the error itself; every other pending request a retriable connection error.
+        if isinstance(error, KafkaConnectionError):
+            others: KafkaError = error
+        else:
+            others = KafkaConnectionError(f"connection to {self.address} closed: {error}", address=self.address)
+        for request in self._pending_requests():
+            if request.purpose is not _Purpose.USER:
+                continue
+            self._completions.append(Completion(request, None, error if request is culprit else others, now_ms))
+        self._awaiting.clear()
+        self._unsent.clear()
+        self._unsent_offset = 0
+
+    def _close_socket(self) -> None:
+        if self._sock is not None:
+            if self._events:
+                self._selector.unregister(self._sock)
+            self._sock.close()
+        self._sock = None
+        self._events = 0
+        self._decoder = FrameDecoder()
+        self.broker_versions = None
+        self._hooks = []
+        self._hook_responses.clear()
+
+    def disconnect(self, now_ms: int, reason: str = "disconnected by the client") -> None:
+        """Drop the connection (pending requests fail, retriable); it may connect again later."""
+        self._fail(KafkaConnectionError(f"connection to {self.address} {reason}", address=self.address), now_ms)
+
+    def close(self, now_ms: int = 0) -> None:
+        """Close for good (CLOSED); pending requests fail with a KafkaConnectionError. Idempotent."""
+        if self.state is ConnectionState.CLOSED:
+            return
+        self._fail_pending(KafkaConnectionError(f"connection to {self.address} closed by the client",
+                                                address=self.address), now_ms, None)
+        self._close_socket()
+        self._transition(ConnectionState.CLOSED)
+        if self._own_selector:
+            self._selector.close()
+
+    # ------------------------------------------------------------------------------------------ driving
+
+    def drain_completions(self) -> list[Completion]:
+        """Requests finished since the last call, in completion order."""
+        done, self._completions = self._completions, []
+        return done
+
+    def poll(self, timeout_ms: int, now_ms: int) -> list[Completion]:
+        """Standalone driving: wait up to ``timeout_ms`` for I/O, handle it and timeouts, return completions.
+
+        Events for other connections registered on a shared selector are dispatched to them too.
+        """
+        deadline = self.next_deadline_ms()
+        if deadline is not None:
+            timeout_ms = max(0, min(timeout_ms, deadline - now_ms))
+        ready = self._selector.select(timeout_ms / 1000)
+        now_ms = self._clock()  # time passed while waiting
+        for key, mask in ready:
+            if isinstance(key.data, BrokerConnection):
+                key.data.handle_events(mask, now_ms)
+        self.check_timeouts(now_ms)
+        return self.drain_completions()
+
+
+class _Context:
+    """What a handshake sees of its connection (implements handshake.HandshakeContext)."""
+
+    def __init__(self, conn: BrokerConnection) -> None:
+        self._conn = conn
+
+    host = property(lambda self: self._conn.host)
+    port = property(lambda self: self._conn.port)
+    address = property(lambda self: self._conn.address)
+    node_id = property(lambda self: self._conn.node_id)
+    config = property(lambda self: self._conn.config)
+
+    @property
+    def sock(self) -> socket.socket:
+        if self._conn._sock is None:
+            raise IllegalStateError(f"connection to {self._conn.address} has no socket")
+        return self._conn._sock
+
+    def wrap_socket(self, wrap: Callable[[socket.socket], socket.socket]) -> None:
+        conn = self._conn
+        old = self.sock
+        # Unregister before wrapping: ssl.wrap_socket detaches the old object (its fileno becomes -1).
+        if conn._events:
+            conn._selector.unregister(old)
+            conn._events = 0
+        try:
+            conn._sock = wrap(old)
+        except BaseException:
+            conn._sock = old  # still ours to close when the connection fails
+            raise
+        conn._update_interest()
+
+    def send_request(self, api: ApiSpec, version: int, body: Mapping[str, Any]) -> int:
+        conn = self._conn
+        request = conn._enqueue(api, version, body, 0, True, None, _Purpose.HANDSHAKE, None)
+        request.deadline_ms = conn._setup_deadline_ms  # bounded by the setup timeout, not request.timeout.ms
+        return request.correlation_id
+
+    def take_response(self) -> dict[str, Any] | None:
+        return self._conn._hook_responses.popleft() if self._conn._hook_responses else None

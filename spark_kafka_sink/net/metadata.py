@@ -1,0 +1,276 @@
+"""The cluster metadata cache: brokers, topics, partitions and their leaders, as the last Metadata answer said.
+
+    md = Metadata(config)                      # usually owned by a NetworkClient (client.metadata)
+    md.add_topic("t")                          # a topic of interest: included in every refresh
+    md.leader_for("t", 0) -> 1 | None          # None: unknown topic/partition or no leader right now
+    md.partitions_for("t") -> [0, 1, 2] | None # None: topic not (yet) known
+    md.topic_error("t") -> BrokerError | None  # e.g. UnknownTopicOrPartitionError, kept until a refresh clears it
+    md.request_update() -> version             # ask for a refresh; wait_for_update(version, timeout_ms) blocks
+    md.needs_update(now_ms) / time_to_next_update(now_ms)   # metadata.max.age.ms, retry.backoff.ms
+    md.update(response_body, now_ms)           # a decoded Metadata response (any version)
+
+The network client refreshes the cache from ``poll()`` when it is due (as Java's NetworkClient does) and from the
+blocking ``fetch_metadata``. Refreshes ask for the topics of interest with allow_auto_topic_creation=True (the
+Java producer's default), so the first send to a new topic can create it where the broker allows that.
+
+Thread-safety: producer user threads read the cache and wait for updates while the sender thread updates it,
+so every field below is guarded by ``_lock`` (an RLock under the ``_updated`` condition).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from spark_kafka_sink.errors import BrokerError, error_for_code
+from spark_kafka_sink.net.config import NetConfig, format_address
+
+__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Metadata"]
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+    @property
+    def address(self) -> str:
+        return format_address(self.host, self.port)
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    topic: str
+    partition: int
+    leader_id: int | None  # None when the partition has no leader right now
+    leader_epoch: int  # -1 when unknown
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+    error_code: int = 0  # e.g. LEADER_NOT_AVAILABLE (5)
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    error_code: int  # 0, or e.g. UNKNOWN_TOPIC_OR_PARTITION (3) / LEADER_NOT_AVAILABLE (5) while being created
+    partitions: Mapping[int, PartitionInfo]
+    topic_id: Any = None  # uuid.UUID on Metadata v10+
+    is_internal: bool = False
+
+
+class Metadata:
+    """Thread-safe cluster metadata cache (see the module docstring)."""
+
+    def __init__(self, config: NetConfig) -> None:
+        self._max_age_ms = config.metadata_max_age_ms
+        self._backoff_ms = config.retry_backoff_ms
+        self._lock = threading.RLock()
+        self._updated = threading.Condition(self._lock)  # notified after every update / failed update
+        # All below: guarded by _lock.
+        self._brokers: dict[int, BrokerInfo] = {}
+        self._topics: dict[str, TopicInfo] = {}
+        self._interest: set[str] = set()
+        self._cluster_id: str | None = None
+        self._controller_id: int | None = None
+        self._need_update = True  # nothing known yet
+        self._last_refresh_ms: int | None = None  # last successful or failed attempt (for the backoff)
+        self._last_success_ms: int | None = None
+        self._version = 0  # bumped by every successful update
+        self._closed = False
+
+    # ----------------------------------------------------------------------------------------- reading
+
+    @property
+    def version(self) -> int:
+        with self._lock:
+            return self._version
+
+    @property
+    def cluster_id(self) -> str | None:
+        with self._lock:
+            return self._cluster_id
+
+    @property
+    def controller_id(self) -> int | None:
+        with self._lock:
+            return self._controller_id
+
+    def brokers(self) -> dict[int, BrokerInfo]:
+        with self._lock:
+            return dict(self._brokers)
+
+    def broker(self, node_id: int) -> BrokerInfo | None:
+        with self._lock:
+            return self._brokers.get(node_id)
+
+    def topic(self, topic: str) -> TopicInfo | None:
+        with self._lock:
+            return self._topics.get(topic)
+
+    def topics(self) -> dict[str, TopicInfo]:
+        with self._lock:
+            return dict(self._topics)
+
+    def partitions_for(self, topic: str) -> list[int] | None:
+        """Sorted partition numbers of ``topic``; None while the topic is unknown or in error."""
+        with self._lock:
+            info = self._topics.get(topic)
+            if info is None or info.error_code != 0 or not info.partitions:
+                return None
+            return sorted(info.partitions)
+
+    def partition(self, topic: str, partition: int) -> PartitionInfo | None:
+        with self._lock:
+            info = self._topics.get(topic)
+            return None if info is None else info.partitions.get(partition)
+
+    def leader_for(self, topic: str, partition: int) -> int | None:
+        """The leader's node id, or None (unknown topic/partition, no leader, or a leader we have no address for)."""
+        with self._lock:
+            part = self.partition(topic, partition)
+            if part is None or part.leader_id is None or part.leader_id not in self._brokers:
+                return None
+            return part.leader_id
+
+    def topic_error(self, topic: str) -> BrokerError | None:
+        """The error the last refresh reported for ``topic`` (as an exception to raise or inspect), else None."""
+        with self._lock:
+            info = self._topics.get(topic)
+            if info is None or info.error_code == 0:
+                return None
+        cls = error_for_code(info.error_code)
+        return cls(context=f"Metadata for topic {topic}")
+
+    # ----------------------------------------------------------------------------------------- topics of interest
+
+    def add_topic(self, topic: str) -> bool:
+        """Include ``topic`` in refreshes; True (and a refresh is requested) if it was new."""
+        with self._lock:
+            if topic in self._interest:
+                return False
+            self._interest.add(topic)
+            if topic not in self._topics:
+                self._need_update = True
+            return True
+
+    def remove_topic(self, topic: str) -> None:
+        with self._lock:
+            self._interest.discard(topic)
+
+    def topics_of_interest(self) -> list[str]:
+        with self._lock:
+            return sorted(self._interest)
+
+    def request_body(self, allow_auto_topic_creation: bool = True) -> dict[str, Any]:
+        """A Metadata request body for the topics of interest (none: brokers only)."""
+        with self._lock:
+            topics = [{"name": t} for t in sorted(self._interest)]
+        return {"topics": topics, "allow_auto_topic_creation": allow_auto_topic_creation}
+
+    # ----------------------------------------------------------------------------------------- refresh policy
+
+    def request_update(self) -> int:
+        """Ask for a refresh as soon as the backoff allows; returns the version to wait beyond."""
+        with self._lock:
+            self._need_update = True
+            return self._version
+
+    def time_to_next_update(self, now_ms: int) -> int:
+        """Milliseconds until a refresh is due (0 = now): requested, or older than metadata.max.age.ms, and not
+        within retry.backoff.ms of the last attempt."""
+        with self._lock:
+            if self._last_success_ms is None or self._need_update:
+                due = 0
+            else:
+                due = max(0, self._last_success_ms + self._max_age_ms - now_ms)
+            backoff = 0 if self._last_refresh_ms is None else max(0, self._last_refresh_ms + self._backoff_ms - now_ms)
+            return max(due, backoff)
+
+    def needs_update(self, now_ms: int) -> bool:
+        return self.time_to_next_update(now_ms) == 0
+
+    def failed_update(self, now_ms: int) -> None:
+        """A refresh attempt failed: back off retry.backoff.ms before the next one; wake waiters to re-check."""
+        with self._updated:
+            self._last_refresh_ms = now_ms
+            self._updated.notify_all()
+
+    def wait_for_update(self, version: int, timeout_ms: int) -> bool:
+        """Block until the version exceeds ``version`` (True) or ``timeout_ms`` passes / the cache closes (False)."""
+        with self._updated:
+            return self._updated.wait_for(lambda: self._version > version or self._closed, timeout_ms / 1000) and (
+                self._version > version)
+
+    def close(self) -> None:
+        """Wake every waiter; they see no new version."""
+        with self._updated:
+            self._closed = True
+            self._updated.notify_all()
+
+    # ----------------------------------------------------------------------------------------- update
+
+    def update(self, body: Mapping[str, Any], now_ms: int) -> None:
+        """Apply a decoded Metadata response: brokers replaced; each topic in the answer replaced.
+
+        A partition whose leader epoch went backwards (an answer from a broker with stale metadata) keeps its
+        cached entry, as the Java client does.
+        """
+        brokers = {
+            int(b["node_id"]): BrokerInfo(int(b["node_id"]), str(b["host"]), int(b["port"]), b.get("rack"))
+            for b in body["brokers"]
+        }
+        controller = body.get("controller_id", -1)
+        with self._updated:
+            topics = dict(self._topics)
+            for t in body["topics"]:
+                name = t.get("name")
+                if name is None:
+                    continue  # topics asked by id only; we ask by name
+                topics[name] = self._merge_topic(name, t, topics.get(name))
+            self._brokers = brokers
+            self._topics = topics
+            self._cluster_id = body.get("cluster_id")
+            self._controller_id = None if controller is None or controller < 0 else int(controller)
+            self._need_update = False
+            self._last_refresh_ms = now_ms
+            self._last_success_ms = now_ms
+            self._version += 1
+            self._updated.notify_all()
+
+    @staticmethod
+    def _merge_topic(name: str, t: Mapping[str, Any], old: TopicInfo | None) -> TopicInfo:
+        partitions: dict[int, PartitionInfo] = {}
+        for p in t["partitions"]:
+            index = int(p["partition_index"])
+            leader = int(p["leader_id"])
+            new = PartitionInfo(
+                topic=name,
+                partition=index,
+                leader_id=leader if leader >= 0 else None,
+                leader_epoch=int(p.get("leader_epoch", -1)),
+                replicas=tuple(p["replica_nodes"]),
+                isr=tuple(p["isr_nodes"]),
+                offline_replicas=tuple(p.get("offline_replicas") or ()),
+                error_code=int(p["error_code"]),
+            )
+            cached = None if old is None else old.partitions.get(index)
+            if cached is not None and 0 <= new.leader_epoch < cached.leader_epoch:
+                new = cached  # stale answer: keep what a newer epoch told us
+            partitions[index] = new
+        return TopicInfo(
+            name=name,
+            error_code=int(t["error_code"]),
+            partitions=partitions,
+            topic_id=t.get("topic_id"),
+            is_internal=bool(t.get("is_internal", False)),
+        )
+
+    def __repr__(self) -> str:
+        with self._lock:
+            return (f"Metadata(version={self._version}, cluster_id={self._cluster_id!r}, "
+                    f"brokers={sorted(self._brokers)}, topics={sorted(self._topics)})")
