@@ -7,7 +7,9 @@ string kernels for the byte copies, no per-row Python loop. Pure.
 Each ``EncodedBatch.data`` is byte-identical to ``record_batch.encode_batch`` over the same rows (the tests check
 it), with producer id / epoch / sequence -1: ``record_batch.with_producer_state`` sets them at drain time.
 Batches hold consecutive rows, at most ``max_batch_bytes`` each counting the uncompressed records (a single
-larger record gets a batch of its own), like ``BatchBuilder``.
+larger record gets a batch of its own), like ``BatchBuilder``. Batches are cut before the exact sizes are known,
+using upper bounds of the two batch-relative fields (offsetDelta, timestampDelta), so a batch may stay short of
+the limit by about a byte per record for those fields.
 
 How: per row, the small varint fields are written by numpy into three "glue" binary arrays —
 A = length | attributes | timestampDelta | offsetDelta | keyLength, B = valueLength, C = headerCount — and one
@@ -192,6 +194,8 @@ def _encode_headers(headers: pa.Array | pa.ChunkedArray | None, n: int, binary_t
         return _Headers(zero.view(np.uint64), zero + 1, zero, None)
     if isinstance(headers, pa.ChunkedArray):
         headers = headers.combine_chunks()
+    if len(headers) != n:
+        raise ValueError(f"headers has {len(headers)} rows, value has {n}")
     if not (pa.types.is_list(headers.type) or pa.types.is_large_list(headers.type)):
         raise TypeError(f"headers must be list<struct<key: string, value: binary>>, got {headers.type}")
     counts = pc.fill_null(pc.list_value_length(headers), 0).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -282,8 +286,6 @@ def encode_arrow_batches(
     large = pa.types.is_large_binary(key_b.type) or pa.types.is_large_binary(value_b.type)
     binary_type = pa.large_binary() if large else pa.binary()
     hdr = _encode_headers(headers, n, binary_type)
-    if len(hdr.payload) != n:
-        raise ValueError(f"headers has {len(hdr.payload)} rows, value has {n}")
 
     k_u, k_s, k_n = _field(_lengths(key_b, "key"), key_b.null_count > 0)
     v_u, v_s, v_n = _field(_lengths(value_b, "value"), value_b.null_count > 0)
