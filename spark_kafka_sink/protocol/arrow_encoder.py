@@ -234,9 +234,13 @@ def _encode_headers(headers: pa.Array | pa.ChunkedArray | None, n: int, binary_t
 
 def _timestamps(ts: pa.Array | pa.ChunkedArray | npt.NDArray[Any], n: int) -> I64:
     if isinstance(ts, (pa.Array, pa.ChunkedArray)):
+        if isinstance(ts, pa.ChunkedArray):
+            ts = ts.combine_chunks()
+        if pa.types.is_timestamp(ts.type):  # any unit or zone -> epoch milliseconds (sub-ms truncated)
+            ts = ts.cast(pa.timestamp("ms", ts.type.tz), safe=False).view(pa.int64())
         if ts.null_count:
             raise ValueError("timestamp_ms has nulls; fill them (e.g. with the send time) before encoding")
-        ts = ts.to_numpy() if isinstance(ts, pa.ChunkedArray) else ts.to_numpy(zero_copy_only=False)
+        ts = ts.to_numpy(zero_copy_only=False)
     out = np.asarray(ts).astype(np.int64, copy=False)
     if out.shape != (n,):
         raise ValueError(f"timestamp_ms has shape {out.shape}, expected ({n},)")

@@ -135,6 +135,24 @@ def test_timestamp_span_limit() -> None:
         encode_arrow_batches(pa.array([b"a", b"b"]), timestamp_ms=np.array([-(2**62), 2**62]), max_batch_bytes=100)
 
 
+def test_large_types_timestamp_type_and_several_join_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    import spark_kafka_sink.protocol.arrow_encoder as enc
+
+    monkeypatch.setattr(enc, "_GROUP_BYTES", 2000)  # many join groups without a 64 MiB table
+    rows = random_rows(11, 300, headers=True)
+    large_headers = pa.array([r[3] for r in rows], pa.large_list(HEADERS_TYPE.value_type))
+    when = pa.array([r[2] * 1000 + 999 for r in rows], pa.timestamp("us", "UTC"))  # sub-ms part is dropped
+    batches = enc.encode_arrow_batches(
+        pa.array([r[1] for r in rows], pa.large_binary()),
+        key=pa.array([r[0] for r in rows], pa.binary()).dictionary_encode(),
+        timestamp_ms=pa.chunked_array([when]),
+        headers=large_headers,
+        max_batch_bytes=1500,
+    )
+    assert len(batches) > 20
+    check(rows, batches, 1500)
+
+
 def test_decodes_back() -> None:
     rows = random_rows(5, 100, headers=True)
     for b in encode(rows, 5000, Codec.LZ4):
