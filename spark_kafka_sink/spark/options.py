@@ -1,0 +1,263 @@
+"""The sink's options, parsed and validated once on the driver into one frozen, picklable object.
+
+    opts = SinkOptions.parse({"kafka.bootstrap.servers": "h:9092", "topic": "t",
+                              "deliveryGuarantee": "exactly_once"}, streaming=False)
+    opts.producer_config(transactional_id="sks-1a2b-3")   # Java names -> values, for KafkaProducer(...)
+
+Spark hands options over case-insensitively (keys arrive lower-cased); every error names the option as the user
+wrote it in Spark (``kafka.linger.ms``, ``deliveryGuarantee``), never the value of a secret.
+
+Decisions beyond Spark's own sink:
+* ``kafka.transactional.id`` is refused: exactly_once derives one id per Spark partition from the prefix.
+* Options that are neither ``kafka.*`` nor the connector's are ignored, as Spark does (``path``,
+  ``checkpointLocation`` ...), except near-misspellings of the connector's options, which are errors: a silently
+  ignored ``deliveryGuarentee`` would downgrade exactly_once to at_least_once.
+* Streaming with exactly_once takes its default ``transactionalIdPrefix`` from the checkpoint location, so the
+  ids are stable across micro-batches and restarts (a restart then fences the crashed run's open transactions).
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import hashlib
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from spark_kafka_sink.errors import ConfigError, KafkaError
+from spark_kafka_sink.producer.config import ProducerConfig
+
+__all__ = ["DeliveryGuarantee", "SinkOptions", "DEFAULT_TRANSACTION_TIMEOUT_MS"]
+
+#: The broker's default transaction.max.timeout.ms: the longest a transaction may stay open (see README).
+DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
+_KAFKA_PREFIX = "kafka."
+# Lower-case key -> the spelling users see in docs and errors.
+_CONNECTOR_OPTIONS = {
+    "topic": "topic",
+    "deliveryguarantee": "deliveryGuarantee",
+    "transactionalidprefix": "transactionalIdPrefix",
+    "writeid": "writeId",
+}
+_REFUSED_PRODUCER_KEYS = {
+    "key.serializer": "keys are written as the bytes of the key column (strings as UTF-8): serialize in the "
+                      "DataFrame instead (e.g. to_json, to_avro, cast)",
+    "value.serializer": "values are written as the bytes of the value column (strings as UTF-8): serialize in the "
+                        "DataFrame instead (e.g. to_json, to_avro, cast)",
+    "transactional.id": "exactly_once derives one transactional.id per Spark partition: set "
+                        "deliveryGuarantee=exactly_once and, to choose the ids, transactionalIdPrefix",
+}
+# Allowed characters of a transactional id prefix: Kafka accepts any string, but ids end up in broker logs and ACLs.
+_MAX_IDEMPOTENT_IN_FLIGHT = 5  # the Java client's limit for idempotent (and so transactional) producers
+_PREFIX_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+class DeliveryGuarantee(str, enum.Enum):
+    AT_LEAST_ONCE = "at_least_once"
+    EXACTLY_ONCE = "exactly_once"
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    """Everything a writer needs, validated. Holds only plain values (and ``Secret``), so it pickles."""
+
+    producer_options: Mapping[str, Any]  # Java names; the user's kafka.* plus the sink's defaults; secrets wrapped
+    topic: str | None
+    guarantee: DeliveryGuarantee
+    transactional_id_prefix: str | None  # set iff exactly_once
+    write_id: int | None
+    ignored: tuple[str, ...] = field(default=())  # options passed through by Spark or unknown: not used
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.guarantee is DeliveryGuarantee.EXACTLY_ONCE
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(self.producer_options["bootstrap.servers"])
+
+    def transactional_id(self, partition_id: int) -> str:
+        """The deterministic id of one Spark partition's transaction: a retried task fences its zombie."""
+        if self.transactional_id_prefix is None:
+            raise ConfigError("transactional ids exist only with deliveryGuarantee=exactly_once",
+                              key="deliveryGuarantee")
+        return f"{self.transactional_id_prefix}-{partition_id}"
+
+    def producer_config(self, transactional_id: str | None = None) -> dict[str, Any]:
+        """A fresh dict for ``KafkaProducer(...)``; with ``transactional_id`` for an exactly_once task."""
+        config = dict(self.producer_options)
+        if transactional_id is not None:
+            config["transactional.id"] = transactional_id
+        return config
+
+    def __repr__(self) -> str:
+        # Only non-secret settings: the producer options' Secret values already print as ***.
+        return (f"SinkOptions(bootstrap={self.bootstrap_servers!r}, topic={self.topic!r}, "
+                f"guarantee={self.guarantee.value}, transactional_id_prefix={self.transactional_id_prefix!r}, "
+                f"write_id={self.write_id!r}, producer_keys={sorted(self.producer_options)})")
+
+    # ------------------------------------------------------------------------------------------ parsing
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SinkOptions:
+        """Validate Spark's options (any key case). Raises ConfigError naming the option."""
+        lowered: dict[str, tuple[str, str]] = {}
+        for raw_key, value in options.items():
+            key = raw_key.strip().lower()
+            if key in lowered:
+                raise ConfigError(f"option {raw_key!r} is given twice (also as {lowered[key][0]!r})", key=raw_key)
+            lowered[key] = (raw_key, value)
+
+        producer_raw: dict[str, Any] = {}
+        ignored: list[str] = []
+        for key, (raw_key, value) in lowered.items():
+            if key.startswith(_KAFKA_PREFIX):
+                java_key = key[len(_KAFKA_PREFIX):]
+                if java_key in _REFUSED_PRODUCER_KEYS:
+                    raise ConfigError(f"option kafka.{java_key} is not supported: {_REFUSED_PRODUCER_KEYS[java_key]}",
+                                      key=raw_key)
+                producer_raw[java_key] = value
+            elif key not in _CONNECTOR_OPTIONS:
+                _refuse_misspelling(key, raw_key)
+                ignored.append(raw_key)
+
+        if not str(producer_raw.get("bootstrap.servers", "")).strip():
+            raise ConfigError("option kafka.bootstrap.servers is required: host:port[,host:port...] of the brokers",
+                              key="kafka.bootstrap.servers")
+
+        topic = _topic(lowered)
+        guarantee = _guarantee(lowered)
+        prefix = _prefix(lowered, guarantee, streaming)
+        write_id = _write_id(lowered, guarantee)
+
+        if guarantee is DeliveryGuarantee.EXACTLY_ONCE:
+            # Raised from the client's 60 s: tasks' transactions stay open until the driver commits (README).
+            producer_raw.setdefault("transaction.timeout.ms", str(DEFAULT_TRANSACTION_TIMEOUT_MS))
+        config = _validated(producer_raw, f"{prefix}-0" if prefix else None, guarantee)
+        producer_options = config.to_dict()
+        producer_options.pop("transactional.id", None)  # each task sets its own
+        return cls(producer_options, topic, guarantee, prefix, write_id, tuple(sorted(ignored)))
+
+
+def _refuse_misspelling(key: str, raw_key: str) -> None:
+    close = difflib.get_close_matches(key, list(_CONNECTOR_OPTIONS), n=1, cutoff=0.8)
+    if close:
+        name = _CONNECTOR_OPTIONS[close[0]]
+        raise ConfigError(f"unknown option {raw_key!r}; did you mean {name!r}? (Kafka producer settings take the "
+                          f"prefix 'kafka.')", key=raw_key)
+
+
+def _option(lowered: Mapping[str, tuple[str, str]], key: str) -> str | None:
+    entry = lowered.get(key)
+    return None if entry is None else entry[1]
+
+
+def _topic(lowered: Mapping[str, tuple[str, str]]) -> str | None:
+    topic = _option(lowered, "topic")
+    if topic is None:
+        return None
+    if not topic.strip():
+        raise ConfigError("option topic is empty: give a topic name, or drop the option to use the topic column",
+                          key="topic")
+    return topic.strip()
+
+
+def _guarantee(lowered: Mapping[str, tuple[str, str]]) -> DeliveryGuarantee:
+    raw = _option(lowered, "deliveryguarantee")
+    if raw is None:
+        return DeliveryGuarantee.AT_LEAST_ONCE
+    try:
+        return DeliveryGuarantee(raw.strip().lower())
+    except ValueError:
+        allowed = " or ".join(g.value for g in DeliveryGuarantee)
+        raise ConfigError(f"option deliveryGuarantee={raw!r} is not valid: use {allowed}",
+                          key="deliveryGuarantee") from None
+
+
+def _prefix(lowered: Mapping[str, tuple[str, str]], guarantee: DeliveryGuarantee, streaming: bool) -> str | None:
+    raw = _option(lowered, "transactionalidprefix")
+    if guarantee is not DeliveryGuarantee.EXACTLY_ONCE:
+        if raw is not None:
+            raise ConfigError("option transactionalIdPrefix needs deliveryGuarantee=exactly_once "
+                              "(at_least_once writes without transactions)", key="transactionalIdPrefix")
+        return None
+    if raw is not None:
+        prefix = raw.strip()
+        if not prefix or not set(prefix) <= _PREFIX_CHARS:
+            raise ConfigError(f"option transactionalIdPrefix={raw!r} is not valid: use letters, digits, '.', '_' "
+                              "and '-'", key="transactionalIdPrefix")
+        return prefix
+    if streaming:
+        checkpoint = _option(lowered, "checkpointlocation")
+        if checkpoint is None:
+            raise ConfigError("a streaming exactly_once query needs stable transactional ids: set the "
+                              "checkpointLocation option of writeStream, or transactionalIdPrefix",
+                              key="transactionalIdPrefix")
+        return "sks-" + hashlib.sha256(checkpoint.encode()).hexdigest()[:16]
+    return "sks-" + uuid.uuid4().hex[:16]  # unique per write: two concurrent writes never fence each other
+
+
+def _write_id(lowered: Mapping[str, tuple[str, str]], guarantee: DeliveryGuarantee) -> int | None:
+    raw = _option(lowered, "writeid")
+    if raw is None:
+        return None
+    try:
+        write_id = int(raw.strip())
+    except ValueError:
+        raise ConfigError(f"option writeId={raw!r} is not a whole number (a long, e.g. the foreachBatch batch id)",
+                          key="writeId") from None
+    if not 0 <= write_id < 2**63:
+        raise ConfigError(f"option writeId={raw!r} is out of range: 0 <= writeId < 2^63", key="writeId")
+    if guarantee is not DeliveryGuarantee.EXACTLY_ONCE or _option(lowered, "transactionalidprefix") is None:
+        raise ConfigError("option writeId needs deliveryGuarantee=exactly_once and a stable transactionalIdPrefix",
+                          key="writeId")
+    return write_id
+
+
+def _validated(producer_raw: dict[str, Any], sample_id: str | None, guarantee: DeliveryGuarantee) -> ProducerConfig:
+    """Parse with the producer's own config so every kafka.* error is found here, on the driver."""
+    candidate = dict(producer_raw)
+    if sample_id is not None:
+        _check_transactional(producer_raw)
+        candidate["transactional.id"] = sample_id
+    try:
+        return ProducerConfig.from_dict(candidate)
+    except ConfigError as exc:
+        raise _spark_named(exc, guarantee) from None
+    except KafkaError as exc:  # a partitioner or interceptor class that does not import, for instance
+        raise ConfigError(f"invalid kafka.* option: {exc}") from None
+
+
+def _check_transactional(raw: Mapping[str, Any]) -> None:
+    """exactly_once needs an idempotent producer: name the user's conflicting kafka.* options."""
+    problems = []
+    if str(raw.get("enable.idempotence", "true")).strip().lower() == "false":
+        problems.append("kafka.enable.idempotence=false")
+    if str(raw.get("acks", "all")).strip().lower() not in ("all", "-1"):
+        problems.append(f"kafka.acks={raw['acks']} (needs all)")
+    if str(raw.get("retries", "1")).strip() == "0":
+        problems.append("kafka.retries=0 (needs > 0)")
+    in_flight = str(raw.get("max.in.flight.requests.per.connection", "5")).strip()
+    if in_flight.isdigit() and int(in_flight) > _MAX_IDEMPOTENT_IN_FLIGHT:
+        problems.append(f"kafka.max.in.flight.requests.per.connection={in_flight} (needs <= "
+                        f"{_MAX_IDEMPOTENT_IN_FLIGHT})")
+    if problems:
+        raise ConfigError("deliveryGuarantee=exactly_once writes in Kafka transactions, which need an idempotent "
+                          f"producer; these options conflict: {', '.join(problems)}. Remove them, or use "
+                          "deliveryGuarantee=at_least_once", key="deliveryGuarantee")
+
+
+def _spark_named(exc: ConfigError, guarantee: DeliveryGuarantee) -> ConfigError:
+    """Rename the producer's Java keys to the Spark options the user wrote (``linger.ms`` -> ``kafka.linger.ms``)."""
+    text = str(exc).replace("did you mean '", "did you mean 'kafka.")
+    key = exc.key
+    if key == "transactional.id" or (key == "enable.idempotence" and "transactional.id" in text):
+        text = (f"deliveryGuarantee={guarantee.value} writes in transactions, which need an idempotent producer: "
+                f"{text}")
+        return ConfigError(text, key="deliveryGuarantee")
+    spark_key = f"kafka.{key}" if key and not key.startswith(_KAFKA_PREFIX) else key
+    if spark_key and spark_key not in text:
+        text = f"option {spark_key}: {text}"
+    return ConfigError(text, key=spark_key)

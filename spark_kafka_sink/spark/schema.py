@@ -1,0 +1,180 @@
+"""The DataFrame's columns: checked on the driver, then turned into the producer's input in each task.
+
+Accepted columns, as Spark's built-in Kafka sink (names are matched exactly, as Spark does; other columns are
+ignored):
+
+    value      string | binary                               required; null = tombstone
+    key        string | binary                               optional; null = no key
+    topic      string                                        required unless the topic option is set (it wins)
+    partition  int                                           optional; null = the partitioner decides
+    headers    array<struct<key: string, value: binary>>     optional
+    timestamp  timestamp | long (epoch milliseconds)         beyond Spark; null / absent = send time
+
+``plan_columns`` runs on the driver; ``to_producer_batch`` runs per Arrow batch in a task, with the checks only
+the data can fail (a null topic, a partition out of range), before any of that batch is handed to the producer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructType,
+    TimestampType,
+)
+
+from spark_kafka_sink.errors import ConfigError
+
+__all__ = ["ColumnPlan", "InvalidColumnError", "plan_columns", "to_producer_batch", "ACCEPTED_TYPES"]
+
+#: Column -> the accepted Spark types, as error messages show them.
+ACCEPTED_TYPES: dict[str, str] = {
+    "value": "string or binary",
+    "key": "string or binary",
+    "topic": "string",
+    "partition": "int",
+    "headers": "array<struct<key: string, value: binary>>",
+    "timestamp": "timestamp or long (epoch milliseconds)",
+}
+
+
+class InvalidColumnError(ConfigError):
+    """A DataFrame column has the wrong type, is missing, or holds a value Kafka cannot take. ``key`` names it."""
+
+
+def _is_headers_type(dt: DataType) -> bool:
+    if not isinstance(dt, ArrayType) or not isinstance(dt.elementType, StructType):
+        return False
+    fields = {f.name: f.dataType for f in dt.elementType.fields}
+    return (len(fields) == 2 and isinstance(fields.get("key"), StringType)
+            and isinstance(fields.get("value"), BinaryType))
+
+
+_TYPE_CHECKS: dict[str, Callable[[DataType], bool]] = {
+    "value": lambda dt: isinstance(dt, (StringType, BinaryType)),
+    "key": lambda dt: isinstance(dt, (StringType, BinaryType)),
+    "topic": lambda dt: isinstance(dt, StringType),
+    "partition": lambda dt: isinstance(dt, IntegerType),
+    "headers": _is_headers_type,
+    "timestamp": lambda dt: isinstance(dt, (TimestampType, LongType)),
+}
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """Which sink columns the DataFrame has; picklable, built once on the driver."""
+
+    has_key: bool
+    topic_column: bool  # the topic column is used (present and no topic option)
+    has_partition: bool
+    has_headers: bool
+    timestamp: str | None  # "timestamp" (Spark timestamp), "long" (epoch ms) or None
+    topic_option: str | None
+
+
+def plan_columns(schema: StructType, topic_option: str | None) -> ColumnPlan:
+    """Check the DataFrame's schema; raises InvalidColumnError naming the column and the accepted types."""
+    by_name = {f.name: f.dataType for f in schema.fields}
+    if "value" not in by_name:
+        near = [n for n in by_name if n.lower() == "value"]
+        hint = f" (found {near[0]!r}: names are case-sensitive, as in Spark's Kafka sink)" if near else ""
+        raise InvalidColumnError(
+            f"the DataFrame has no 'value' column{hint}: it is required, of type {ACCEPTED_TYPES['value']}; "
+            f"columns are {sorted(by_name)}", key="value")
+    for name, check in _TYPE_CHECKS.items():
+        if name == "topic" and topic_option is not None:
+            continue  # the option wins and the column is ignored, whatever its type (as in Spark's sink)
+        dt = by_name.get(name)
+        if dt is not None and not check(dt):
+            raise InvalidColumnError(
+                f"column '{name}' has type {dt.simpleString()}; accepted: {ACCEPTED_TYPES[name]}", key=name)
+    if topic_option is None and "topic" not in by_name:
+        raise InvalidColumnError(
+            "no topic: set the 'topic' option, or add a 'topic' column of type string", key="topic")
+    ts = by_name.get("timestamp")
+    return ColumnPlan(
+        has_key="key" in by_name,
+        topic_column=topic_option is None,
+        has_partition="partition" in by_name,
+        has_headers="headers" in by_name,
+        timestamp=None if ts is None else ("timestamp" if isinstance(ts, TimestampType) else "long"),
+        topic_option=topic_option,
+    )
+
+
+def _as_binary(arr: pa.Array) -> pa.Array:
+    """Strings are sent as their UTF-8 bytes, as Spark's sink does; the cast reuses the buffers."""
+    if pa.types.is_string(arr.type):
+        return arr.cast(pa.binary())
+    if pa.types.is_large_string(arr.type):
+        return arr.cast(pa.large_binary())
+    return arr
+
+
+def _epoch_ms(arr: pa.Array) -> pa.Array:
+    if pa.types.is_timestamp(arr.type):
+        # Spark timestamps are microseconds; Kafka wants milliseconds: truncate, as Java's Timestamp.getTime() does
+        # for the non-negative times Kafka accepts.
+        return arr.cast(pa.timestamp("ms", arr.type.tz), safe=False).cast(pa.int64())
+    return arr.cast(pa.int64())
+
+
+def to_producer_batch(batch: pa.RecordBatch, plan: ColumnPlan,
+                      partition_count: Callable[[str], int]) -> pa.RecordBatch:
+    """The producer's input for one Arrow batch: only the sink's columns, strings as bytes, timestamps as epoch ms.
+
+    Raises InvalidColumnError for a null topic (without a topic option) or a partition outside the topic, so a bad
+    batch is refused whole, before any of its rows is sent. ``partition_count(topic)`` gives a topic's partitions.
+    """
+    columns: dict[str, pa.Array] = {"value": _as_binary(batch.column("value"))}
+    if plan.has_key:
+        columns["key"] = _as_binary(batch.column("key"))
+    topics: pa.Array | None = None
+    if plan.topic_column:
+        topics = batch.column("topic")
+        if topics.null_count:
+            raise InvalidColumnError(
+                f"column 'topic' is null in {topics.null_count} row(s) and no topic option is set: fill the column "
+                "or set the topic option", key="topic")
+        columns["topic"] = topics
+    if plan.has_partition:
+        partitions = batch.column("partition")
+        _check_partitions(partitions, topics, plan.topic_option, partition_count)
+        columns["partition"] = partitions
+    if plan.has_headers:
+        columns["headers"] = batch.column("headers")
+    if plan.timestamp is not None:
+        columns["timestamp"] = _epoch_ms(batch.column("timestamp"))
+    return pa.RecordBatch.from_pydict(columns)
+
+
+def _check_partitions(partitions: pa.Array, topics: pa.Array | None, topic_option: str | None,
+                      partition_count: Callable[[str], int]) -> None:
+    if partitions.null_count == len(partitions):
+        return
+    if topics is None:  # plan_columns guarantees the topic option then
+        ranges = {str(topic_option): (pc.min(partitions).as_py(), pc.max(partitions).as_py())}
+    else:
+        grouped = pa.table({"t": topics, "p": partitions}).group_by("t").aggregate([("p", "min"), ("p", "max")])
+        ranges = dict(zip(grouped.column("t").to_pylist(),
+                          zip(grouped.column("p_min").to_pylist(), grouped.column("p_max").to_pylist())))
+    for topic, (low, high) in ranges.items():
+        if low is None:
+            continue  # every partition of this topic's rows is null: the partitioner decides
+        if low < 0:
+            raise InvalidColumnError(f"column 'partition' holds {low}: partitions are >= 0 (null lets the "
+                                     "partitioner choose)", key="partition")
+        count = partition_count(topic)
+        if high >= count:
+            raise InvalidColumnError(
+                f"column 'partition' holds {high}, but topic {topic!r} has {count} partition(s) (0..{count - 1})",
+                key="partition")

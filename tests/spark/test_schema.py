@@ -1,0 +1,121 @@
+"""Column checks and the Arrow -> producer input conversion: no Spark session, no broker."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from spark_kafka_sink.spark.schema import InvalidColumnError, plan_columns, to_producer_batch
+
+HEADERS = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+
+
+def schema(**cols: object) -> StructType:
+    return StructType([StructField(name, t) for name, t in cols.items()])  # type: ignore[arg-type]
+
+
+def test_full_plan() -> None:
+    plan = plan_columns(schema(key=BinaryType(), value=StringType(), topic=StringType(), partition=IntegerType(),
+                               headers=HEADERS, timestamp=TimestampType(), other=LongType()), None)
+    assert plan.has_key and plan.topic_column and plan.has_partition and plan.has_headers
+    assert plan.timestamp == "timestamp"
+
+
+def test_topic_option_wins_over_column_of_any_type() -> None:
+    plan = plan_columns(schema(value=BinaryType(), topic=IntegerType()), "t")
+    assert not plan.topic_column and plan.topic_option == "t"
+
+
+@pytest.mark.parametrize(("cols", "topic", "named", "accepted"), [
+    ({"key": StringType()}, "t", "'value'", "string or binary"),
+    ({"Value": StringType()}, "t", "case-sensitive", "string or binary"),
+    ({"value": IntegerType()}, "t", "'value'", "string or binary"),
+    ({"value": StringType(), "key": ArrayType(StringType())}, "t", "'key'", "string or binary"),
+    ({"value": StringType(), "topic": BinaryType()}, None, "'topic'", "string"),
+    ({"value": StringType(), "partition": LongType()}, "t", "'partition'", "int"),
+    ({"value": StringType(), "headers": ArrayType(StructType([StructField("k", StringType()),
+                                                               StructField("value", BinaryType())]))},
+     "t", "'headers'", "array<struct<key: string, value: binary>>"),
+    ({"value": StringType(), "headers": ArrayType(StructType([StructField("key", StringType()),
+                                                               StructField("value", StringType())]))},
+     "t", "'headers'", "array<struct<key: string, value: binary>>"),
+    ({"value": StringType(), "timestamp": StringType()}, "t", "'timestamp'", "timestamp or long"),
+    ({"value": StringType()}, None, "topic", "string"),
+])
+def test_bad_columns(cols: dict[str, object], topic: str | None, named: str, accepted: str) -> None:
+    with pytest.raises(InvalidColumnError) as info:
+        plan_columns(schema(**cols), topic)
+    assert named in str(info.value) and accepted in str(info.value)
+
+
+def _batch() -> pa.RecordBatch:
+    ts = pa.array([dt.datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=dt.timezone.utc), None],
+                  pa.timestamp("us", tz="Etc/UTC"))
+    headers = pa.array([[{"key": "h", "value": b"x"}], None],
+                       pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))
+    return pa.RecordBatch.from_pydict({
+        "other": pa.array([1, 2]), "value": pa.array(["v", None]), "key": pa.array([b"k", None]),
+        "topic": pa.array(["a", "b"]), "partition": pa.array([1, None], pa.int32()), "headers": headers,
+        "timestamp": ts,
+    })
+
+
+def test_conversion_keeps_sink_columns_and_casts() -> None:
+    plan = plan_columns(schema(value=StringType(), key=BinaryType(), topic=StringType(), partition=IntegerType(),
+                               headers=HEADERS, timestamp=TimestampType(), other=LongType()), None)
+    out = to_producer_batch(_batch(), plan, lambda topic: 2)
+    assert out.schema.names == ["value", "key", "topic", "partition", "headers", "timestamp"]
+    assert out.column("value").to_pylist() == [b"v", None]
+    assert out.column("timestamp").to_pylist() == [1704164645678, None]
+    assert out.column("headers").to_pylist() == [[{"key": "h", "value": b"x"}], None]
+
+
+def test_topic_option_drops_topic_column() -> None:
+    plan = plan_columns(schema(value=StringType(), topic=StringType()), "t")
+    out = to_producer_batch(_batch().select(["value", "topic"]), plan, lambda topic: 1)
+    assert out.schema.names == ["value"]
+
+
+def test_null_topic_row_refused() -> None:
+    plan = plan_columns(schema(value=StringType(), topic=StringType()), None)
+    batch = pa.RecordBatch.from_pydict({"value": ["a", "b"], "topic": ["t", None]})
+    with pytest.raises(InvalidColumnError, match="'topic' is null in 1 row"):
+        to_producer_batch(batch, plan, lambda topic: 1)
+
+
+@pytest.mark.parametrize(("partitions", "message"), [([0, 3], "holds 3, but topic 'a' has 3"), ([-1, 0], "holds -1")])
+def test_partition_out_of_range_refused(partitions: list[int], message: str) -> None:
+    plan = plan_columns(schema(value=StringType(), topic=StringType(), partition=IntegerType()), None)
+    batch = pa.RecordBatch.from_pydict({"value": ["a", "b"], "topic": ["a", "a"],
+                                        "partition": pa.array(partitions, pa.int32())})
+    with pytest.raises(InvalidColumnError, match=message):
+        to_producer_batch(batch, plan, lambda topic: 3)
+
+
+def test_partition_range_is_per_topic() -> None:
+    plan = plan_columns(schema(value=StringType(), topic=StringType(), partition=IntegerType()), None)
+    batch = pa.RecordBatch.from_pydict({"value": ["a", "b", "c"], "topic": ["big", "small", "small"],
+                                        "partition": pa.array([5, 0, None], pa.int32())})
+    counts = {"big": 6, "small": 1}
+    to_producer_batch(batch, plan, counts.__getitem__)
+    counts["big"] = 5
+    with pytest.raises(InvalidColumnError, match="topic 'big' has 5"):
+        to_producer_batch(batch, plan, counts.__getitem__)
+
+
+def test_long_timestamps_pass_through() -> None:
+    plan = plan_columns(schema(value=BinaryType(), timestamp=LongType()), "t")
+    batch = pa.RecordBatch.from_pydict({"value": [b"a"], "timestamp": pa.array([1700000000123], pa.int64())})
+    assert to_producer_batch(batch, plan, lambda t: 1).column("timestamp").to_pylist() == [1700000000123]
