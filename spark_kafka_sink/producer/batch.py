@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import TypeVar
 
@@ -125,6 +125,10 @@ class ProducerBatch:
         self._transactional = False
         self._payload: bytes | None = None  # _built with the producer state applied; cached so retries match
         self._error: BaseException | None = None
+        # Set once, after the futures fired and on_complete ran (so memory is back when a flush returns).
+        self._completed = threading.Event()
+        # Called once with this batch when it reaches a final state (the accumulator frees its memory here).
+        self.on_complete: Callable[[ProducerBatch], None] | None = None
 
     @classmethod
     def for_records(
@@ -313,8 +317,17 @@ class ProducerBatch:
                 return False  # a late answer for an expired/aborted batch (Java ignores it too)
             self._transition(final)
             self._error = error
-        self._fire(base_offset, log_append_time_ms, error)
+        try:
+            self._fire(base_offset, log_append_time_ms, error)
+        finally:
+            if self.on_complete is not None:
+                self.on_complete(self)
+            self._completed.set()
         return True
+
+    def await_completion(self, timeout_s: float | None = None) -> bool:
+        """Block until the batch reached its final state and released its memory; False if ``timeout_s`` passed."""
+        return self._completed.wait(timeout_s)
 
     def _fire(self, base_offset: int, log_append_time_ms: int, error: BaseException | None) -> None:
         topic, partition = self.tp

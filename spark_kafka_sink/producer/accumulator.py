@@ -1,0 +1,435 @@
+"""``RecordAccumulator``: per-partition queues of batches between ``send()`` and the sender (Java semantics).
+
+    append(tp, timestamp_ms, key, value, headers, now_ms, max_block_ms) -> AppendResult
+    append_encoded(tp, encoded_batches, now_ms, max_block_ms) -> list[Future[BatchMetadata]]   # the Arrow path
+    ready(leader_fn, now_ms) -> ReadyCheck(ready_nodes, next_ready_check_delay_ms, unknown_leader_topics)
+    drain(leader_fn, nodes, max_request_size, now_ms, before_drain=None) -> {node_id: [ProducerBatch]}
+    reenqueue(batch, now_ms)              expired_batches(now_ms) -> [ProducerBatch]
+    begin_flush() / await_flush_completion(timeout_s) -> bool
+    abort_incomplete_batches(error)       abort_undrained_batches(error)       close()
+
+Memory: each new batch takes ``max(batch.size, its first record)`` bytes (bulk: the encoded size) from the
+BufferPool before it is created and gives them back once it reaches a final state, whoever completes it (sender,
+expiry, abort): ``ProducerBatch.on_complete`` calls ``_on_batch_complete``.
+
+Locks. Order: a partition's lock may be held when taking ``_lock`` (or, in ``before_drain``, the transaction
+manager's lock), never the reverse; no lock is held while blocking in the pool or completing futures.
+* ``_PartitionQueue.lock`` guards that partition's deque and every append into its open batch;
+* ``_lock`` guards ``_queues`` (insertions; lookups are plain dict reads), ``_muted``, ``_incomplete``,
+  ``_flushes_in_progress`` and writes of ``_closed`` (a bool, read without the lock);
+* ``_drain_index`` and ``_next_batch_expiry_ms`` are owned by the sender thread (ready / drain / expiry run there).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from spark_kafka_sink.errors import DeliveryTimeoutError, ProducerClosedError
+from spark_kafka_sink.producer.batch import BatchState, ProducerBatch
+from spark_kafka_sink.producer.buffer_pool import BufferPool
+from spark_kafka_sink.producer.config import ProducerConfig
+from spark_kafka_sink.producer.record_metadata import BatchMetadata, RecordMetadata, TopicPartition
+from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, Header, record_size
+
+__all__ = ["RecordAccumulator", "AppendResult", "ReadyCheck", "NO_DELAY_LIMIT_MS"]
+
+_log = logging.getLogger(__name__)
+
+NO_DELAY_LIMIT_MS = 2**63 - 1  # next_ready_check_delay_ms when no queued batch has a timer running
+LeaderFn = Callable[[TopicPartition], "int | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    future: Future[RecordMetadata]
+    batch_is_full: bool  # wake the sender: a batch is ready regardless of linger.ms
+    new_batch_created: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ReadyCheck:
+    ready_nodes: frozenset[int]
+    next_ready_check_delay_ms: int  # when a not-yet-ready batch may become ready (linger or backoff)
+    unknown_leader_topics: frozenset[str]  # have batches but no known leader: refresh their metadata
+
+
+@dataclass(eq=False)
+class _PartitionQueue:
+    tp: TopicPartition
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    batches: deque[ProducerBatch] = field(default_factory=deque)  # guarded by lock
+
+
+class RecordAccumulator:
+    """Per-partition batch queues with bounded memory (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        compression: str,
+        linger_ms: int,
+        retry_backoff_ms: int,
+        retry_backoff_max_ms: int,
+        delivery_timeout_ms: int,
+        pool: BufferPool,
+        transactional: bool = False,
+        retry_jitter: float = 0.2,
+        rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.batch_size = batch_size
+        self.compression = compression
+        self.linger_ms = linger_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = max(retry_backoff_max_ms, retry_backoff_ms)
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.pool = pool
+        self.transactional = transactional
+        self._retry_jitter = retry_jitter
+        self._rng = rng or random.Random()
+        self._clock = clock  # only for await_flush_completion's deadline
+        self._lock = threading.Lock()
+        # Guarded by _lock:
+        self._queues: dict[TopicPartition, _PartitionQueue] = {}
+        self._muted: set[TopicPartition] = set()
+        self._incomplete: set[ProducerBatch] = set()
+        self._flushes_in_progress = 0
+        self._closed = False
+        # Owned by the sender thread:
+        self._drain_index: dict[int, int] = {}
+        self._next_batch_expiry_ms = NO_DELAY_LIMIT_MS
+
+    @classmethod
+    def from_config(cls, config: ProducerConfig, pool: BufferPool | None = None, **kwargs: object
+                    ) -> RecordAccumulator:
+        return cls(batch_size=config.batch_size, compression=config.compression_type, linger_ms=config.linger_ms,
+                   retry_backoff_ms=config.retry_backoff_ms, retry_backoff_max_ms=config.retry_backoff_max_ms,
+                   delivery_timeout_ms=config.delivery_timeout_ms,
+                   pool=pool if pool is not None else BufferPool(config.buffer_memory),
+                   transactional=config.is_transactional, **kwargs)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------------------------------ appending
+
+    def _queue(self, tp: TopicPartition) -> _PartitionQueue:
+        queue = self._queues.get(tp)  # a dict read is atomic; insertion below is serialised
+        if queue is None:
+            with self._lock:
+                queue = self._queues.setdefault(tp, _PartitionQueue(tp))
+        return queue
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ProducerClosedError("the producer is closed: no more records can be sent")
+
+    def append(self, tp: TopicPartition, timestamp_ms: int, key: bytes | None, value: bytes | None,
+               headers: Sequence[Header], now_ms: int, max_block_ms: int) -> AppendResult:
+        """Append one record to ``tp``'s open batch, or to a new one (blocking up to ``max_block_ms`` for memory).
+        The returned future completes when the batch does."""
+        self._check_open()
+        queue = self._queue(tp)
+        with queue.lock:
+            result = self._try_append(queue, timestamp_ms, key, value, headers, now_ms)
+            if result is not None:
+                return result
+        # A new batch is needed: reserve its memory without holding any lock (this may block).
+        size = max(self.batch_size, HEADER_SIZE + record_size(0, 0, key, value, headers))
+        self.pool.allocate(size, max_block_ms)
+        try:
+            with queue.lock:
+                self._check_open()
+                result = self._try_append(queue, timestamp_ms, key, value, headers, now_ms)
+                if result is not None:  # another thread opened a batch while we waited for memory
+                    return result
+                batch = ProducerBatch.for_records(tp, self.batch_size, self.compression, now_ms,
+                                                  allocated_bytes=size, transactional=self.transactional)
+                future = batch.try_append(timestamp_ms, key, value, headers, now_ms)
+                assert future is not None  # the first record always fits
+                self._track(batch)
+                size = 0  # owned by the batch now
+                queue.batches.append(batch)
+                full = len(queue.batches) > 1 or batch.is_full(self.batch_size)
+                return AppendResult(future, full, True)
+        finally:
+            if size:
+                self.pool.deallocate(size)
+
+    def _try_append(self, queue: _PartitionQueue, timestamp_ms: int, key: bytes | None, value: bytes | None,
+                    headers: Sequence[Header], now_ms: int) -> AppendResult | None:
+        # Caller holds queue.lock.
+        if not queue.batches:
+            return None
+        last = queue.batches[-1]
+        if last.state is not BatchState.OPEN:
+            return None
+        future = last.try_append(timestamp_ms, key, value, headers, now_ms)
+        if future is None:
+            last.close()  # full: the next record opens a new batch, this one can go
+            return None
+        return AppendResult(future, len(queue.batches) > 1 or last.is_full(self.batch_size), False)
+
+    def append_encoded(self, tp: TopicPartition, encoded_batches: Iterable[EncodedBatch], now_ms: int,
+                       max_block_ms: int) -> list[Future[BatchMetadata]]:
+        """Queue record batches encoded by the Arrow encoder, each as a closed ProducerBatch with one future.
+
+        Memory is reserved batch by batch, each waiting up to ``max_block_ms``, so an input larger than
+        buffer.memory streams through as the sender frees memory. If a wait fails, the batches queued before it
+        stay queued and are sent (a flush waits for them); the error is raised. One loop step per batch."""
+        futures: list[Future[BatchMetadata]] = []
+        queue = self._queue(tp)
+        for encoded in encoded_batches:
+            self._check_open()
+            size = len(encoded.data)
+            self.pool.allocate(size, max_block_ms)
+            batch = ProducerBatch.from_encoded(tp, encoded, now_ms, allocated_bytes=size)
+            with queue.lock:
+                closed = self._closed
+                if not closed:
+                    if queue.batches and queue.batches[-1].state is BatchState.OPEN:
+                        queue.batches[-1].close()  # keep order: later records go after the bulk rows
+                    self._track(batch)
+                    queue.batches.append(batch)
+            if closed:
+                self.pool.deallocate(size)
+                self._check_open()
+            assert batch.batch_future is not None  # bulk batches always have one
+            futures.append(batch.batch_future)
+        return futures
+
+    def _track(self, batch: ProducerBatch) -> None:
+        batch.on_complete = self._on_batch_complete
+        with self._lock:
+            self._incomplete.add(batch)
+
+    def _on_batch_complete(self, batch: ProducerBatch) -> None:
+        with self._lock:
+            self._incomplete.discard(batch)
+        self.pool.deallocate(batch.allocated_bytes)
+
+    # ------------------------------------------------------------------------------------------ sender side
+
+    def mute(self, tp: TopicPartition) -> None:
+        """Stop draining ``tp`` (a batch of it is in flight and order must hold: max.in.flight=1)."""
+        with self._lock:
+            self._muted.add(tp)
+
+    def unmute(self, tp: TopicPartition) -> None:
+        with self._lock:
+            self._muted.discard(tp)
+
+    def _snapshot(self) -> tuple[list[_PartitionQueue], frozenset[TopicPartition], bool, bool]:
+        with self._lock:
+            return (list(self._queues.values()), frozenset(self._muted), self._flushes_in_progress > 0,
+                    self._closed)
+
+    def ready(self, leader_fn: LeaderFn, now_ms: int) -> ReadyCheck:
+        """Nodes with at least one sendable partition. Sendable: a full batch, linger.ms passed, a flush in
+        progress, the accumulator closing, or the pool exhausted (someone waits for memory); never during a
+        retry backoff. ``leader_fn(tp)`` gives the leader's node id or None when unknown."""
+        queues, muted, flushing, closed = self._snapshot()
+        exhausted = self.pool.is_exhausted
+        ready: set[int] = set()
+        unknown: set[str] = set()
+        next_delay = NO_DELAY_LIMIT_MS
+        for queue in queues:
+            with queue.lock:
+                if not queue.batches:
+                    continue
+                first = queue.batches[0]
+                full = len(queue.batches) > 1 or first.is_full(self.batch_size)
+            leader = leader_fn(queue.tp)
+            if leader is None:
+                unknown.add(queue.tp.topic)
+                continue
+            if leader in ready or queue.tp in muted:
+                continue
+            if first.attempts > 0:  # a retry: sendable once its backoff is over, linger does not apply again
+                if now_ms < first.retry_at_ms:
+                    next_delay = min(next_delay, first.retry_at_ms - now_ms)
+                else:
+                    ready.add(leader)
+                continue
+            waited = max(now_ms - first.created_ms, 0)  # linger runs from the batch's first record, as Java
+            if full or waited >= self.linger_ms or exhausted or closed or flushing:
+                ready.add(leader)
+            else:
+                next_delay = min(next_delay, self.linger_ms - waited)
+        return ReadyCheck(frozenset(ready), next_delay, frozenset(unknown))
+
+    def drain(self, leader_fn: LeaderFn, nodes: Iterable[int], max_request_size: int, now_ms: int,
+              before_drain: Callable[[ProducerBatch], bool] | None = None) -> dict[int, list[ProducerBatch]]:
+        """Take at most one batch per partition for each node, up to ``max_request_size`` bytes per node (always
+        at least one batch), starting each node's rotation where the last drain stopped (fairness).
+
+        ``before_drain(batch)`` runs under the partition's lock for the batch about to leave its queue: return
+        False to leave it queued (no producer id yet, an earlier sequence must go first...); it is where the
+        transaction manager stamps ``set_producer_state``. Drained batches are closed and IN_FLIGHT."""
+        queues, muted, _, _ = self._snapshot()
+        by_node: dict[int, list[_PartitionQueue]] = {}
+        for queue in sorted(queues, key=lambda q: q.tp):
+            if queue.batches and queue.tp not in muted:  # an unlocked peek; _drain_node re-checks under the lock
+                leader = leader_fn(queue.tp)
+                if leader is not None:
+                    by_node.setdefault(leader, []).append(queue)
+        drained: dict[int, list[ProducerBatch]] = {}
+        for node in nodes:
+            drained[node] = self._drain_node(node, by_node.get(node, []), max_request_size, now_ms, before_drain)
+        return drained
+
+    def _drain_node(self, node: int, queues: list[_PartitionQueue], max_request_size: int, now_ms: int,
+                    before_drain: Callable[[ProducerBatch], bool] | None) -> list[ProducerBatch]:
+        out: list[ProducerBatch] = []
+        if not queues:
+            return out
+        start = self._drain_index.get(node, 0) % len(queues)
+        size = 0
+        visited = 0
+        for i in range(len(queues)):
+            queue = queues[(start + i) % len(queues)]
+            visited = i + 1
+            with queue.lock:
+                if not queue.batches:
+                    continue
+                first = queue.batches[0]
+                if first.attempts > 0 and now_ms < first.retry_at_ms:
+                    continue  # still backing off
+                if out and size + first.size_in_bytes > max_request_size:
+                    break  # the request is full; this partition goes first next time
+                if before_drain is not None and not before_drain(first):
+                    continue
+                queue.batches.popleft()
+                first.close()
+            first.mark_in_flight(now_ms)
+            size += first.size_in_bytes
+            out.append(first)
+        # As Java: remember the last partition visited, so one that did not fit this request goes first next time.
+        self._drain_index[node] = (start + visited - 1) % len(queues)
+        return out
+
+    def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
+        """Put a batch that failed retriably back at the FRONT of its queue (before batches with a higher
+        sequence, so idempotent order holds) with an exponential, jittered retry backoff."""
+        exponent = batch.attempts  # 0 for the first retry
+        backoff = self.retry_backoff_ms * (2 ** min(exponent, 32))
+        if self._retry_jitter:
+            backoff *= self._rng.uniform(1 - self._retry_jitter, 1 + self._retry_jitter)
+        batch.mark_retrying(now_ms, int(min(backoff, self.retry_backoff_max_ms)))
+        queue = self._queue(batch.tp)
+        with queue.lock:
+            position = 0
+            if batch.has_sequence:
+                sequence = batch.base_sequence
+                while (position < len(queue.batches) and queue.batches[position].has_sequence
+                       and queue.batches[position].base_sequence < sequence):
+                    position += 1
+            queue.batches.insert(position, batch)
+
+    def expired_batches(self, now_ms: int) -> list[ProducerBatch]:
+        """Remove and return queued batches older than delivery.timeout.ms, oldest first per partition. The
+        caller fails them (``batch.done(-1, -1, self.expiry_error(batch, now_ms))``); memory returns then."""
+        queues, _, _, _ = self._snapshot()
+        expired: list[ProducerBatch] = []
+        next_expiry = NO_DELAY_LIMIT_MS
+        for queue in queues:
+            with queue.lock:
+                while queue.batches:
+                    first = queue.batches[0]
+                    if not first.has_reached_delivery_timeout(now_ms, self.delivery_timeout_ms):
+                        next_expiry = min(next_expiry, first.created_ms + self.delivery_timeout_ms)
+                        break
+                    expired.append(queue.batches.popleft())
+        self._next_batch_expiry_ms = next_expiry
+        return expired
+
+    @property
+    def next_batch_expiry_ms(self) -> int:
+        """When the oldest queued batch expires (as of the last ``expired_batches`` call)."""
+        return self._next_batch_expiry_ms
+
+    def expiry_error(self, batch: ProducerBatch, now_ms: int) -> DeliveryTimeoutError:
+        state = "in flight" if batch.state is BatchState.IN_FLIGHT else "queued"
+        return DeliveryTimeoutError(
+            f"{batch.record_count} record(s) for {batch.tp} expired {state}: {now_ms - batch.created_ms} ms since "
+            f"the batch was created, past delivery.timeout.ms={self.delivery_timeout_ms}; the partition's leader "
+            "may be down or unreachable")
+
+    # ------------------------------------------------------------------------------------------ flush / close
+
+    def begin_flush(self) -> None:
+        """From now until ``await_flush_completion`` returns, every batch is sendable without lingering."""
+        with self._lock:
+            self._flushes_in_progress += 1
+
+    def await_flush_completion(self, timeout_s: float | None = None) -> bool:
+        """Wait until every batch incomplete at this call is complete (futures set, memory freed). False if
+        ``timeout_s`` passed first. Ends the flush started by ``begin_flush`` either way."""
+        try:
+            with self._lock:
+                pending = list(self._incomplete)
+            deadline = None if timeout_s is None else self._clock() + timeout_s
+            for batch in pending:
+                remaining = None if deadline is None else max(deadline - self._clock(), 0.0)
+                if not batch.await_completion(remaining):
+                    return False
+            return True
+        finally:
+            with self._lock:
+                self._flushes_in_progress -= 1
+
+    @property
+    def flush_in_progress(self) -> bool:
+        with self._lock:
+            return self._flushes_in_progress > 0
+
+    def has_undrained(self) -> bool:
+        queues, _, _, _ = self._snapshot()
+        return any(queue.batches for queue in queues)
+
+    def has_incomplete(self) -> bool:
+        with self._lock:
+            return bool(self._incomplete)
+
+    def queue_sizes(self, topic: str) -> dict[int, int]:
+        """Queued batches per partition of ``topic`` (input for adaptive partitioning)."""
+        queues, _, _, _ = self._snapshot()
+        return {q.tp.partition: len(q.batches) for q in queues if q.tp.topic == topic}
+
+    def abort_undrained_batches(self, error: BaseException) -> int:
+        """Abort every batch still queued (not in flight): a transaction abort. Returns how many."""
+        queues, _, _, _ = self._snapshot()
+        aborted: list[ProducerBatch] = []
+        for queue in queues:
+            with queue.lock:
+                aborted.extend(queue.batches)
+                queue.batches.clear()
+        for batch in aborted:
+            batch.abort(error)
+        return len(aborted)
+
+    def abort_incomplete_batches(self, error: BaseException) -> int:
+        """Abort every incomplete batch, queued or in flight (forced close, fatal error). Returns how many."""
+        count = self.abort_undrained_batches(error)
+        with self._lock:
+            remaining = list(self._incomplete)
+        for batch in remaining:
+            count += batch.abort(error)
+        return count
+
+    def close(self) -> None:
+        """No more appends (ProducerClosedError); everything queued becomes sendable; blocked allocations fail."""
+        with self._lock:
+            self._closed = True
+        self.pool.close()
+
+    @property
+    def closed(self) -> bool:
+        with self._lock:
+            return self._closed
