@@ -1,4 +1,11 @@
-"""Spark imports every top-level ``pyspark_*`` module and registers its ``DefaultSource``.
+"""Spark discovers this module by its ``pyspark_`` name and registers its ``DefaultSource`` as ``pykafka-sink``.
 
-Installing the package therefore makes ``format("pykafka-sink")`` available with no explicit registration.
+Nothing to call: once the package is installed in the Python that Spark's workers run (PYSPARK_PYTHON),
+``df.write.format("pykafka-sink")`` works. ``spark.dataSource.register(KafkaSinkDataSource)`` works as well.
 """
+
+from spark_kafka_sink.spark.datasource import KafkaSinkDataSource
+
+__all__ = ["DefaultSource", "KafkaSinkDataSource"]
+
+DefaultSource = KafkaSinkDataSource

@@ -1,0 +1,77 @@
+"""``KafkaSinkDataSource``: the PySpark data source ``pykafka-sink`` (write only).
+
+    df.write.format("pykafka-sink").option("kafka.bootstrap.servers", "h:9092").option("topic", "t") \\
+        .mode("append").save()
+
+Spark calls ``writer()`` / ``streamWriter()`` on the driver side before any task runs: options, save mode and the
+DataFrame's columns are all validated there, and for batch writes with a ``topic`` option the brokers are asked
+for the topic's partitions, so an unreachable ``kafka.bootstrap.servers`` fails the write before a task starts.
+
+Save modes: pyspark 4.3 itself refuses the default ErrorIfExists (and Ignore) mode for every Python data source
+before this class is reached ("use either the Append or Overwrite mode"), so a write needs ``.mode("append")``
+(which Spark's own Kafka sink accepts too). Overwrite is refused here: Kafka topics are append-only.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamWriter, DataSourceWriter
+from pyspark.sql.types import StructType
+
+from spark_kafka_sink.errors import ConfigError, KafkaError
+from spark_kafka_sink.spark.options import SinkOptions
+from spark_kafka_sink.spark.schema import plan_columns
+from spark_kafka_sink.spark.writer import KafkaBatchWriter, KafkaStreamWriter
+
+__all__ = ["KafkaSinkDataSource", "FORMAT_NAME"]
+
+FORMAT_NAME = "pykafka-sink"
+_PREFLIGHT_CLOSE_S = 5.0
+
+
+class KafkaSinkDataSource(DataSource):
+    """Writes DataFrames to Kafka; the columns and options of Spark's built-in ``format("kafka")`` sink."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    def schema(self) -> str:
+        raise ConfigError(f"{FORMAT_NAME} only writes: read Kafka with Spark's format(\"kafka\")")
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        if overwrite:
+            raise ConfigError(
+                f"{FORMAT_NAME} cannot overwrite: Kafka topics are append-only. Use .mode(\"append\")", key="mode")
+        options = SinkOptions.parse(self.options, streaming=False)
+        plan = plan_columns(schema, options.topic)
+        _preflight(options)
+        return KafkaBatchWriter(options, plan)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
+        # overwrite is the "complete" output mode: like Spark's Kafka sink, each micro-batch's rows are appended.
+        # No broker round trip here: Spark calls this for every micro-batch.
+        options = SinkOptions.parse(self.options, streaming=True)
+        plan = plan_columns(schema, options.topic)
+        return KafkaStreamWriter(options, plan)
+
+
+def _preflight(options: SinkOptions) -> None:
+    """Ask the brokers for the topic option's partitions: fails fast on unreachable brokers or bad credentials."""
+    if options.topic is None:
+        return  # topics come from the data; the tasks meet them
+    from spark_kafka_sink.producer import KafkaProducer
+
+    try:
+        producer = KafkaProducer(options.producer_config())
+        try:
+            producer.partitions_for(options.topic)
+        finally:
+            producer.close(_PREFLIGHT_CLOSE_S)
+    except ConfigError:
+        raise
+    except KafkaError as exc:
+        raise ConfigError(
+            f"could not get the partitions of topic {options.topic!r} from kafka.bootstrap.servers="
+            f"{options.bootstrap_servers}: {type(exc).__name__}: {exc}. Check the address, that the brokers run "
+            f"and the kafka.security.* / kafka.sasl.* options (kafka.max.block.ms bounds this wait)",
+            key="kafka.bootstrap.servers") from None

@@ -1,0 +1,184 @@
+"""The task side: batch and streaming Arrow writers, one producer per Spark partition created inside ``write()``.
+
+Writers hold only the validated options and column plan (picklable); the producer is made in the task.
+
+at_least_once: an idempotent producer sends every Arrow batch with ``send_batch`` (vectorized), flushes and waits
+for every acknowledgement before the task returns: a returned message means every row is in Kafka.
+
+exactly_once: transactional.id ``<prefix>-<partitionId>``. ``init_transactions`` fences any earlier attempt of this
+partition (its open transaction is aborted), then one transaction holds all the partition's rows; the task
+flushes and returns the transaction's identity WITHOUT committing: the driver commits all of them in
+``commit()``. A task that fails aborts its own transaction on the way out (a killed one cannot: the next attempt's
+fencing, or the driver's ``abort()``, ends it).
+
+Speculative execution is refused with exactly_once: a speculative copy of a task would fence the original's
+transaction after the driver may already have accepted the original's message, so the commit would fail.
+at_least_once is safe with speculation (duplicates are within its contract).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter
+
+from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.spark.commit import (
+    KafkaCommitMessage,
+    PartitionWrite,
+    abort_write,
+    commit_write,
+)
+from spark_kafka_sink.spark.options import SinkOptions
+from spark_kafka_sink.spark.schema import ColumnPlan, to_producer_batch
+
+__all__ = ["KafkaBatchWriter", "KafkaStreamWriter", "write_partition"]
+
+_log = logging.getLogger(__name__)
+_CLOSE_TIMEOUT_S = 30.0
+_DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
+
+
+def _flush_timeout_s(options: SinkOptions) -> float:
+    # Every record is acknowledged or failed within delivery.timeout.ms: waiting longer only hides a hang.
+    return int(options.producer_options.get("delivery.timeout.ms", _DEFAULT_DELIVERY_TIMEOUT_MS)) / 1000 + 30.0
+
+
+def _task_context() -> tuple[int, int, int | None, bool]:
+    """(partition id, attempt number, micro-batch id, speculation on) of the running task; zeros outside Spark."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is None:
+        return 0, 0, None, False
+    batch = ctx.getLocalProperty("streaming.sql.batchId")
+    # SQL executions propagate the session's spark.* settings to tasks as local properties.
+    speculation = (ctx.getLocalProperty("spark.speculation") or "false").strip().lower() == "true"
+    return ctx.partitionId(), ctx.attemptNumber(), None if batch is None else int(batch), speculation
+
+
+def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+    """Write one Spark partition; returns its commit message once every record is acknowledged."""
+    from spark_kafka_sink.producer import KafkaProducer
+
+    started_at = time.time()
+    partition_id, attempt, batch_id, speculation = _task_context()
+    transactional_id = None
+    if options.exactly_once:
+        if speculation:
+            raise ConfigError(
+                "deliveryGuarantee=exactly_once cannot run with spark.speculation=true: a speculative task copy "
+                "would fence the transaction of the copy Spark keeps. Disable speculation for this job, or use "
+                "at_least_once", key="deliveryGuarantee")
+        transactional_id = options.transactional_id(partition_id)
+
+    producer = KafkaProducer(options.producer_config(transactional_id))
+    finished = False
+    try:
+        if transactional_id is not None:
+            producer.init_transactions()  # fences and aborts an earlier attempt of this partition
+            producer.begin_transaction()
+        futures = _send_all(producer, options, plan, batches)
+        producer.flush(_flush_timeout_s(options))
+        writes = _collect(futures, _flush_timeout_s(options))
+        producer_id, epoch = -1, -1
+        if transactional_id is not None:
+            identity = producer.transaction_identity()
+            producer_id, epoch = identity.producer_id, identity.producer_epoch
+        finished = True
+    finally:
+        if not finished and transactional_id is not None:
+            _abort_quietly(producer, transactional_id)
+        producer.close(_CLOSE_TIMEOUT_S)  # never aborts an open transaction: the driver ends it
+    return KafkaCommitMessage(partition_id, attempt, transactional_id, producer_id, epoch, writes, started_at,
+                              batch_id)
+
+
+def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan,
+              batches: Iterator[pa.RecordBatch]) -> list[Future[Any]]:
+    counts: dict[str, int] = {}
+
+    def partition_count(topic: str) -> int:
+        if topic not in counts:
+            counts[topic] = len(producer.partitions_for(topic))
+        return counts[topic]
+
+    futures: list[Future[Any]] = []
+    checked = 0  # futures before this index completed successfully
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        futures.append(producer.send_batch(options.topic, to_producer_batch(batch, plan, partition_count)))
+        # Fail fast: a send that already failed (record too large, unknown topic ...) stops the task now.
+        while checked < len(futures) and futures[checked].done():
+            futures[checked].result()
+            checked += 1
+    return futures
+
+
+def _collect(futures: list[Future[Any]], timeout_s: float) -> tuple[PartitionWrite, ...]:
+    result = None
+    for future in futures:
+        batch_result = future.result(timeout=timeout_s)
+        result = batch_result if result is None else result.merge(batch_result)
+    if result is None:
+        return ()
+    return tuple(
+        PartitionWrite(topic, partition, stats.records, stats.bytes, stats.first_offset, stats.last_offset)
+        for (topic, partition), stats in sorted(result.partitions.items())
+    )
+
+
+def _abort_quietly(producer: Any, transactional_id: str) -> None:
+    # Best effort, so read_committed readers are not held up until the retry or the driver ends the transaction;
+    # the task's own error is the one to report.
+    try:
+        producer.abort_transaction()
+    except Exception as exc:  # noqa: BLE001 - any failure here is secondary to the task's error
+        _log.info("could not abort %s on the way out (%s: %s); the next attempt or the driver ends it",
+                  transactional_id, type(exc).__name__, exc)
+
+
+class KafkaBatchWriter(DataSourceArrowWriter):
+    """``df.write.format("pykafka-sink")``: one task per Spark partition, committed by the driver."""
+
+    def __init__(self, options: SinkOptions, plan: ColumnPlan) -> None:
+        self.options = options
+        self.plan = plan
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+        return write_partition(self.options, self.plan, iterator)
+
+    def commit(self, messages: list[Any]) -> None:
+        commit_write(self.options, messages)
+
+    def abort(self, messages: list[Any]) -> None:
+        abort_write(self.options, messages)
+
+    def __repr__(self) -> str:
+        return f"KafkaBatchWriter({self.options!r})"
+
+
+class KafkaStreamWriter(DataSourceStreamArrowWriter):
+    """``writeStream.format("pykafka-sink")``: each micro-batch is written and committed like a batch write."""
+
+    def __init__(self, options: SinkOptions, plan: ColumnPlan) -> None:
+        self.options = options
+        self.plan = plan
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+        return write_partition(self.options, self.plan, iterator)
+
+    def commit(self, messages: list[Any], batchId: int) -> None:  # noqa: N803 - Spark's parameter name
+        commit_write(self.options, messages, batchId)
+
+    def abort(self, messages: list[Any], batchId: int) -> None:  # noqa: N803 - Spark's parameter name
+        abort_write(self.options, messages, batchId)
+
+    def __repr__(self) -> str:
+        return f"KafkaStreamWriter({self.options!r})"

@@ -1,0 +1,245 @@
+"""The task and driver flows against a recording fake producer: order of calls, messages, summary, pickling.
+
+The real producer and broker are exercised in test_sink_*.py; this pins the protocol between the pieces.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+import types
+from collections.abc import Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import cloudpickle
+import pyarrow as pa
+import pytest
+from pyspark.sql.types import StringType, StructField, StructType
+
+from spark_kafka_sink.errors import KafkaTimeoutError, ProducerFencedError
+from spark_kafka_sink.spark import commit as commit_module
+from spark_kafka_sink.spark.commit import (
+    KafkaCommitMessage,
+    PartitionWrite,
+    TransactionCommitError,
+    abort_write,
+    commit_write,
+    summarize,
+)
+from spark_kafka_sink.spark.options import SinkOptions
+from spark_kafka_sink.spark.schema import plan_columns
+from spark_kafka_sink.spark.writer import KafkaBatchWriter, KafkaStreamWriter, write_partition
+
+EO = {"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t", "deliveryGuarantee": "exactly_once",
+      "transactionalIdPrefix": "p"}
+SCHEMA = StructType([StructField("value", StringType())])
+
+
+@dataclass
+class _Stats:
+    records: int
+    bytes: int
+    first_offset: int
+    last_offset: int
+
+
+@dataclass
+class _Result:
+    partitions: dict[tuple[str, int], _Stats]
+
+    def merge(self, other: _Result) -> _Result:
+        merged = dict(self.partitions)
+        for k, s in other.partitions.items():
+            old = merged.get(k)
+            merged[k] = s if old is None else _Stats(old.records + s.records, old.bytes + s.bytes,
+                                                     old.first_offset, s.last_offset)
+        return _Result(merged)
+
+
+@dataclass
+class FakeProducer:
+    config: dict[str, Any]
+    calls: list[str] = field(default_factory=list)
+    offset: int = 0
+    fail_send: bool = False
+
+    def init_transactions(self) -> None:
+        self.calls.append("init")
+
+    def begin_transaction(self) -> None:
+        self.calls.append("begin")
+
+    def partitions_for(self, topic: str) -> list[int]:
+        return [0]
+
+    def send_batch(self, topic: str | None, data: pa.RecordBatch) -> Future[_Result]:
+        self.calls.append(f"send:{topic}:{data.num_rows}")
+        if self.fail_send:
+            raise KafkaTimeoutError("boom")
+        fut: Future[_Result] = Future()
+        fut.set_result(_Result({(topic or "?", 0): _Stats(data.num_rows, 10 * data.num_rows, self.offset,
+                                                          self.offset + data.num_rows - 1)}))
+        self.offset += data.num_rows
+        return fut
+
+    def flush(self, timeout_s: float) -> None:
+        self.calls.append("flush")
+
+    def transaction_identity(self) -> Any:
+        return types.SimpleNamespace(transactional_id=self.config["transactional.id"], producer_id=42,
+                                     producer_epoch=3)
+
+    def abort_transaction(self) -> None:
+        self.calls.append("abort")
+
+    def close(self, timeout_s: float) -> None:
+        self.calls.append("close")
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> list[FakeProducer]:
+    made: list[FakeProducer] = []
+
+    def factory(config: dict[str, Any]) -> FakeProducer:
+        made.append(FakeProducer(config))
+        return made[-1]
+
+    import spark_kafka_sink.producer as producer_pkg
+    monkeypatch.setattr(producer_pkg, "KafkaProducer", factory, raising=False)
+    return made
+
+
+@pytest.fixture
+def txn_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    calls: list[tuple[Any, ...]] = []
+    fake_module = types.ModuleType("spark_kafka_sink.producer.transactions")
+
+    @dataclass(frozen=True)
+    class TransactionIdentity:
+        transactional_id: str
+        producer_id: int
+        producer_epoch: int
+
+    def end_transaction(config: Any, identity: Any, commit: bool, timeout_s: float) -> None:
+        calls.append(("end", identity.transactional_id, identity.producer_epoch, commit))
+        if identity.transactional_id == "p-9":
+            raise ProducerFencedError("fenced")
+
+    def fence_transactional_id(config: Any, transactional_id: str, timeout_s: float) -> None:
+        calls.append(("fence", transactional_id))
+
+    fake_module.TransactionIdentity = TransactionIdentity  # type: ignore[attr-defined]
+    fake_module.end_transaction = end_transaction  # type: ignore[attr-defined]
+    fake_module.fence_transactional_id = fence_transactional_id  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "spark_kafka_sink.producer.transactions", fake_module)
+    return calls
+
+
+def batches(*sizes: int) -> Iterator[pa.RecordBatch]:
+    for n in sizes:
+        yield pa.RecordBatch.from_pydict({"value": [str(i) for i in range(n)]})
+
+
+def test_exactly_once_task_does_not_commit(fake: list[FakeProducer]) -> None:
+    opts = SinkOptions.parse(EO, streaming=False)
+    msg = write_partition(opts, plan_columns(SCHEMA, "t"), batches(3, 0, 2))
+    assert fake[0].calls == ["init", "begin", "send:t:3", "send:t:2", "flush", "close"]
+    assert fake[0].config["transactional.id"] == "p-0"
+    assert (msg.transactional_id, msg.producer_id, msg.producer_epoch) == ("p-0", 42, 3)
+    assert msg.writes == (PartitionWrite("t", 0, 5, 50, 0, 4),) and msg.rows == 5
+
+
+def test_failed_task_aborts_its_transaction_and_closes(fake: list[FakeProducer]) -> None:
+    opts = SinkOptions.parse(EO, streaming=False)
+
+    def failing() -> Iterator[pa.RecordBatch]:
+        yield from batches(2)
+        raise RuntimeError("upstream failed")
+
+    with pytest.raises(RuntimeError, match="upstream failed"):
+        write_partition(opts, plan_columns(SCHEMA, "t"), failing())
+    assert fake[0].calls == ["init", "begin", "send:t:2", "abort", "close"]
+
+
+def test_at_least_once_task_has_no_transaction(fake: list[FakeProducer]) -> None:
+    opts = SinkOptions.parse({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t"}, streaming=False)
+    msg = write_partition(opts, plan_columns(SCHEMA, "t"), batches(4))
+    assert fake[0].calls == ["send:t:4", "flush", "close"]
+    assert "transactional.id" not in fake[0].config
+    assert msg.transactional_id is None and msg.rows == 4
+
+
+def _message(pid: int, rows: int, tid: str | None = None) -> KafkaCommitMessage:
+    writes = (PartitionWrite("t", pid % 2, rows, rows * 10, 100 * pid, 100 * pid + rows - 1),) if rows else ()
+    return KafkaCommitMessage(pid, 0, tid, 7 if tid else -1, 1 if tid else -1, writes, started_at=1000.0)
+
+
+def test_commit_ends_every_transaction_with_records(txn_calls: list[tuple[Any, ...]]) -> None:
+    opts = SinkOptions.parse(EO, streaming=False)
+    summary = commit_write(opts, [_message(0, 5, "p-0"), _message(1, 0, "p-1"), _message(2, 3, "p-2")])
+    assert sorted(txn_calls) == [("end", "p-0", 1, True), ("end", "p-2", 1, True)]  # p-1 has no transaction
+    assert summary.rows == 8 and summary.bytes == 80 and summary.tasks == 3
+    assert [(p.partition, p.first_offset, p.last_offset) for p in summary.partitions] == [(0, 0, 202)]
+
+
+def test_commit_failure_names_ids_and_committed_rows(txn_calls: list[tuple[Any, ...]]) -> None:
+    opts = SinkOptions.parse(EO, streaming=False)
+    with pytest.raises(TransactionCommitError) as info:
+        commit_write(opts, [_message(0, 5, "p-0"), _message(9, 3, "p-9")])
+    text = str(info.value)
+    assert "1 of 2" in text and "p-9: ProducerFencedError" in text and "5 rows are visible" in text
+    assert "transaction.timeout.ms (900000 ms)" in text
+
+
+def test_abort_ends_known_and_fences_failed_ids(txn_calls: list[tuple[Any, ...]]) -> None:
+    opts = SinkOptions.parse(EO, streaming=False)
+    abort_write(opts, [_message(0, 5, "p-0"), None, _message(2, 0, "p-2"), None])
+    assert sorted(txn_calls) == [("end", "p-0", 1, False), ("fence", "p-1"), ("fence", "p-3")]
+
+
+def test_abort_swallows_errors(txn_calls: list[tuple[Any, ...]]) -> None:
+    opts = SinkOptions.parse(EO, streaming=False)
+    abort_write(opts, [_message(9, 5, "p-9"), None])  # p-9's EndTxn raises: logged, not raised
+    assert ("fence", "p-1") in txn_calls
+
+
+def test_retriable_errors_are_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    attempts = []
+
+    def flaky(remaining: float) -> None:
+        attempts.append(remaining)
+        if len(attempts) < 3:
+            raise KafkaTimeoutError("coordinator busy")
+
+    monkeypatch.setattr(commit_module, "_RETRY_BACKOFF_S", 0.0)
+    commit_module._retrying(flaky, 10.0)
+    assert len(attempts) == 3
+    with pytest.raises(ProducerFencedError):
+        commit_module._retrying(lambda r: (_ for _ in ()).throw(ProducerFencedError("x")), 10.0)
+
+
+def test_summary_line_lists_ranges_and_caps_length() -> None:
+    opts = SinkOptions.parse(EO, streaming=False)
+    many = [_message(i, 1, f"p-{i}") for i in range(2)]
+    line = summarize(opts, many, batch_id=4, now=1002.5).line()
+    assert line == ("pykafka-sink micro-batch 4: committed 2 rows, 20 bytes, exactly_once, 2 tasks, 2.5 s; "
+                    "offsets: t[0] 0-0 (1 rows), t[1] 100-100 (1 rows)")
+    wide = [KafkaCommitMessage(0, 0, None, -1, -1, tuple(PartitionWrite("t", p, 1, 1, 0, 0) for p in range(30)),
+                               started_at=1000.0)]
+    assert summarize(opts, wide, now=1001.0).line().endswith("... and 10 more topic-partitions")
+
+
+def test_writers_and_messages_survive_cloudpickle() -> None:
+    secret_opts = {**EO, "kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.username": "u",
+                   "kafka.sasl.password": "pw-123"}
+    opts = SinkOptions.parse(secret_opts, streaming=False)
+    plan = plan_columns(SCHEMA, "t")
+    for writer in (KafkaBatchWriter(opts, plan), KafkaStreamWriter(opts, plan)):
+        back = cloudpickle.loads(cloudpickle.dumps(writer))
+        assert type(back) is type(writer) and back.options == opts and back.plan == plan
+        assert "pw-123" not in repr(back)
+    msg = _message(3, 5, "p-3")
+    assert pickle.loads(cloudpickle.dumps(msg)) == msg
+    assert pickle.loads(pickle.dumps(msg)) == msg  # Spark ships messages with plain pickle
