@@ -385,7 +385,7 @@ class NetworkClient:
         address tried), KafkaTimeoutError when the answer does not come in time, and -- with ``raise_on_error``
         -- the BrokerError of a non-zero top-level ``error_code`` in the body."""
         deadline = self._clock() + timeout_ms
-        target = self._wait_ready(node_id, deadline, api)
+        target = self._wait_ready(node_id, deadline, f"{api.name} within {timeout_ms} ms")
         now = self._clock()
         request = self.send(target, api, body, now, min_version=min_version, max_version=max_version,
                             timeout_ms=max(1, deadline - now))
@@ -402,7 +402,7 @@ class NetworkClient:
                                    f"{api.name} to {self.address(target)}")
                 return result
 
-    def _wait_ready(self, node_id: int | None, deadline: int, api: ApiSpec) -> int:
+    def _wait_ready(self, node_id: int | None, deadline: int, what: str) -> int:
         tried: dict[str, str] = {}
         while True:
             now = self._clock()
@@ -417,7 +417,7 @@ class NetworkClient:
             if now >= deadline:
                 listed = "; ".join(f"{addr} ({why})" for addr, why in tried.items()) or "none"
                 raise KafkaConnectionError(
-                    f"could not reach any broker for {api.name} within the timeout; tried: {listed}. "
+                    f"could not reach any broker for {what}; tried: {listed}. "
                     "Check bootstrap.servers, that the brokers run and that this host can reach them.")
             wait = deadline - now
             if candidate is not None:

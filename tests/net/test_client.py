@@ -1,0 +1,281 @@
+"""NetworkClient against scripted peers: readiness, versions, polling, wakeup, metadata, blocking helpers."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from spark_kafka_sink.errors import (
+    ConcurrentTransactionsError, IllegalStateError, KafkaConnectionError, KafkaTimeoutError,
+)
+from spark_kafka_sink.net.client import ClientResponse, NetworkClient
+from spark_kafka_sink.net.config import NetConfig
+from spark_kafka_sink.net.connection import monotonic_ms
+from spark_kafka_sink.protocol.framing import RequestHeader
+from spark_kafka_sink.protocol.messages import INIT_PRODUCER_ID, METADATA, PRODUCE
+from tests.net.fake_broker import FakeBroker, Peer, unused_port
+
+Handler = Callable[[RequestHeader, dict[str, Any]], Mapping[str, Any] | None]
+PRODUCE_ANSWER: dict[str, Any] = {"responses": [], "throttle_time_ms": 0}
+
+
+def serve(handlers: dict[int, Handler], overrides: Mapping[int, tuple[int, int]] | None = None,
+          finalized: Mapping[str, int] | None = None) -> Callable[[Peer], None]:
+    """A script answering ApiVersions, then every request with its API's handler (None: no answer)."""
+
+    def script(peer: Peer) -> None:
+        peer.serve_api_versions(overrides, finalized)
+        while True:
+            header, body = peer.read_request()
+            answer = handlers[header.api_key](header, body)
+            if answer is not None:
+                peer.respond(header, answer)
+
+    return script
+
+
+def metadata_answer(port: int, topics: list[str] = ()) -> Handler:  # type: ignore[assignment]
+    def handler(header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+        wanted = [t["name"] for t in body["topics"] or []]
+        return {
+            "brokers": [{"node_id": 1, "host": "127.0.0.1", "port": port, "rack": None}],
+            "cluster_id": "fake", "controller_id": 1,
+            "topics": [{"error_code": 0 if name in topics else 3, "name": name, "partitions": [
+                {"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": 0,
+                 "replica_nodes": [1], "isr_nodes": [1]}] if name in topics else []} for name in wanted],
+        }
+
+    return handler
+
+
+def make_client(*addresses: tuple[str, int], **overrides: Any) -> NetworkClient:
+    return NetworkClient(NetConfig(bootstrap_servers=tuple(addresses), **overrides))
+
+
+@pytest.fixture
+def clients() -> Iterator[list[NetworkClient]]:
+    made: list[NetworkClient] = []
+    yield made
+    for client in made:
+        client.close()
+
+
+def poll_until(client: NetworkClient, until: Callable[[list[ClientResponse]], bool], timeout_s: float = 5.0
+               ) -> list[ClientResponse]:
+    got: list[ClientResponse] = []
+    deadline = time.monotonic() + timeout_s
+    while not until(got):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout_s}s")
+        got += client.poll(20, monotonic_ms())
+    return got
+
+
+def await_ready(client: NetworkClient, node_id: int) -> None:
+    deadline = time.monotonic() + 5
+    while not client.ready(node_id, monotonic_ms()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"node {node_id} not ready: {client.connection_error(node_id)}")
+        client.poll(20, monotonic_ms())
+
+
+def fresh_metadata(client: NetworkClient) -> None:
+    """Pretend metadata was just fetched, so poll() does not refresh it on its own."""
+    client.metadata.update({"brokers": [], "topics": []}, monotonic_ms())
+
+
+def test_send_uses_highest_common_version_and_a_body_function(clients: list[NetworkClient]) -> None:
+    seen: list[int] = []
+
+    def produce(header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+        seen.append(header.api_version)
+        return PRODUCE_ANSWER
+
+    with FakeBroker(serve({PRODUCE.key: produce}, overrides={PRODUCE.key: (3, 9)},
+                          finalized={"transaction.version": 2})) as broker:
+        client = make_client((broker.host, broker.port))
+        clients.append(client)
+        fresh_metadata(client)
+        await_ready(client, -1)
+        assert client.api_version(-1, PRODUCE) == 9
+        assert client.finalized_features(-1) == {"transaction.version": 2}
+        asked: list[int] = []
+
+        def body(version: int) -> dict[str, Any]:
+            asked.append(version)
+            return {"acks": -1, "timeout_ms": 1000, "topic_data": []}
+
+        first = client.send(-1, PRODUCE, body, monotonic_ms(), context="mine")
+        second = client.send(-1, PRODUCE, body, monotonic_ms(), max_version=7)
+        assert client.in_flight_count(-1) == 2 and client.in_flight_count() == 2
+        got = poll_until(client, lambda r: len(r) == 2)
+        client.close()
+    assert (first.version, second.version) == (9, 7) and asked == [9, 7] and seen == [9, 7]
+    assert [r.request for r in got] == [first, second]
+    assert got[0].ok and got[0].body is not None and got[0].body["responses"] == []
+    assert got[0].request.context == "mine"
+    assert got[0].node_id == -1 and got[0].latency_ms >= 0
+
+
+def test_ready_counts_in_flight_requests(clients: list[NetworkClient]) -> None:
+    release = threading.Event()
+    answered: list[RequestHeader] = []
+
+    def script(peer: Peer) -> None:
+        peer.serve_api_versions()
+        pending = [peer.read_request()[0], peer.read_request()[0]]
+        release.wait(10)
+        for header in pending:
+            peer.respond(header, PRODUCE_ANSWER)
+            answered.append(header)
+        peer.wait_closed()
+
+    with FakeBroker(script) as broker:
+        client = make_client((broker.host, broker.port), max_in_flight_requests_per_connection=2)
+        clients.append(client)
+        fresh_metadata(client)
+        await_ready(client, -1)
+        body = {"acks": -1, "timeout_ms": 1000, "topic_data": []}
+        client.send(-1, PRODUCE, body, monotonic_ms())
+        assert client.ready(-1, monotonic_ms())
+        client.send(-1, PRODUCE, body, monotonic_ms())
+        assert not client.ready(-1, monotonic_ms())
+        release.set()
+        poll_until(client, lambda r: len(r) == 2)
+        assert client.ready(-1, monotonic_ms())
+        client.close()
+
+
+def test_send_to_a_node_that_is_not_ready(clients: list[NetworkClient]) -> None:
+    client = make_client(("127.0.0.1", unused_port()))
+    clients.append(client)
+    with pytest.raises(IllegalStateError, match="not ready"):
+        client.send(-1, METADATA, {"topics": []}, monotonic_ms())
+
+
+def test_wakeup_interrupts_a_blocked_poll(clients: list[NetworkClient]) -> None:
+    client = make_client(("127.0.0.1", unused_port()))
+    clients.append(client)
+    fresh_metadata(client)
+    assert client.poll(0, monotonic_ms()) == []
+    waker = threading.Timer(0.1, client.wakeup)
+    start = time.monotonic()
+    waker.start()
+    client.poll(30_000, monotonic_ms())
+    waker.join()
+    assert time.monotonic() - start < 10  # far below the 30 s poll timeout
+    start = time.monotonic()
+    client.poll(100, monotonic_ms())  # the wakeup was consumed: this one waits its timeout
+    assert time.monotonic() - start >= 0.09
+    client.close()
+    client.wakeup()  # harmless after close
+
+
+def test_connection_failure_backs_off_and_is_reported(clients: list[NetworkClient]) -> None:
+    port = unused_port()
+    client = make_client(("127.0.0.1", port), reconnect_backoff_ms=5_000, reconnect_backoff_max_ms=5_000)
+    clients.append(client)
+    fresh_metadata(client)
+    assert not client.ready(-1, monotonic_ms())
+    deadline = time.monotonic() + 5
+    while client.connection_error(-1) is None and time.monotonic() < deadline:
+        client.poll(20, monotonic_ms())
+    error = client.connection_error(-1)
+    assert isinstance(error, KafkaConnectionError) and f"127.0.0.1:{port}" in str(error)
+    assert client.connection_delay(-1, monotonic_ms()) > 3_000  # 5 s +-20% jitter
+    assert client.metadata.needs_update(monotonic_ms() + 1_000)  # a failed node asks for fresh metadata
+    assert not client.ready(-1, monotonic_ms())  # still backing off: no new attempt
+    assert client.least_loaded_node(monotonic_ms()) is None
+
+
+def test_unreachable_bootstrap_fails_within_the_timeout_naming_every_address(
+        clients: list[NetworkClient]) -> None:
+    refused = unused_port()
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts in the kernel, never answers
+        silent_port = silent.getsockname()[1]
+        client = make_client(("127.0.0.1", refused), ("127.0.0.1", silent_port),
+                             socket_connection_setup_timeout_ms=400)
+        clients.append(client)
+        start = time.monotonic()
+        with pytest.raises(KafkaConnectionError) as info:
+            client.fetch_metadata([], timeout_ms=1_500)
+        elapsed = time.monotonic() - start
+    message = str(info.value)
+    assert f"127.0.0.1:{refused}" in message and f"127.0.0.1:{silent_port}" in message
+    assert "refused" in message.lower() and "socket.connection.setup.timeout.ms" in message
+    assert 1.5 <= elapsed < 3.0, elapsed
+
+
+def test_blocking_request_keeps_other_responses_for_poll(clients: list[NetworkClient]) -> None:
+    def init_pid(header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+        return {"error_code": 0, "producer_id": 42, "producer_epoch": 1}
+
+    with FakeBroker(serve({PRODUCE.key: lambda h, b: PRODUCE_ANSWER, INIT_PRODUCER_ID.key: init_pid})) as broker:
+        client = make_client((broker.host, broker.port))
+        clients.append(client)
+        fresh_metadata(client)
+        await_ready(client, -1)
+        pending = client.send(-1, PRODUCE, {"acks": -1, "timeout_ms": 1000, "topic_data": []}, monotonic_ms())
+        answer = client.request(-1, INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout_ms": 60000},
+                                5_000)
+        assert answer["producer_id"] == 42
+        later = client.poll(0, monotonic_ms())
+        client.close()
+    assert [r.request for r in later] == [pending]
+
+
+def test_blocking_request_raises_the_top_level_error(clients: list[NetworkClient]) -> None:
+    def busy(header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+        return {"error_code": 51}
+
+    with FakeBroker(serve({INIT_PRODUCER_ID.key: busy})) as broker:
+        client = make_client((broker.host, broker.port))
+        clients.append(client)
+        fresh_metadata(client)
+        body = {"transactional_id": "tx", "transaction_timeout_ms": 60000}
+        with pytest.raises(ConcurrentTransactionsError, match="InitProducerId"):
+            client.request(None, INIT_PRODUCER_ID, body, 5_000)
+        assert client.request(None, INIT_PRODUCER_ID, body, 5_000, raise_on_error=False)["error_code"] == 51
+        client.close()
+
+
+def test_blocking_request_times_out_when_unanswered(clients: list[NetworkClient]) -> None:
+    with FakeBroker(serve({INIT_PRODUCER_ID.key: lambda h, b: None})) as broker:
+        client = make_client((broker.host, broker.port))
+        clients.append(client)
+        fresh_metadata(client)
+        start = time.monotonic()
+        with pytest.raises(KafkaTimeoutError, match="InitProducerId"):
+            client.request(None, INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout_ms": 1}, 500)
+        assert time.monotonic() - start < 3
+        client.close()
+
+
+def test_poll_refreshes_metadata_and_least_loaded_moves_to_brokers(clients: list[NetworkClient]) -> None:
+    def script_for(port_box: list[int]) -> Callable[[Peer], None]:
+        def script(peer: Peer) -> None:
+            serve({METADATA.key: metadata_answer(port_box[0], ["t"])})(peer)
+        return script
+
+    port_box: list[int] = []
+    with FakeBroker(script_for(port_box), connections=2) as broker:
+        port_box.append(broker.port)
+        client = make_client((broker.host, broker.port))
+        clients.append(client)
+        assert client.least_loaded_node(monotonic_ms()) == -1  # only bootstrap addresses known
+        client.metadata.add_topic("t")
+        deadline = time.monotonic() + 5
+        while client.metadata.leader_for("t", 0) is None:
+            assert time.monotonic() < deadline, "metadata never refreshed"
+            assert client.poll(20, monotonic_ms()) == []  # metadata answers are consumed internally
+        assert client.metadata.cluster_id == "fake"
+        assert client.least_loaded_node(monotonic_ms()) == 1
+        await_ready(client, 1)  # the second connection: to the broker's advertised address
+        md = client.fetch_metadata(["t", "missing"], 5_000)
+        assert md.topic_error("missing") is not None and md.partitions_for("t") == [0]
+        client.close()

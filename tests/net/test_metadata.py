@@ -1,0 +1,117 @@
+"""The metadata cache: updates, lookups, topic errors, refresh policy, waiting across threads."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from spark_kafka_sink.errors import LeaderNotAvailableError, UnknownTopicOrPartitionError
+from spark_kafka_sink.net.config import NetConfig
+from spark_kafka_sink.net.metadata import Metadata
+
+CONFIG = NetConfig(bootstrap_servers=(("b", 1),), metadata_max_age_ms=10_000, retry_backoff_ms=100)
+
+
+def partition(index: int, leader: int, epoch: int = 0, error: int = 0) -> dict[str, Any]:
+    return {"error_code": error, "partition_index": index, "leader_id": leader, "leader_epoch": epoch,
+            "replica_nodes": [1, 2], "isr_nodes": [leader] if leader >= 0 else [], "offline_replicas": []}
+
+
+def response(topics: list[dict[str, Any]], brokers: tuple[int, ...] = (1, 2)) -> dict[str, Any]:
+    return {
+        "brokers": [{"node_id": n, "host": f"h{n}", "port": 9000 + n, "rack": None} for n in brokers],
+        "cluster_id": "cluster-x",
+        "controller_id": 2,
+        "topics": topics,
+    }
+
+
+def topic(name: str, *parts: dict[str, Any], error: int = 0) -> dict[str, Any]:
+    return {"error_code": error, "name": name, "is_internal": False, "partitions": list(parts)}
+
+
+def test_update_and_lookups() -> None:
+    md = Metadata(CONFIG)
+    md.update(response([topic("t", partition(1, 2, 5), partition(0, 1, 3), partition(2, -1, 1, error=5))]), 1000)
+    assert md.cluster_id == "cluster-x" and md.controller_id == 2
+    assert md.broker(2) is not None and md.broker(2).address == "h2:9002"  # type: ignore[union-attr]
+    assert md.partitions_for("t") == [0, 1, 2]
+    assert md.leader_for("t", 0) == 1 and md.leader_for("t", 1) == 2
+    assert md.leader_for("t", 2) is None  # no leader right now
+    assert md.leader_for("t", 9) is None and md.leader_for("other", 0) is None
+    info = md.partition("t", 1)
+    assert info is not None and info.leader_epoch == 5 and info.replicas == (1, 2) and info.isr == (2,)
+    assert md.partitions_for("other") is None
+    assert md.version == 1
+
+
+def test_leader_without_a_known_broker_is_unknown() -> None:
+    md = Metadata(CONFIG)
+    md.update(response([topic("t", partition(0, 7))]), 0)
+    assert md.leader_for("t", 0) is None
+
+
+def test_topic_errors_are_kept_per_topic() -> None:
+    md = Metadata(CONFIG)
+    md.update(response([topic("gone", error=3), topic("new", error=5), topic("ok", partition(0, 1))]), 0)
+    assert isinstance(md.topic_error("gone"), UnknownTopicOrPartitionError)
+    assert isinstance(md.topic_error("new"), LeaderNotAvailableError)
+    assert md.topic_error("ok") is None and md.topic_error("never-asked") is None
+    assert md.partitions_for("gone") is None
+    md.update(response([topic("gone", partition(0, 1))]), 1)  # the topic appeared: error cleared
+    assert md.topic_error("gone") is None and md.partitions_for("gone") == [0]
+    assert md.topic_error("new") is not None  # untouched by an answer that did not mention it
+
+
+def test_stale_leader_epoch_is_ignored() -> None:
+    md = Metadata(CONFIG)
+    md.update(response([topic("t", partition(0, 1, epoch=8))]), 0)
+    md.update(response([topic("t", partition(0, 2, epoch=7))]), 1)  # from a broker that lags behind
+    assert md.leader_for("t", 0) == 1
+    md.update(response([topic("t", partition(0, 2, epoch=9))]), 2)
+    assert md.leader_for("t", 0) == 2
+
+
+def test_refresh_policy() -> None:
+    md = Metadata(CONFIG)
+    assert md.needs_update(0)  # nothing known yet
+    md.update(response([]), 1000)
+    assert not md.needs_update(1000)
+    assert md.time_to_next_update(1000) == 10_000
+    assert md.needs_update(11_000)  # metadata.max.age.ms
+    md.request_update()
+    assert md.time_to_next_update(1050) == 50  # requested, but retry.backoff.ms after the last refresh
+    assert md.needs_update(1100)
+    md.failed_update(2000)
+    assert md.time_to_next_update(2000) == 100
+
+
+def test_topics_of_interest_shape_the_request() -> None:
+    md = Metadata(CONFIG)
+    md.update(response([]), 0)
+    assert md.add_topic("b") and md.add_topic("a") and not md.add_topic("a")
+    assert md.needs_update(1000)  # a new topic asks for a refresh
+    assert md.request_body() == {"topics": [{"name": "a"}, {"name": "b"}], "allow_auto_topic_creation": True}
+    md.remove_topic("a")
+    assert md.topics_of_interest() == ["b"]
+
+
+def test_wait_for_update_across_threads() -> None:
+    md = Metadata(CONFIG)
+    version = md.request_update()
+    assert not md.wait_for_update(version, 10)  # nothing happens: times out
+    updater = threading.Thread(target=md.update, args=(response([]), 0))
+    updater.start()
+    assert md.wait_for_update(version, 10_000)
+    updater.join()
+    md.close()
+    assert not md.wait_for_update(md.version, 10_000)  # closed: returns at once
+
+
+@pytest.mark.parametrize("name", [None])
+def test_topics_without_a_name_are_skipped(name: None) -> None:
+    md = Metadata(CONFIG)
+    md.update(response([{"error_code": 100, "name": name, "partitions": []}]), 0)
+    assert md.topics() == {}
