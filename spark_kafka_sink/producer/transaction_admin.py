@@ -1,0 +1,195 @@
+"""Ending or fencing a transaction from a process that did not write it (the Spark driver).
+
+    identity = producer.transaction_identity()      # in the task: TransactionIdentity(id, producer id, epoch)
+    end_transaction(config, identity, commit=True, timeout_s=60)   # in the driver, any process
+    fence_transactional_id(config, "prefix-3", timeout_s=60)       # abort whatever "prefix-3" left open
+
+The transaction coordinator checks transactional.id, producer id, epoch and the transaction's state -- not the
+connection -- so any client can send EndTxn for a transaction another one wrote, as long as nobody bumped the
+epoch in between. That is why the producer stays on the transaction-version-1 flow (EndTxn <= v4; see
+:mod:`.transactions`): TV2 bumps the epoch at every end. Each call opens its own short-lived connections.
+
+Outcomes of :func:`end_transaction`:
+
+* NONE: done. Repeating a commit (or abort) that already completed answers NONE too, so retrying is safe.
+* NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE: find the coordinator again; COORDINATOR_LOAD_IN_PROGRESS /
+  CONCURRENT_TRANSACTIONS and connection failures: retry after retry.backoff.ms, until ``timeout_s``.
+* PRODUCER_FENCED / INVALID_PRODUCER_EPOCH -> :class:`ProducerFencedError`: the epoch moved on. For a commit this
+  means the records are lost: the transaction stayed open past transaction.timeout.ms and the coordinator aborted
+  it, or a newer producer with the same transactional.id fenced and aborted it. (Older brokers answer
+  INVALID_TXN_STATE in the timeout case.)
+* INVALID_TXN_STATE -> :class:`InvalidTxnStateError`: the transaction already ended the other way (or never
+  started); anything else: the named broker error. Every failure message names the transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from spark_kafka_sink.errors import (
+    ConfigError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProducerFencedError,
+    error_for_code,
+)
+from spark_kafka_sink.net.client import NetworkClient
+from spark_kafka_sink.net.config import NetConfig
+from spark_kafka_sink.net.security import handshakes_for
+from spark_kafka_sink.protocol.messages import END_TXN, FIND_COORDINATOR, INIT_PRODUCER_ID, ApiSpec
+
+__all__ = ["TransactionIdentity", "end_transaction", "fence_transactional_id"]
+
+_DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
+_DEFAULT_RETRY_BACKOFF_MS = 100
+_MAX_END_TXN_VERSION = 4  # the transaction-version-1 flow, see the module docstring
+_NOT_COORDINATOR = frozenset({15, 16})
+_RETRY = frozenset({14, 51})
+_FENCED = frozenset({47, 90})
+
+
+@dataclass(frozen=True)
+class TransactionIdentity:
+    """What another process needs to end a transaction: transactional.id, producer id and epoch. Picklable."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+
+    def __str__(self) -> str:
+        return (f"transaction {self.transactional_id!r} (producer id {self.producer_id}, "
+                f"epoch {self.producer_epoch})")
+
+
+def end_transaction(config: Mapping[str, Any], identity: TransactionIdentity, commit: bool,
+                    timeout_s: float) -> None:
+    """Commit (``commit=True``) or abort the open transaction ``identity`` with EndTxn, from any process.
+
+    ``config`` is producer config (Java names; only connection and security settings, retry.backoff.ms and
+    transaction.timeout.ms are used). Retriable failures are retried until ``timeout_s``; see the module
+    docstring for what raises. Raises :class:`KafkaTimeoutError` naming the last error if time runs out.
+    """
+    action = "commit" if commit else "abort"
+
+    def build(version: int) -> dict[str, Any]:
+        return {"transactional_id": identity.transactional_id, "producer_id": identity.producer_id,
+                "producer_epoch": identity.producer_epoch, "committed": commit}
+
+    def outcome(code: int) -> KafkaError | None:
+        return _end_txn_error(code, identity, commit, config)
+
+    _call_coordinator(config, identity.transactional_id, f"{action} {identity}", END_TXN, build, outcome,
+                      timeout_s, max_version=_MAX_END_TXN_VERSION)
+
+
+def fence_transactional_id(config: Mapping[str, Any], transactional_id: str, timeout_s: float) -> None:
+    """InitProducerId for ``transactional_id``: the coordinator aborts any transaction it left open and bumps
+    its epoch, so a zombie still holding the old epoch can no longer write or commit."""
+    timeout_ms = _int_option(config, "transaction.timeout.ms", _DEFAULT_TRANSACTION_TIMEOUT_MS)
+
+    def build(version: int) -> dict[str, Any]:
+        return {"transactional_id": transactional_id, "transaction_timeout_ms": timeout_ms}
+
+    def outcome(code: int) -> KafkaError | None:
+        cls = error_for_code(code)
+        return cls(f"could not fence transactional.id {transactional_id!r}", context="InitProducerId")
+
+    _call_coordinator(config, transactional_id, f"fence transactional.id {transactional_id!r}", INIT_PRODUCER_ID,
+                      build, outcome, timeout_s)
+
+
+def _end_txn_error(code: int, identity: TransactionIdentity, commit: bool,
+                   config: Mapping[str, Any]) -> KafkaError:
+    if code in _FENCED:
+        if commit:
+            timeout_ms = _int_option(config, "transaction.timeout.ms", _DEFAULT_TRANSACTION_TIMEOUT_MS)
+            message = (
+                f"{identity} cannot be committed: its producer epoch was fenced. Either the transaction stayed "
+                f"open longer than transaction.timeout.ms ({timeout_ms} ms) and the broker aborted it, or a newer "
+                "producer with the same transactional.id (e.g. a retried task) fenced and aborted it. Its records "
+                "will never be visible to read_committed consumers: write the data again, within the timeout.")
+        else:
+            message = (f"{identity} is no longer open under this epoch (it ended, timed out and was aborted by the "
+                       "broker, or was fenced by a newer producer): there is nothing left to abort with it")
+        return ProducerFencedError(message, context="EndTxn")
+    if code == 48:  # INVALID_TXN_STATE
+        other = "aborted (e.g. after transaction.timeout.ms on older brokers)" if commit else "committed"
+        return error_for_code(code)(f"{identity} cannot be {'committed' if commit else 'aborted'}: it was already "
+                                    f"{other}, or never started", context="EndTxn")
+    return error_for_code(code)(f"{'commit' if commit else 'abort'} of {identity} failed", context="EndTxn")
+
+
+def _call_coordinator(config: Mapping[str, Any], transactional_id: str, what: str, api: ApiSpec,
+                      build: Callable[[int], dict[str, Any]], outcome: Callable[[int], KafkaError | None],
+                      timeout_s: float, *, max_version: int | None = None) -> None:
+    """FindCoordinator, then ``api`` to it; retry retriable answers until ``timeout_s``."""
+    backoff_s = _int_option(config, "retry.backoff.ms", _DEFAULT_RETRY_BACKOFF_MS) / 1000
+    deadline = time.monotonic() + timeout_s
+    last_error: BaseException | None = None
+    with NetworkClient(NetConfig.from_properties(config), handshakes=handshakes_for) as client:
+        request_timeout_ms = client.config.request_timeout_ms
+
+        def remaining_ms() -> int:
+            return max(1, min(request_timeout_ms, int((deadline - time.monotonic()) * 1000)))
+
+        coordinator: int | None = None
+        while True:
+            if last_error is not None:
+                if time.monotonic() + backoff_s >= deadline:
+                    raise KafkaTimeoutError(f"could not {what} within {timeout_s:g} s; last error: {last_error}")
+                time.sleep(backoff_s)  # retry.backoff.ms between attempts, as the producer does
+            try:
+                if coordinator is None:
+                    coordinator = _find_coordinator(client, transactional_id, remaining_ms())
+                body = client.request(coordinator, api, build, remaining_ms(), max_version=max_version,
+                                      raise_on_error=False)
+            except KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                last_error, coordinator = exc, None
+                continue
+            code = int(body.get("error_code", 0))
+            if code == 0:
+                return
+            if code in _NOT_COORDINATOR or code in _RETRY:
+                last_error = error_for_code(code)(context=f"{api.name} for {transactional_id!r}")
+                if code in _NOT_COORDINATOR:
+                    coordinator = None
+                continue
+            error = outcome(code)
+            if error is not None:
+                raise error
+
+
+def _find_coordinator(client: NetworkClient, transactional_id: str, timeout_ms: int) -> int:
+    """The transaction coordinator's node id; the broker list is fetched first so the client can reach it."""
+    if not client.metadata.brokers():
+        client.fetch_metadata([], timeout_ms)
+
+    def build(version: int) -> dict[str, Any]:
+        if version >= 4:
+            return {"key_type": 1, "coordinator_keys": [transactional_id]}
+        return {"key": transactional_id, "key_type": 1}
+
+    body = client.request(None, FIND_COORDINATOR, build, timeout_ms, raise_on_error=False)
+    answer = (body.get("coordinators") or [body])[0]
+    code = int(answer.get("error_code", 0))
+    if code:
+        raise error_for_code(code)(answer.get("error_message"),
+                                   context=f"FindCoordinator for transactional.id {transactional_id!r}")
+    node_id = int(answer["node_id"])
+    if client.metadata.broker(node_id) is None:
+        client.fetch_metadata([], timeout_ms)  # a broker that joined after our last look
+    return node_id
+
+
+def _int_option(config: Mapping[str, Any], key: str, default: int) -> int:
+    value = config.get(key, default)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key} must be an integer, got {value!r}", key=key) from None
+

@@ -1,0 +1,362 @@
+"""TransactionManager: the transition table, coordinator request flows (scripted answers) and sequence bookkeeping.
+
+Real-broker flows (commit / abort / fencing / ending from another process) are in test_producer_broker.py.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import pytest
+
+from spark_kafka_sink.errors import (
+    ConcurrentTransactionsError,
+    IllegalStateError,
+    KafkaError,
+    OutOfOrderSequenceNumberError,
+    ProducerFencedError,
+    TransactionAbortableError,
+)
+from spark_kafka_sink.producer.batch import ProducerBatch
+from spark_kafka_sink.producer.record_metadata import TopicPartition
+from spark_kafka_sink.producer.transactions import (
+    TRANSITIONS,
+    RequestKind,
+    TransactionIdentity,
+    TransactionManager,
+    TxnRequest,
+    TxnState,
+)
+
+TP = TopicPartition("t", 0)
+TP1 = TopicPartition("t", 1)
+
+
+def idempotent() -> TransactionManager:
+    return TransactionManager(transactional_id=None, transaction_timeout_ms=60_000, retry_backoff_ms=100)
+
+
+def transactional() -> TransactionManager:
+    return TransactionManager(transactional_id="tx", transaction_timeout_ms=60_000, retry_backoff_ms=100)
+
+
+def batch(tp: TopicPartition = TP, records: int = 2) -> ProducerBatch:
+    b = ProducerBatch.for_records(tp, 16384, "none", 0)
+    for i in range(records):
+        assert b.try_append(0, None, b"v%d" % i, (), 0) is not None
+    b.close()
+    return b
+
+
+def answer(tm: TransactionManager, req: TxnRequest, body: dict[str, Any], now: int = 0, version: int = 3) -> None:
+    tm.request_sent(req)
+    tm.handle_response(req, version, body, now)
+
+
+def next_req(tm: TransactionManager, now: int = 0, incomplete: bool = False) -> TxnRequest:
+    req = tm.next_request(now, incomplete)
+    assert req is not None
+    return req
+
+
+def ready_transactional() -> TransactionManager:
+    tm = transactional()
+    fut = tm.initialize_transactions()
+    find = next_req(tm)
+    assert find.kind is RequestKind.FIND_COORDINATOR and not find.to_coordinator
+    assert find.build(3) == {"key": "tx", "key_type": 1}
+    assert find.build(4) == {"key_type": 1, "coordinator_keys": ["tx"]}
+    answer(tm, find, {"error_code": 0, "node_id": 7, "host": "h", "port": 1})
+    assert tm.coordinator is not None and tm.coordinator.node_id == 7
+    init = next_req(tm)
+    assert init.kind is RequestKind.INIT_PRODUCER_ID and init.to_coordinator
+    assert init.build(4) == {"transactional_id": "tx", "transaction_timeout_ms": 60_000, "producer_id": -1,
+                             "producer_epoch": -1}
+    answer(tm, init, {"error_code": 0, "producer_id": 42, "producer_epoch": 3})
+    assert fut.result(0) is None and tm.state is TxnState.READY
+    return tm
+
+
+def add_partitions(tm: TransactionManager, *tps: TopicPartition) -> None:
+    for tp in tps:
+        tm.maybe_add_partition(tp)
+    req = next_req(tm)
+    assert req.kind is RequestKind.ADD_PARTITIONS
+    answer(tm, req, {"throttle_time_ms": 0, "results_by_topic_v3_and_below": [
+        {"name": tp.topic, "results_by_partition": [{"partition_index": tp.partition, "partition_error_code": 0}]}
+        for tp in tps]})
+
+
+# ------------------------------------------------------------------------------------------------ state table
+
+
+@pytest.mark.parametrize("source", list(TxnState))
+@pytest.mark.parametrize("target", list(TxnState))
+def test_transition_table_is_enforced_with_a_named_error(source: TxnState, target: TxnState) -> None:
+    tm = transactional()
+    tm._state = source
+    if source in TRANSITIONS[target]:
+        tm._transition(target)
+        assert tm.state is target
+    else:
+        with pytest.raises(IllegalStateError) as info:
+            tm._transition(target)
+        assert source.name in str(info.value) and target.name in str(info.value)
+        assert tm.state is source
+
+
+def test_user_calls_out_of_order_raise_illegal_state() -> None:
+    tm = transactional()
+    with pytest.raises(IllegalStateError, match="init_transactions"):
+        tm.begin_transaction()
+    with pytest.raises(IllegalStateError, match="UNINITIALIZED"):
+        tm.begin_commit()
+    with pytest.raises(IllegalStateError, match="transactional.id"):
+        idempotent().begin_transaction()
+    tm = ready_transactional()
+    with pytest.raises(IllegalStateError, match="begin_transaction"):
+        tm.fail_if_not_ready_for_send()
+
+
+# ------------------------------------------------------------------------------------------------ flows
+
+
+def test_idempotent_producer_fetches_an_id_from_any_broker() -> None:
+    tm = idempotent()
+    assert tm.should_stop_draining(batch())  # no producer id yet
+    tm.maybe_request_producer_id()
+    req = next_req(tm)
+    assert req.kind is RequestKind.INIT_PRODUCER_ID and not req.to_coordinator
+    assert req.build(2) == {"transactional_id": None, "transaction_timeout_ms": 2**31 - 1}
+    answer(tm, req, {"error_code": 0, "producer_id": 9, "producer_epoch": 0})
+    assert tm.state is TxnState.READY and tm.producer_id_and_epoch.producer_id == 9
+    tm.maybe_request_producer_id()
+    assert tm.next_request(0, False) is None
+
+
+def test_commit_and_abort_flows() -> None:
+    tm = ready_transactional()
+    assert tm.transaction_identity() == TransactionIdentity("tx", 42, 3)
+    tm.begin_transaction()
+    tm.fail_if_not_ready_for_send()
+    tm.maybe_add_partition(TP)
+    assert not tm.is_send_to_partition_allowed(TP)
+    add = next_req(tm)
+    assert add.build(3)["v3_and_below_topics"] == [{"name": "t", "partitions": [0]}]
+    assert add.max_version == 3
+    answer(tm, add, {"results_by_topic_v3_and_below": [
+        {"name": "t", "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}]}]})
+    assert tm.is_send_to_partition_allowed(TP)
+    done = tm.begin_commit()
+    assert tm.next_request(0, has_incomplete_batches=True) is None  # EndTxn waits for the batches
+    end = next_req(tm)
+    assert end.kind is RequestKind.END_TXN and end.max_version == 4
+    assert end.build(4) == {"transactional_id": "tx", "producer_id": 42, "producer_epoch": 3, "committed": True}
+    answer(tm, end, {"error_code": 0})
+    assert done.result(0) is None and tm.state is TxnState.READY
+    assert not tm.is_send_to_partition_allowed(TP)  # a new transaction adds partitions again
+
+    tm.begin_transaction()
+    add_partitions(tm, TP)
+    aborted = tm.begin_abort()
+    end = next_req(tm)
+    assert end.build(4)["committed"] is False
+    answer(tm, end, {"error_code": 0})
+    assert aborted.result(0) is None and tm.state is TxnState.READY
+
+
+def test_empty_transaction_sends_no_end_txn() -> None:
+    tm = ready_transactional()
+    tm.begin_transaction()
+    done = tm.begin_commit()
+    assert tm.next_request(0, False) is None
+    assert done.result(0) is None and tm.state is TxnState.READY
+
+
+def test_not_coordinator_finds_the_coordinator_again_and_concurrent_transactions_backs_off() -> None:
+    tm = ready_transactional()
+    tm.begin_transaction()
+    add_partitions(tm, TP)
+    done = tm.begin_commit()
+    end = next_req(tm, now=1000)
+    answer(tm, end, {"error_code": 16}, now=1000)  # NOT_COORDINATOR
+    find = next_req(tm, now=1000)
+    assert find.kind is RequestKind.FIND_COORDINATOR
+    answer(tm, find, {"error_code": 0, "node_id": 8, "host": "h", "port": 2}, now=1000)
+    assert tm.next_request(1050, False) is None  # EndTxn backs off retry.backoff.ms
+    end = next_req(tm, now=1100)
+    answer(tm, end, {"error_code": 51}, now=1100)  # CONCURRENT_TRANSACTIONS
+    assert tm.next_request(1150, False) is None
+    assert tm.next_request_delay_ms(1150) == 50
+    end = next_req(tm, now=1200)
+    answer(tm, end, {"error_code": 0}, now=1200)
+    assert done.result(0) is None
+
+
+def test_first_add_partitions_retries_concurrent_transactions_quickly() -> None:
+    tm = ready_transactional()
+    tm.begin_transaction()
+    tm.maybe_add_partition(TP)
+    add = next_req(tm, now=0)
+    answer(tm, add, {"results_by_topic_v3_and_below": [
+        {"name": "t", "results_by_partition": [{"partition_index": 0, "partition_error_code": 51}]}]})
+    assert tm.next_request(19, False) is None
+    assert next_req(tm, now=20) is add
+
+
+@pytest.mark.parametrize("code", [90, 47])
+def test_fencing_is_fatal_and_named_on_every_later_call(code: int) -> None:
+    tm = ready_transactional()
+    tm.begin_transaction()
+    add_partitions(tm, TP)
+    done = tm.begin_commit()
+    answer(tm, next_req(tm), {"error_code": code})
+    assert tm.state is TxnState.FATAL_ERROR
+    with pytest.raises(ProducerFencedError, match="fenced"):
+        done.result(0)
+    for call in (tm.begin_transaction, tm.begin_abort, tm.fail_if_not_ready_for_send):
+        with pytest.raises(ProducerFencedError):
+            call()
+    assert tm.should_stop_draining(batch())
+
+
+def test_transaction_abortable_fails_the_commit_and_abort_recovers() -> None:
+    tm = ready_transactional()
+    tm.begin_transaction()
+    add_partitions(tm, TP)
+    done = tm.begin_commit()
+    answer(tm, next_req(tm), {"error_code": 120})
+    with pytest.raises(TransactionAbortableError):
+        done.result(0)
+    assert tm.state is TxnState.ABORTABLE_ERROR
+    with pytest.raises(TransactionAbortableError):
+        tm.fail_if_not_ready_for_send()
+    aborted = tm.begin_abort()
+    answer(tm, next_req(tm), {"error_code": 0})
+    assert aborted.result(0) is None and tm.state is TxnState.READY
+
+
+def test_failed_batch_makes_the_transaction_abortable_and_abort_bumps_the_epoch() -> None:
+    tm = ready_transactional()
+    tm.begin_transaction()
+    add_partitions(tm, TP)
+    b = batch()
+    tm.stamp(b)
+    assert (b.producer_id, b.producer_epoch, b.base_sequence) == (42, 3, 0)
+    tm.batch_failed(b, ConcurrentTransactionsError(), maybe_written=False)
+    assert tm.state is TxnState.ABORTABLE_ERROR
+    aborted = tm.begin_abort()
+    end = next_req(tm)
+    answer(tm, end, {"error_code": 0})
+    assert tm.state is TxnState.INITIALIZING
+    bump = next_req(tm)
+    assert bump.kind is RequestKind.EPOCH_BUMP
+    assert bump.build(3)["producer_id"] == 42 and bump.build(3)["producer_epoch"] == 3
+    answer(tm, bump, {"error_code": 0, "producer_id": 42, "producer_epoch": 4})
+    assert aborted.result(0) is None and tm.state is TxnState.READY
+    tm.begin_transaction()
+    add_partitions(tm, TP)
+    b2 = batch()
+    tm.stamp(b2)
+    assert (b2.producer_epoch, b2.base_sequence) == (4, 0)  # sequences restart with the new epoch
+
+
+def test_identity_pickles() -> None:
+    ident = TransactionIdentity("tx", 1, 2)
+    assert pickle.loads(pickle.dumps(ident)) == ident
+
+
+# ------------------------------------------------------------------------------------------------ sequences
+
+
+def ready_idempotent() -> TransactionManager:
+    tm = idempotent()
+    tm.maybe_request_producer_id()
+    answer(tm, next_req(tm), {"error_code": 0, "producer_id": 5, "producer_epoch": 0})
+    return tm
+
+
+def test_sequences_are_assigned_at_drain_and_retries_go_in_order() -> None:
+    tm = ready_idempotent()
+    b1, b2, b3 = batch(records=2), batch(records=3), batch(records=1)
+    for b in (b1, b2, b3):
+        assert not tm.should_stop_draining(b)
+        tm.stamp(b)
+    assert [b.base_sequence for b in (b1, b2, b3)] == [0, 2, 5]
+    assert b1.payload()[53:57] == (0).to_bytes(4, "big")
+    # b1 failed retriably and b2 came back first: b2 waits until b1 is through.
+    assert tm.should_stop_draining(b2)
+    assert not tm.should_stop_draining(b1)
+    tm.batch_succeeded(b1, 100)
+    assert not tm.should_stop_draining(b2)
+    tm.stamp(b2)
+    assert b2.base_sequence == 2  # a retry keeps its sequence: identical bytes
+
+
+def test_out_of_order_behind_a_failed_batch_retries_without_bump() -> None:
+    tm = ready_idempotent()
+    b1, b2 = batch(), batch()
+    tm.stamp(b1)
+    tm.stamp(b2)
+    assert tm.can_retry(b2, 45, -1)  # b1 is not acknowledged: b2 simply follows it
+    assert tm.state is TxnState.READY and not tm._bump_required
+
+
+def test_real_gap_bumps_the_epoch_and_renumbers_from_zero() -> None:
+    tm = ready_idempotent()
+    b1, b2, b3 = batch(records=2), batch(records=2), batch(records=2)
+    for b in (b1, b2, b3):
+        tm.stamp(b)
+    tm.batch_succeeded(b1, 0)
+    assert tm.can_retry(b2, 45, -1)  # b2 is the next sequence, yet out of order: a real gap
+    tm.maybe_request_producer_id()
+    assert tm.state is TxnState.INITIALIZING
+    assert tm.should_stop_draining(b2)  # nothing is sent until the new id arrives
+    bump = next_req(tm)
+    assert bump.build(3) == {"transactional_id": None, "transaction_timeout_ms": 2**31 - 1, "producer_id": 5,
+                             "producer_epoch": 0}
+    answer(tm, bump, {"error_code": 0, "producer_id": 6, "producer_epoch": 0})
+    b2.mark_in_flight(0)
+    b2.mark_retrying(0, 0)
+    tm.stamp(b2)
+    assert (b2.producer_id, b2.base_sequence) == (6, 0)
+    assert tm.can_retry(b3, 45, -1)  # answer to b3's old send: renumbered, so just retried
+    assert not tm._bump_required
+
+
+def test_unknown_producer_id_for_idempotent_producer_bumps() -> None:
+    tm = ready_idempotent()
+    b1 = batch()
+    tm.stamp(b1)
+    assert tm.can_retry(b1, 59, -1)
+    assert tm._bump_required
+
+
+def test_expired_batch_resolves_when_later_batches_succeeded() -> None:
+    tm = ready_idempotent()
+    b1, b2 = batch(), batch()
+    tm.stamp(b1)
+    tm.stamp(b2)
+    tm.batch_failed(b1, KafkaError("expired"), maybe_written=True)
+    assert tm.should_stop_draining(batch())  # unresolved: no new sequences
+    tm.batch_succeeded(b2, 10)
+    tm.maybe_resolve_sequences()
+    assert not tm._bump_required and not tm.should_stop_draining(batch())
+
+
+def test_expired_batch_without_later_success_bumps() -> None:
+    tm = ready_idempotent()
+    b1 = batch()
+    tm.stamp(b1)
+    tm.batch_failed(b1, KafkaError("expired"), maybe_written=True)
+    tm.maybe_resolve_sequences()
+    assert tm._bump_required
+
+
+def test_rejected_batch_bumps_idempotent_epoch() -> None:
+    tm = ready_idempotent()
+    b1 = batch()
+    tm.stamp(b1)
+    tm.batch_failed(b1, OutOfOrderSequenceNumberError(), maybe_written=False)
+    assert tm._bump_required and tm.state is TxnState.READY
