@@ -45,6 +45,7 @@ from spark_kafka_sink.errors import (
 )
 from spark_kafka_sink.net.config import NetConfig, format_address
 from spark_kafka_sink.net.handshake import Handshake, HandshakeStatus
+from spark_kafka_sink.net.security_errors import plaintext_reply_error, tls_io_error
 from spark_kafka_sink.protocol.framing import FrameDecoder, decode_response, encode_request, peek_correlation_id
 from spark_kafka_sink.protocol.messages import API_VERSIONS, ApiSpec
 from spark_kafka_sink.protocol.versions import (
@@ -346,8 +347,9 @@ class BrokerConnection:
             except _WOULD_BLOCK:
                 return
             except OSError as exc:
-                self._fail(KafkaConnectionError(f"writing to {self.address} failed: {exc}",
-                                                address=self.address), now_ms)
+                # A TLS alert (e.g. the broker refused our client certificate) is fatal, not a network blip.
+                self._fail(tls_io_error(exc, self.address) or KafkaConnectionError(
+                    f"writing to {self.address} failed: {exc}", address=self.address), now_ms)
                 return
             self._unsent_offset += written
             if self._unsent_offset < len(view):
@@ -364,10 +366,17 @@ class BrokerConnection:
             except _WOULD_BLOCK:
                 return
             except OSError as exc:
-                self._fail(KafkaConnectionError(f"reading from {self.address} failed: {exc}",
-                                                address=self.address), now_ms)
+                # A TLS alert (e.g. the broker refused our client certificate) is fatal, not a network blip.
+                self._fail(tls_io_error(exc, self.address) or KafkaConnectionError(
+                    f"reading from {self.address} failed: {exc}", address=self.address), now_ms)
                 return
             if not data:
+                if self.state is ConnectionState.HANDSHAKE and self._hook_responses:
+                    # A broker answers a failed authentication, then closes: let the handshake report that
+                    # answer (e.g. SASL_AUTHENTICATION_FAILED) instead of the bare close.
+                    self._step_handshakes(now_ms)
+                    if self._sock is None:
+                        return
                 self._fail(KafkaConnectionError(f"{self.address} closed the connection", address=self.address),
                            now_ms)
                 return
@@ -377,7 +386,9 @@ class BrokerConnection:
                     if self._sock is None:
                         return  # a frame failed the connection; ignore the rest
             except ProtocolError as exc:
-                self._fail(ProtocolError(f"from {self.address}: {exc}"), now_ms, culprit_first=True)
+                # A plaintext client on a TLS listener reads the broker's TLS alert as an absurd frame size.
+                mismatch = None if isinstance(self._sock, ssl.SSLSocket) else plaintext_reply_error(data, self.address)
+                self._fail(mismatch or ProtocolError(f"from {self.address}: {exc}"), now_ms, culprit_first=True)
                 return
 
     def _on_frame(self, payload: bytes, now_ms: int) -> None:
