@@ -39,7 +39,7 @@ I64 = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
 
 # One join covers at most this many output bytes: bounds the temporary buffer and keeps int32 offsets valid.
-_GROUP_BYTES = 64 << 20
+_GROUP_BYTES = 4 << 20
 _MIN_RECORD_BYTES = 7  # length, attributes, timestampDelta, offsetDelta, keyLength, valueLength, headerCount
 _INT32_MAX = (1 << 31) - 1
 # uvarint size = 1 + number of these thresholds <= value

@@ -5,6 +5,7 @@
     BatchBuilder(max_bytes, compression, ...)                         # .try_append(...) -> bool, .build() -> bytes
     assemble_batch(records_section, record_count, base_timestamp, max_timestamp, *, compression, ...) -> bytes
     with_producer_state(batch, producer_id, producer_epoch, base_sequence, transactional) -> bytes
+    producer_state_header(batch, ...same...) -> bytes    # just the new 61-byte header, for zero-copy sends
     decode_batches(data, *, allow_truncated_tail=True) -> list[DecodedBatch]
     decode_batch(data) -> DecodedBatch                                # exactly one batch, nothing after it
 
@@ -39,6 +40,7 @@ __all__ = [
     "record_size",
     "assemble_batch",
     "with_producer_state",
+    "producer_state_header",
     "decode_batches",
     "decode_batch",
 ]
@@ -341,6 +343,26 @@ def _check_batch_frame(batch: bytes | bytearray | memoryview) -> None:
         raise ProtocolError(f"record batch magic {batch[_OFFSET['magic']]}, expected {_MAGIC}")
 
 
+def producer_state_header(
+    batch: bytes | bytearray | memoryview,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    transactional: bool,
+) -> bytes:
+    """The 61-byte header ``batch`` gets with this producer state (CRC recomputed over the unchanged records).
+    Sending it followed by ``memoryview(batch)[HEADER_SIZE:]`` avoids copying the records."""
+    _check_batch_frame(batch)
+    header = bytearray(memoryview(batch)[:HEADER_SIZE])
+    (attributes,) = _ATTRIBUTES.unpack_from(header, _CRC_START)
+    attributes = (attributes | ATTR_TRANSACTIONAL) if transactional else (attributes & ~ATTR_TRANSACTIONAL)
+    _ATTRIBUTES.pack_into(header, _CRC_START, attributes)
+    _PRODUCER_STATE.pack_into(header, _OFFSET["producer_id"], producer_id, producer_epoch, base_sequence)
+    crc = crc32c.crc32c(memoryview(batch)[HEADER_SIZE:], crc32c.crc32c(memoryview(header)[_CRC_START:]))
+    _CRC.pack_into(header, _OFFSET["crc"], crc)
+    return bytes(header)
+
+
 def with_producer_state(
     batch: bytes | bytearray | memoryview,
     producer_id: int,
@@ -349,14 +371,8 @@ def with_producer_state(
     transactional: bool,
 ) -> bytes:
     """Copy of one built batch with producerId/Epoch/baseSequence and the transactional bit set, CRC recomputed."""
-    _check_batch_frame(batch)
-    out = bytearray(batch)
-    (attributes,) = _ATTRIBUTES.unpack_from(out, _CRC_START)
-    attributes = (attributes | ATTR_TRANSACTIONAL) if transactional else (attributes & ~ATTR_TRANSACTIONAL)
-    _ATTRIBUTES.pack_into(out, _CRC_START, attributes)
-    _PRODUCER_STATE.pack_into(out, _OFFSET["producer_id"], producer_id, producer_epoch, base_sequence)
-    _CRC.pack_into(out, _OFFSET["crc"], crc32c.crc32c(memoryview(out)[_CRC_START:]))
-    return bytes(out)
+    header = producer_state_header(batch, producer_id, producer_epoch, base_sequence, transactional)
+    return b"".join((header, memoryview(batch)[HEADER_SIZE:]))
 
 
 # ------------------------------------------------------------------------------------------------ decoding

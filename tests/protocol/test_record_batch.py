@@ -21,6 +21,7 @@ from spark_kafka_sink.protocol.record_batch import (
     decode_batches,
     encode_batch,
     encode_record,
+    producer_state_header,
     record_size,
     with_producer_state,
 )
@@ -142,6 +143,7 @@ def test_with_producer_state() -> None:
         assert decode_batch(with_producer_state(java_batch(codec), 1, 0, 0, True)).records == EXPECTED
     with pytest.raises(ProtocolError):
         with_producer_state(GOLDEN[:-1], 1, 0, 0, False)
+    assert producer_state_header(memoryview(GOLDEN), 0x0102, 3, 7, True) == stamped[:HEADER_SIZE]
 
 
 def test_builder_respects_max_bytes() -> None:
