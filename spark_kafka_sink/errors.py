@@ -18,6 +18,7 @@ Local failures::
     │   └── DeliveryTimeoutError        not acknowledged within delivery.timeout.ms
     ├── KafkaConnectionError            connecting / talking to a broker failed (retriable)
     ├── ProducerClosedError, IllegalStateError, SerializationError
+    ├── PartitionOutOfRangeError (also ValueError)   a record's partition is not in [0, partitions)
     └── BrokerError                     a broker answered with an error code (.code, .error_name)
 
 Broker errors: one class per code of :data:`spark_kafka_sink.protocol.error_codes.ERROR_CODES`, named by
@@ -38,7 +39,7 @@ from typing import Any, ClassVar, NoReturn
 __all__ = [
     "KafkaError", "ConfigError", "ProtocolError", "UnsupportedVersionError", "KafkaTimeoutError",
     "KafkaConnectionError", "BufferExhaustedError", "DeliveryTimeoutError", "ProducerClosedError",
-    "IllegalStateError", "SerializationError", "BrokerError", "UnknownBrokerError", "error_for_code",
+    "IllegalStateError", "SerializationError", "PartitionOutOfRangeError", "BrokerError", "UnknownBrokerError", "error_for_code",
     "raise_for_code", "broker_error_classes",
     "UnknownServerError", "OffsetOutOfRangeError", "CorruptMessageError", "UnknownTopicOrPartitionError",
     "InvalidFetchSizeError", "LeaderNotAvailableError", "NotLeaderOrFollowerError", "RequestTimedOutError",
@@ -170,6 +171,11 @@ def _state_name(state: object) -> str:
 
 class SerializationError(KafkaError):
     """A key, value or header could not be turned into bytes; fix the input data or its column type."""
+
+
+class PartitionOutOfRangeError(KafkaError, ValueError):
+    """A record names (or a custom partitioner chose) a partition the topic does not have; fix the record's
+    partition, or add partitions to the topic."""
 
 
 # Imported here, after the local classes, on purpose: the protocol package imports this module for
