@@ -325,6 +325,7 @@ def encode_arrow_batches(
     rec_end = np.cumsum(body_s + body)
     batch_end = rec_end[starts + counts - 1]
     batch_max = np.maximum.reduceat(ts, starts)
+    parts = [glue_a, key_b, glue_b, value_b, glue_c] + ([hdr.joined] if hdr.joined is not None else [])
     out: list[EncodedBatch] = []
     b = 0
     while b < len(starts):
@@ -333,9 +334,6 @@ def encode_arrow_batches(
         b_end = int(np.searchsorted(batch_end, group_start + _GROUP_BYTES, side="right"))
         b_end = max(b_end, b + 1)
         r0, r1 = int(starts[b]), int(starts[b_end - 1] + counts[b_end - 1])
-        parts = [glue_a, key_b, glue_b, value_b, glue_c]
-        if hdr.joined is not None:
-            parts.append(_as(hdr.joined, binary_type))
         joined = pc.binary_join_element_wise(
             *[p.slice(r0, r1 - r0) for p in parts], pa.scalar(b"", binary_type), null_handling="skip"
         )
