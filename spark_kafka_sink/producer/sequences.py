@@ -71,6 +71,9 @@ class SequencedBatch(Protocol):
     @property
     def record_count(self) -> int: ...
 
+    @property
+    def is_done(self) -> bool: ...
+
 
 @dataclass(eq=False, slots=True)
 class InFlightEntry:

@@ -44,14 +44,13 @@ from __future__ import annotations
 
 import copy
 import enum
-import heapq
 import itertools
 import logging
 import threading
 from concurrent.futures import Future
-from typing import Any
 
-from spark_kafka_sink.errors import IllegalStateError, KafkaError, error_for_code
+from spark_kafka_sink.errors import IllegalStateError, KafkaError
+from spark_kafka_sink.producer.idempotence import IdempotenceMixin
 from spark_kafka_sink.producer.record_metadata import TopicPartition
 from spark_kafka_sink.producer.sequences import (
     NO_PRODUCER_ID_AND_EPOCH,
@@ -59,7 +58,7 @@ from spark_kafka_sink.producer.sequences import (
     PartitionSequences,
     ProducerIdAndEpoch,
     SequencedBatch,
-    increment_sequence,
+
 )
 from spark_kafka_sink.producer.transaction_admin import (
     TransactionIdentity,
@@ -127,7 +126,7 @@ TRANSITIONS: dict[TxnState, frozenset[TxnState]] = {
 _FATAL_CODES = frozenset({31, 35, 47, 53, 90})  # CLUSTER_AUTH, UNSUPPORTED_VERSION, INVALID_EPOCH, TXN_ID_AUTH, FENCED
 
 
-class TransactionManager(TxnResponseHandlers):
+class TransactionManager(IdempotenceMixin, TxnResponseHandlers):
     """Producer id, epoch, sequences and (with a transactional.id) the transaction state machine."""
 
     def __init__(self, *, transactional_id: str | None, transaction_timeout_ms: int, retry_backoff_ms: int) -> None:
@@ -293,12 +292,7 @@ class TransactionManager(TxnResponseHandlers):
             self._enqueue(self._add_partitions_request())
         end = self._end_txn_request(commit)
         self._enqueue(end)
-        if not (self._bump_required and not commit):
-            return self._remember(end)
-        # Sequences are inconsistent after a failed batch: a fresh epoch after the abort resets them all.
-        bump = self._init_producer_id_request(bump=True)
-        self._enqueue(bump)
-        return self._remember(bump)
+        return self._remember(end)
 
     def _cached_result(self, state: TxnState) -> Future[None] | None:
         if self._pending_result is not None and not self._pending_result[1].done():
@@ -358,186 +352,6 @@ class TransactionManager(TxnResponseHandlers):
                 self._transition(TxnState.INITIALIZING)
                 self._enqueue(self._init_producer_id_request(bump=self._producer.is_valid))
 
-    def has_in_flight_request(self) -> bool:
-        with self._lock:
-            return self._in_flight is not None
-
-    def has_pending_requests(self) -> bool:
-        with self._lock:
-            return bool(self._queue) or bool(self._new_partitions) or self._in_flight is not None
-
-    def next_request(self, now_ms: int, has_incomplete_batches: bool) -> TxnRequest | None:
-        """The coordinator request to send now, or None (nothing due, backing off, or EndTxn waiting for the
-        batches of the transaction to finish). The caller must then call ``request_sent`` or ``requeue``."""
-        with self._lock:
-            if self._in_flight is not None:
-                return None
-            if self._new_partitions and self._state is not TxnState.FATAL_ERROR:
-                self._enqueue(self._add_partitions_request())
-            while self._queue:
-                req = self._queue[0][2]
-                if req.kind is RequestKind.END_TXN and has_incomplete_batches:
-                    return None  # commit only what the broker acknowledged; abort only once nothing is in flight
-                if req.not_before_ms > now_ms:
-                    return None
-                heapq.heappop(self._queue)
-                if self._state in (TxnState.FATAL_ERROR, TxnState.ABORTABLE_ERROR) and self._last_error is not None:
-                    if not (self._state is TxnState.ABORTABLE_ERROR and req.kind is RequestKind.FIND_COORDINATOR):
-                        _fail(req.result, _fresh(self._last_error))
-                        continue
-                if req.kind is RequestKind.END_TXN and not self._transaction_started:
-                    # Nothing was added to this transaction: there is nothing to end on the broker.
-                    self._complete_transaction()
-                    _done(req.result)
-                    continue
-                if req.to_coordinator and self._coordinator is None:
-                    heapq.heappush(self._queue, (req.kind.value, next(self._counter), req))
-                    self._lookup_coordinator()
-                    continue
-                return req
-            return None
-
-    def next_request_delay_ms(self, now_ms: int) -> int | None:
-        """Milliseconds until the head request's backoff ends (None: nothing queued), for the sender's poll."""
-        with self._lock:
-            if not self._queue or self._in_flight is not None:
-                return None
-            return max(0, self._queue[0][2].not_before_ms - now_ms)
-
-    def request_sent(self, req: TxnRequest) -> None:
-        with self._lock:
-            self._in_flight = req
-
-    def requeue(self, req: TxnRequest, now_ms: int, *, backoff_ms: int = 0, find_coordinator: bool = False) -> None:
-        """Put ``req`` back (not sent, or to retry); optionally after re-finding the coordinator."""
-        with self._lock:
-            if self._in_flight is req:
-                self._in_flight = None
-            if self._state is TxnState.FATAL_ERROR:
-                _fail(req.result, _fresh(self._last_error) if self._last_error else None)
-                return
-            req.not_before_ms = now_ms + backoff_ms
-            self._enqueue(req)
-            if find_coordinator and req.to_coordinator:
-                self._lookup_coordinator()
-
-    def handle_request_failure(self, req: TxnRequest, error: BaseException, now_ms: int) -> None:
-        """Disconnected or timed out: resend after a backoff, to a freshly found coordinator if it was one."""
-        _log.info("%s failed (%s); retrying", req.kind.name, error)
-        self.requeue(req, now_ms, backoff_ms=self.retry_backoff_ms, find_coordinator=True)
-
-    def _enqueue(self, req: TxnRequest) -> None:
-        heapq.heappush(self._queue, (req.kind.value, next(self._counter), req))
-
-    def _lookup_coordinator(self) -> None:
-        self._coordinator = None
-        if not any(r.kind is RequestKind.FIND_COORDINATOR for _, _, r in self._queue) and not (
-            self._in_flight is not None and self._in_flight.kind is RequestKind.FIND_COORDINATOR
-        ):
-            self._enqueue(self._find_coordinator_request())
-
-    # ----------------------------------------------------------------------------------------- sender: sequences
-
-    def should_stop_draining(self, batch: SequencedBatch) -> bool:
-        """True if ``batch`` (the head of its partition's deque) must not be drained now (Java's
-        shouldStopDrainBatchesForPartition): no usable producer id, partition not yet in the transaction, an
-        epoch change still draining, an unresolved sequence, or an earlier batch of the partition in flight."""
-        tp = batch.tp
-        with self._lock:
-            if self._state in (TxnState.FATAL_ERROR, TxnState.UNINITIALIZED, TxnState.INITIALIZING):
-                return True
-            if not self._producer.is_valid or (self.is_transactional and tp not in self._txn_partitions):
-                return True
-            entry = self._entries.get(batch)
-            seqs = self._partitions.get(tp)
-            if seqs is None or not seqs.in_flight:
-                return False
-            if entry is None:
-                # A new batch must wait while the partition still finishes batches of an older id/epoch (else
-                # sequence 0 of the new epoch could overtake them) or while a sequence is unresolved.
-                return seqs.producer != self._producer or tp in self._unresolved
-            # A retry goes out only when it is the partition's first unfinished batch: one at a time, in order.
-            return entry is not seqs.in_flight[0]
-
-    def stamp(self, batch: Any) -> None:
-        """At drain: give a new batch the next sequence (or restamp a renumbered one) and set its producer
-        state. ``batch`` is a ``ProducerBatch`` (``set_producer_state`` / ``reset_producer_state``)."""
-        with self._lock:
-            entry = self._entries.get(batch)
-            if entry is None:
-                seqs = self._partitions.get(batch.tp)
-                if seqs is None:
-                    seqs = self._partitions[batch.tp] = PartitionSequences(producer=self._producer)
-                elif seqs.producer != self._producer and not seqs.in_flight:
-                    seqs.start_at_beginning(self._producer)  # the older epoch's batches are all finished
-                entry = InFlightEntry(batch, seqs.producer, seqs.next_sequence, batch.record_count)
-                seqs.next_sequence = increment_sequence(seqs.next_sequence, batch.record_count)
-                seqs.add(entry)
-                self._entries[batch] = entry
-            want = (entry.producer.producer_id, entry.producer.epoch, entry.base_sequence)
-        if (batch.producer_id, batch.producer_epoch, batch.base_sequence) != want:
-            if batch.has_sequence:
-                batch.reset_producer_state()
-            batch.set_producer_state(*want, self.is_transactional)
-
-    def batch_succeeded(self, batch: SequencedBatch, base_offset: int) -> None:
-        with self._lock:
-            entry = self._entries.pop(batch, None)
-            if entry is not None:
-                self._partitions[batch.tp].acknowledge(entry, base_offset)
-
-    def can_retry(self, batch: SequencedBatch, error_code: int, log_start_offset: int) -> bool:
-        """Whether a produce error on a sequenced batch should be retried (Java's TransactionManager.canRetry);
-        may request an epoch bump for the partition."""
-        retriable = error_for_code(error_code).retriable
-        with self._lock:
-            entry = self._entries.get(batch)
-            seqs = self._partitions.get(batch.tp)
-            if entry is None or seqs is None:
-                return retriable
-            tp = batch.tp
-            if error_code == 59:  # UNKNOWN_PRODUCER_ID: the broker lost our state
-                if entry.sequence_reset:
-                    return True  # answer to the send before our renumbering
-                if 0 <= seqs.last_acked_offset < log_start_offset:
-                    # Retention deleted the log head and the producer state with it; nothing was lost.
-                    if self.is_transactional:
-                        seqs.start_at_beginning(self._producer)
-                    else:
-                        self._request_epoch_bump(tp)
-                    return True
-                if not self.is_transactional:
-                    self._request_epoch_bump(tp)
-                    return True
-                return False
-            if error_code == 45:  # OUT_OF_ORDER_SEQUENCE_NUMBER
-                unresolved = tp in self._unresolved
-                if not unresolved and (entry.sequence_reset or not seqs.is_next_sequence(entry.base_sequence)):
-                    return True  # an earlier batch failed first: this one is retried after it, in order
-                if not self.is_transactional:
-                    if not unresolved or self._unresolved[tp] == entry.base_sequence:
-                        self._request_epoch_bump(tp)  # a real gap
-                    return True
-                return False
-            return retriable
-
-    def batch_failed(self, batch: SequencedBatch, error: BaseException, *, maybe_written: bool) -> None:
-        """A batch reached a final failure. ``maybe_written``: it was sent and its fate is unknown (expired)."""
-        with self._lock:
-            self._maybe_transition_to_error(error)
-            entry = self._entries.pop(batch, None)
-            if entry is None or self._state is TxnState.FATAL_ERROR:
-                return
-            seqs = self._partitions[batch.tp]
-            seqs.remove(entry)
-            if self.is_transactional:
-                self._bump_required = True  # renumber everything after the abort
-            elif maybe_written:
-                following = increment_sequence(entry.base_sequence, entry.record_count)
-                self._unresolved[batch.tp] = max(self._unresolved.get(batch.tp, following), following)
-            else:
-                self._request_epoch_bump(batch.tp)  # the broker did not write it: a gap from here on
-
     def _maybe_transition_to_error(self, error: BaseException) -> None:
         code = getattr(error, "code", None)
         if code in (47, 90):
@@ -548,59 +362,46 @@ class TransactionManager(TxnResponseHandlers):
             wrapped = error if isinstance(error, KafkaError) else KafkaError(str(error))
             self._abortable(wrapped)
 
-    def maybe_resolve_sequences(self) -> None:
-        """Once a partition with an expired sent batch has nothing in flight: if later batches were acknowledged,
-        the expired one was written too; otherwise its fate is unknown and the sequences must restart."""
-        with self._lock:
-            for tp in list(self._unresolved):
-                seqs = self._partitions[tp]
-                if seqs.in_flight:
-                    continue
-                del self._unresolved[tp]
-                if seqs.is_next_sequence(seqs.next_sequence):
-                    continue
-                if self.is_transactional:
-                    self._bump_required = True
-                    self._abortable(KafkaError(
-                        f"no acknowledgement for some batches sent to {tp} and they can no longer be retried; "
-                        "abort the transaction and continue"))
-                else:
-                    self._request_epoch_bump(tp)
+    def _error_for_request(self, req: TxnRequest) -> KafkaError | None:
+        # Caller holds _lock. A failed producer sends nothing more, except that FindCoordinator may still help
+        # the abort that an abortable error calls for.
+        if self._last_error is None:
+            return None
+        if self._state is TxnState.FATAL_ERROR or (
+                self._state is TxnState.ABORTABLE_ERROR and req.kind is not RequestKind.FIND_COORDINATOR):
+            return _fresh(self._last_error)
+        return None
 
-    def _request_epoch_bump(self, tp: TopicPartition) -> None:
-        _log.info("sequence gap on %s: requesting a new producer epoch", tp)
-        self._bump_required = True
-        self._rewrite_on_bump.add(tp)
+    def _has_usable_producer_id(self) -> bool:
+        # Caller holds _lock. Nothing is drained without one, nor while a new one is being fetched.
+        return self._producer.is_valid and self._state not in (
+            TxnState.FATAL_ERROR, TxnState.UNINITIALIZED, TxnState.INITIALIZING)
 
-    def _set_producer(self, producer: ProducerIdAndEpoch, *, reset_all: bool) -> None:
-        # Caller holds _lock. Called with the InitProducerId answer.
-        _log.info("%s for %s", producer, self.transactional_id or "idempotent producer")
-        self._producer = producer
-        if reset_all:
-            self._partitions.clear()
-            self._entries.clear()
-            self._unresolved.clear()
-            self._rewrite_on_bump.clear()
-            return
-        for tp in self._rewrite_on_bump:
-            seqs = self._partitions.get(tp)
-            if seqs is not None:
-                seqs.start_at_beginning(producer)
-            self._unresolved.pop(tp, None)
-        self._rewrite_on_bump.clear()
+    def _has_fatal_error(self) -> bool:
+        return self._state is TxnState.FATAL_ERROR
 
     def _producer_granted(self, producer: ProducerIdAndEpoch) -> None:
         # Caller holds _lock: InitProducerId succeeded.
         self._set_producer(producer, reset_all=self.is_transactional)
         self._transition(TxnState.READY)
 
-    def _complete_transaction(self) -> None:
-        # Caller holds _lock: EndTxn succeeded (or was not needed).
-        self._transition(TxnState.INITIALIZING if self._bump_required else TxnState.READY)
+    def _complete_transaction(self, result: Future[None] | None) -> None:
+        # Caller holds _lock: EndTxn succeeded (or was not needed). After a failed batch the sequences are
+        # inconsistent: InitProducerId with the current id/epoch (a new epoch) resets them all before the
+        # caller's ``result`` completes.
         self._transaction_started = False
         self._new_partitions.clear()
         self._pending_partitions.clear()
         self._txn_partitions.clear()
+        if not self._bump_required:
+            self._transition(TxnState.READY)
+            _done(result)
+            return
+        self._transition(TxnState.INITIALIZING)
+        self._bump_required = False
+        bump = self._init_producer_id_request(bump=True)
+        bump.result = result
+        self._enqueue(bump)
 
 
 def _fresh(error: KafkaError) -> KafkaError:

@@ -21,8 +21,9 @@ EndTxn                 NONE: transaction complete; as InitProducerId otherwise; 
 from __future__ import annotations
 
 import enum
+import heapq
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -114,7 +115,8 @@ def fenced_error(cause: BaseException | None, context: str) -> ProducerFencedErr
 
 
 class TxnResponseHandlers:
-    """Request builders and answer handlers of the TransactionManager (a mixin; see the module docstring)."""
+    """The request queue, request builders and answer handlers of the TransactionManager (a mixin; see the
+    module docstring). One request is in flight at a time; the queue is a heap by (kind priority, order)."""
 
     if TYPE_CHECKING:  # fields and helpers of TransactionManager that the handlers use
         transactional_id: str | None
@@ -128,15 +130,100 @@ class TxnResponseHandlers:
         _pending_partitions: set[TopicPartition]
         _txn_partitions: set[TopicPartition]
         _transaction_started: bool
+        _queue: list[tuple[int, int, TxnRequest]]
+        _counter: Iterator[int]
 
         @property
         def is_transactional(self) -> bool: ...
         def _fatal(self, error: KafkaError) -> None: ...
+        def _has_fatal_error(self) -> bool: ...
+        def _error_for_request(self, req: TxnRequest) -> KafkaError | None: ...
         def _abortable(self, error: KafkaError) -> None: ...
         def _producer_granted(self, producer: ProducerIdAndEpoch) -> None: ...
-        def _complete_transaction(self) -> None: ...
-        def requeue(self, req: TxnRequest, now_ms: int, *, backoff_ms: int = 0,
-                    find_coordinator: bool = False) -> None: ...
+        def _complete_transaction(self, result: Future[None] | None) -> None: ...
+        def _forget_abandoned_batches(self) -> None: ...
+
+    # ----------------------------------------------------------------------------------------- the queue
+
+    def has_in_flight_request(self) -> bool:
+        with self._lock:
+            return self._in_flight is not None
+
+    def has_pending_requests(self) -> bool:
+        with self._lock:
+            return bool(self._queue) or bool(self._new_partitions) or self._in_flight is not None
+
+    def next_request(self, now_ms: int, has_incomplete_batches: bool) -> TxnRequest | None:
+        """The coordinator request to send now, or None (nothing due, backing off, or EndTxn waiting for the
+        batches of the transaction to finish). The caller must then call ``request_sent`` or ``requeue``."""
+        with self._lock:
+            if self._in_flight is not None:
+                return None
+            if self._new_partitions and not self._has_fatal_error():
+                self._enqueue(self._add_partitions_request())
+            while self._queue:
+                req = self._queue[0][2]
+                if req.kind is RequestKind.END_TXN and has_incomplete_batches:
+                    return None  # commit only what the broker acknowledged; abort only once nothing is in flight
+                if req.not_before_ms > now_ms:
+                    return None
+                heapq.heappop(self._queue)
+                error = self._error_for_request(req)
+                if error is not None:
+                    _fail(req.result, error)
+                    continue
+                if req.kind is RequestKind.END_TXN:
+                    self._forget_abandoned_batches()
+                    if not self._transaction_started:
+                        # Nothing was added to this transaction: there is nothing to end on the broker.
+                        self._complete_transaction(req.result)
+                        continue
+                if req.to_coordinator and self._coordinator is None:
+                    heapq.heappush(self._queue, (req.kind.value, next(self._counter), req))
+                    self._lookup_coordinator()
+                    continue
+                return req
+            return None
+
+    def next_request_delay_ms(self, now_ms: int) -> int | None:
+        """Milliseconds until the head request's backoff ends (None: nothing queued), for the sender's poll."""
+        with self._lock:
+            if not self._queue or self._in_flight is not None:
+                return None
+            return max(0, self._queue[0][2].not_before_ms - now_ms)
+
+    def request_sent(self, req: TxnRequest) -> None:
+        with self._lock:
+            self._in_flight = req
+
+    def requeue(self, req: TxnRequest, now_ms: int, *, backoff_ms: int = 0, find_coordinator: bool = False) -> None:
+        """Put ``req`` back (not sent, or to retry); optionally after re-finding the coordinator."""
+        with self._lock:
+            if self._in_flight is req:
+                self._in_flight = None
+            error = self._error_for_request(req)
+            if self._has_fatal_error() and error is not None:
+                _fail(req.result, error)
+                return
+            req.not_before_ms = now_ms + backoff_ms
+            self._enqueue(req)
+            if find_coordinator and req.to_coordinator:
+                self._lookup_coordinator()
+
+    def handle_request_failure(self, req: TxnRequest, error: BaseException, now_ms: int) -> None:
+        """Disconnected or timed out: resend after a backoff, to a freshly found coordinator if it was one."""
+        _log.info("%s failed (%s); retrying", req.kind.name, error)
+        self.requeue(req, now_ms, backoff_ms=self.retry_backoff_ms, find_coordinator=True)
+
+    def _enqueue(self, req: TxnRequest) -> None:
+        heapq.heappush(self._queue, (req.kind.value, next(self._counter), req))
+
+    def _lookup_coordinator(self) -> None:
+        self._coordinator = None
+        if not any(r.kind is RequestKind.FIND_COORDINATOR for _, _, r in self._queue) and not (
+            self._in_flight is not None and self._in_flight.kind is RequestKind.FIND_COORDINATOR
+        ):
+            self._enqueue(self._find_coordinator_request())
 
     # ----------------------------------------------------------------------------------------- builders
 
@@ -277,8 +364,7 @@ class TxnResponseHandlers:
         if code != 0:
             self._common_errors(req, code, "EndTxn", now_ms)
             return
-        self._complete_transaction()
-        _done(req.result)
+        self._complete_transaction(req.result)
 
 
 def _fail(result: Future[None] | None, error: BaseException) -> None:
