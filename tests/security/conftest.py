@@ -1,0 +1,183 @@
+"""A secured broker for the security tests: TLS, SASL (PLAIN, SCRAM-SHA-256/512), mutual TLS, and the odd
+listeners the failure cases need. One broker for the whole session; listeners are cheap, JVMs are not.
+
+Listeners (all on 127.0.0.1, each on its own free port):
+
+==============  ================  ===========================================================================
+name            protocol          what for
+==============  ================  ===========================================================================
+PLAINTEXT       PLAINTEXT         inter-broker, topic creation (the launcher's own)
+SSL             SSL               TLS, client certificate *requested* (mutual TLS optional)
+SASL_PLAINTEXT  SASL_PLAINTEXT    PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+SASL_SSL        SASL_SSL          the same over TLS
+MTLS            SSL               client certificate *required*
+WRONGHOST       SSL               presents a certificate for another host name (hostname mismatch)
+PLAINONLY       SASL_PLAINTEXT    enables only PLAIN (a SCRAM client gets UNSUPPORTED_SASL_MECHANISM)
+==============  ================  ===========================================================================
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from spark_kafka_sink.testing.broker import KafkaCluster, fetch_jars
+from spark_kafka_sink.testing.certs import TestCertificates, make_test_certificates
+
+USER = "alice"
+PASSWORD = "alice-secret-7f3a9c"  # distinctive, so tests can search logs and messages for it
+PLAIN_ONLY_USER = "bob"
+PLAIN_ONLY_PASSWORD = "bob-secret-41d2e8"
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+LISTENERS = ("SSL", "SASL_PLAINTEXT", "SASL_SSL", "MTLS", "WRONGHOST", "PLAINONLY")
+#: How long each failure case took to fail (seconds), shown in the terminal summary.
+FAILURE_TIMINGS: dict[str, float] = {}
+_PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if FAILURE_TIMINGS:
+        terminalreporter.section("security failure cases: time to fail")
+        for name, seconds in sorted(FAILURE_TIMINGS.items()):
+            terminalreporter.write_line(f"{name:36} {seconds * 1000:7.0f} ms")
+
+
+def broker_properties(certs: TestCertificates) -> dict[str, str]:
+    """server.properties additions for the listeners above (the launcher adds the listeners themselves)."""
+    props = {
+        "listener.security.protocol.map": ",".join([
+            "CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT",
+            "SASL_SSL:SASL_SSL", "MTLS:SSL", "WRONGHOST:SSL", "PLAINONLY:SASL_PLAINTEXT",
+        ]),
+        # PEM key store: PKCS#8 key + certificate chain in one file, no key password.
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(certs.server_keystore),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(certs.ca_cert),
+        "ssl.client.auth": "requested",
+        "listener.name.mtls.ssl.client.auth": "required",
+        "listener.name.wronghost.ssl.keystore.location": str(certs.wrong_host_keystore),
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
+        "listener.name.plainonly.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.plainonly.plain.sasl.jaas.config":
+            f'{_PLAIN_MODULE} required user_{PLAIN_ONLY_USER}="{PLAIN_ONLY_PASSWORD}";',
+    }
+    for listener in ("sasl_plaintext", "sasl_ssl"):
+        for mechanism in SCRAM_MECHANISMS:
+            props[f"listener.name.{listener}.{mechanism.lower()}.sasl.jaas.config"] = f"{_SCRAM_MODULE} required;"
+        props[f"listener.name.{listener}.plain.sasl.jaas.config"] = (
+            f'{_PLAIN_MODULE} required user_{USER}="{PASSWORD}";')
+    return props
+
+
+@dataclass(frozen=True)
+class SecureBroker:
+    """The running secured broker and the material to reach it."""
+
+    cluster: KafkaCluster
+    certs: TestCertificates
+
+    def address(self, listener: str) -> str:
+        return self.cluster.listener_bootstrap(listener)
+
+    def host_port(self, listener: str) -> tuple[str, int]:
+        host, _, port = self.address(listener).rpartition(":")
+        return host, int(port)
+
+    @property
+    def plaintext_bootstrap(self) -> str:
+        return self.cluster.bootstrap_servers
+
+    def log_text(self) -> str:
+        node = next(iter(self.cluster.nodes.values()))
+        return "\n".join(p.read_text(errors="replace") for p in (node.data_dir / "logs").glob("*.log"))
+
+
+@pytest.fixture(scope="session")
+def certs() -> Iterator[TestCertificates]:
+    material = make_test_certificates()
+    try:
+        yield material
+    finally:
+        material.cleanup()
+
+
+@pytest.fixture(scope="session")
+def secure_broker(certs: TestCertificates) -> Iterator[SecureBroker]:
+    fetch_jars()
+    cluster = KafkaCluster(
+        size=1,
+        listeners=LISTENERS,
+        properties=broker_properties(certs),
+        scram_users=[(mechanism, USER, PASSWORD) for mechanism in SCRAM_MECHANISMS],
+    ).start()
+    try:
+        yield SecureBroker(cluster, certs)
+    finally:
+        cluster.stop()
+
+
+def librdkafka_settings(broker: SecureBroker, listener: str, mechanism: str = "SCRAM-SHA-512",
+                        mutual_tls: bool = False, **extra: Any) -> dict[str, Any]:
+    """confluent-kafka (librdkafka) settings for ``listener``: the independent client's view of the same security."""
+    protocol = {"MTLS": "SSL", "WRONGHOST": "SSL", "PLAINONLY": "SASL_PLAINTEXT"}.get(listener, listener)
+    conf: dict[str, Any] = {"bootstrap.servers": broker.address(listener), "security.protocol": protocol}
+    if "SSL" in protocol:
+        conf["ssl.ca.location"] = str(broker.certs.ca_cert)
+        conf["ssl.endpoint.identification.algorithm"] = "https"
+    if mutual_tls:
+        conf["ssl.certificate.location"] = str(broker.certs.client_cert)
+        conf["ssl.key.location"] = str(broker.certs.client_key)
+    if protocol.startswith("SASL_"):
+        conf.update({"sasl.mechanism": mechanism, "sasl.username": USER, "sasl.password": PASSWORD})
+    conf.update(extra)
+    return conf
+
+
+def create_topic_secure(broker: SecureBroker, partitions: int = 1) -> str:
+    """A fresh topic, created over the PLAINTEXT listener (topic creation is not what these tests check)."""
+    from tests.conftest import create_topic
+
+    return create_topic(broker.plaintext_bootstrap, f"sec-{uuid.uuid4().hex[:12]}", partitions)
+
+
+def read_back_secure(broker: SecureBroker, listener: str, topic: str, expected: int,
+                     timeout: float = 30.0, **security: Any) -> list[tuple[bytes | None, bytes | None]]:
+    """(key, value) of every record in ``topic``, read with confluent-kafka over the secured ``listener``."""
+    import time
+
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer({
+        **librdkafka_settings(broker, listener, **security),
+        "group.id": f"sec-readback-{uuid.uuid4().hex}",
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "earliest",
+    })
+    try:
+        partitions = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        records: list[tuple[bytes | None, bytes | None]] = []
+        at_eof: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while len(at_eof) < len(partitions) or len(records) < expected:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"read {len(records)} of {expected} records from {topic} over {listener}")
+            for msg in consumer.consume(num_messages=1000, timeout=1.0):
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        at_eof.add(msg.partition())
+                        continue
+                    raise AssertionError(f"read-back error over {listener}: {err}")
+                at_eof.discard(msg.partition())
+                records.append((msg.key(), msg.value()))
+        return records
+    finally:
+        consumer.close()

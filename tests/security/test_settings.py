@@ -1,0 +1,201 @@
+"""Security settings and the SSLContext built from them: safe defaults, and errors that name the key (no broker)."""
+
+from __future__ import annotations
+
+import ssl
+import time
+from pathlib import Path
+
+import pytest
+
+from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.net.config import NetConfig
+from spark_kafka_sink.net.security import (
+    Hidden, SaslAuthentication, SecuritySettings, TlsHandshake, handshakes_for,
+)
+from spark_kafka_sink.producer.config import Secret
+from spark_kafka_sink.testing.certs import TestCertificates
+
+PASSWORD = "s3cret-Pa55-XYZZY"
+
+
+def settings(**options: object) -> SecuritySettings:
+    return SecuritySettings.from_options({k.replace("_", "."): v for k, v in options.items()})
+
+
+def test_plaintext_has_no_handshakes() -> None:
+    assert SecuritySettings.from_options({}).handshakes("h") == []
+    config = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092"})
+    assert handshakes_for("127.0.0.1", 9092, config) == []
+
+
+def test_verification_is_on_by_default(certs: TestCertificates) -> None:
+    s = settings(security_protocol="SSL", ssl_ca_location=str(certs.ca_cert))
+    context = s.ssl_context()
+    assert context.verify_mode is ssl.CERT_REQUIRED and context.check_hostname
+    assert context.minimum_version >= ssl.TLSVersion.TLSv1_2
+    assert s.ssl_context() is context  # built once per settings object
+    steps = s.handshakes("127.0.0.1")
+    assert [type(h) for h in steps] == [TlsHandshake]
+
+
+def test_system_cas_without_a_ca_file() -> None:
+    context = settings(security_protocol="SSL").ssl_context()
+    assert context.verify_mode is ssl.CERT_REQUIRED and context.check_hostname
+
+
+def test_empty_endpoint_identification_disables_only_the_hostname_check(certs: TestCertificates) -> None:
+    context = SecuritySettings.from_options({
+        "security.protocol": "SSL", "ssl.ca.location": str(certs.ca_cert),
+        "ssl.endpoint.identification.algorithm": "",
+    }).ssl_context()
+    assert not context.check_hostname
+    assert context.verify_mode is ssl.CERT_REQUIRED  # the chain is still verified
+
+
+def test_ssl_check_hostname_overrides(certs: TestCertificates) -> None:
+    s = SecuritySettings.from_options({"security.protocol": "SSL", "ssl.check.hostname": "false"})
+    assert not s.check_hostname
+    with pytest.raises(ConfigError) as info:
+        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.endpoint.identification.algorithm": "ldap"})
+    assert info.value.key == "ssl.endpoint.identification.algorithm"
+
+
+def test_java_truststore_location_with_pem_type(certs: TestCertificates) -> None:
+    s = SecuritySettings.from_options({"security.protocol": "SSL", "ssl.truststore.location": str(certs.ca_cert),
+                                       "ssl.truststore.type": "PEM"})
+    assert s.ca_location == str(certs.ca_cert)
+    s.ssl_context()
+
+
+@pytest.mark.parametrize("store_type", ["JKS", "PKCS12", "jks"])
+def test_other_truststore_types_say_convert_to_pem(store_type: str) -> None:
+    with pytest.raises(ConfigError, match="only PEM: convert it to PEM") as info:
+        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.truststore.location": "/x/truststore.jks",
+                                       "ssl.truststore.type": store_type})
+    assert info.value.key == "ssl.truststore.type"
+    assert "keytool" in str(info.value) and "openssl" in str(info.value)
+
+
+def test_java_keystore_options_are_refused() -> None:
+    with pytest.raises(ConfigError, match="ssl.certificate.location and ssl.key.location") as info:
+        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.keystore.location": "/x/k.jks"})
+    assert info.value.key == "ssl.keystore.location"
+
+
+@pytest.mark.parametrize(("key", "what"), [
+    ("ssl.ca.location", "does not exist"),
+    ("ssl.certificate.location", "does not exist"),
+])
+def test_missing_files_name_the_key(key: str, what: str, tmp_path: Path, certs: TestCertificates) -> None:
+    options = {"security.protocol": "SSL", "ssl.certificate.location": str(certs.client_cert),
+               "ssl.key.location": str(certs.client_key), key: str(tmp_path / "missing.pem")}
+    with pytest.raises(ConfigError, match=what) as info:
+        SecuritySettings.from_options(options).ssl_context()
+    assert info.value.key == key
+
+
+def test_ca_file_without_certificates(certs: TestCertificates) -> None:
+    with pytest.raises(ConfigError, match="no PEM CA certificate") as info:
+        settings(security_protocol="SSL", ssl_ca_location=str(certs.client_key)).ssl_context()
+    assert info.value.key == "ssl.ca.location"
+
+
+def test_client_certificate_plain_and_encrypted(certs: TestCertificates) -> None:
+    settings(security_protocol="SSL", ssl_certificate_location=str(certs.client_cert),
+             ssl_key_location=str(certs.client_key)).ssl_context()
+    s = SecuritySettings.from_options({
+        "security.protocol": "SSL", "ssl.certificate.location": str(certs.client_cert),
+        "ssl.key.location": str(certs.client_key_encrypted), "ssl.key.password": certs.client_key_password})
+    s.ssl_context()
+    assert certs.client_key_password not in repr(s)
+
+
+def test_encrypted_key_without_password_fails_instead_of_prompting(certs: TestCertificates) -> None:
+    # OpenSSL's default would read the passphrase from the terminal: a headless job would hang.
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match="encrypted: set ssl.key.password") as info:
+        SecuritySettings.from_options({
+            "security.protocol": "SSL", "ssl.certificate.location": str(certs.client_cert),
+            "ssl.key.location": str(certs.client_key_encrypted)}).ssl_context()
+    assert info.value.key == "ssl.key.password"
+    assert time.monotonic() - started < 5
+
+
+def test_wrong_key_password_names_the_key_not_the_password(certs: TestCertificates) -> None:
+    with pytest.raises(ConfigError, match="does not decrypt") as info:
+        SecuritySettings.from_options({
+            "security.protocol": "SSL", "ssl.certificate.location": str(certs.client_cert),
+            "ssl.key.location": str(certs.client_key_encrypted), "ssl.key.password": PASSWORD}).ssl_context()
+    assert info.value.key == "ssl.key.password" and PASSWORD not in str(info.value)
+
+
+def test_key_of_another_certificate(certs: TestCertificates) -> None:
+    with pytest.raises(ConfigError, match="not the private key") as info:
+        settings(security_protocol="SSL", ssl_certificate_location=str(certs.client_cert),
+                 ssl_key_location=str(certs.server_key)).ssl_context()
+    assert info.value.key == "ssl.key.location"
+
+
+def test_key_without_certificate() -> None:
+    with pytest.raises(ConfigError, match="mutual TLS needs both"):
+        settings(security_protocol="SSL", ssl_key_location="/x/client.key")
+
+
+# -- SASL ------------------------------------------------------------------------------------------------------------
+
+def test_sasl_from_username_and_password() -> None:
+    s = SecuritySettings.from_options({"security.protocol": "SASL_SSL", "sasl.mechanism": "scram-sha-512",
+                                       "sasl.username": "alice", "sasl.password": PASSWORD})
+    assert s.sasl_mechanism == "SCRAM-SHA-512" and s.sasl_username == "alice"
+    steps = s.handshakes("127.0.0.1")
+    assert [type(h) for h in steps] == [TlsHandshake, SaslAuthentication]
+    assert steps[1].name == "SASL/SCRAM-SHA-512"
+
+
+def test_sasl_from_jaas_config_and_secret_wrappers() -> None:
+    jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
+            f'username="alice" password="{PASSWORD}";')
+    s = SecuritySettings.from_options({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+                                       "sasl.jaas.config": Secret(jaas)})
+    assert s.sasl_username == "alice" and s.sasl_password == Hidden(PASSWORD)
+    s2 = SecuritySettings.from_options({"security.protocol": "SASL_PLAINTEXT", "sasl.username": "alice",
+                                        "sasl.password": Secret(PASSWORD)})
+    assert s2.sasl_password is not None and s2.sasl_password.reveal() == PASSWORD
+
+
+@pytest.mark.parametrize(("options", "key"), [
+    ({"sasl.username": "alice"}, "sasl.password"),
+    ({"sasl.password": PASSWORD}, "sasl.username"),
+    ({"sasl.mechanism": "GSSAPI", "sasl.username": "a", "sasl.password": PASSWORD}, "sasl.mechanism"),
+    ({"sasl.mechanism": "OAUTHBEARER", "sasl.username": "a", "sasl.password": PASSWORD}, "sasl.mechanism"),
+    ({"sasl.username": "a", "sasl.password": PASSWORD,
+      "sasl.jaas.config": f'org.apache.kafka.common.security.plain.PlainLoginModule required password="{PASSWORD}";'},
+     "sasl.jaas.config"),
+    ({"sasl.jaas.config": f'org.apache.kafka.common.security.plain.PlainLoginModule required password="{PASSWORD}";'},
+     "sasl.jaas.config"),
+])
+def test_sasl_errors_name_the_key_and_hide_the_password(options: dict[str, str], key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        SecuritySettings.from_options({"security.protocol": "SASL_PLAINTEXT", **options})
+    assert info.value.key == key
+    assert PASSWORD not in str(info.value) and PASSWORD not in repr(info.value)
+
+
+def test_bad_settings_fail_the_connection_not_the_io_loop() -> None:
+    # The factory runs inside the network client's I/O loop: a ConfigError becomes the connection's error.
+    config = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SASL_SSL"})
+    steps = handshakes_for("127.0.0.1", 9092, config)
+    assert len(steps) == 1
+    with pytest.raises(ConfigError, match="sasl.username"):
+        steps[0].start(None, 0)  # type: ignore[arg-type]
+
+
+def test_reprs_hide_secrets(certs: TestCertificates) -> None:
+    s = SecuritySettings.from_options({
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.username": "alice",
+        "sasl.password": PASSWORD, "ssl.certificate.location": str(certs.client_cert),
+        "ssl.key.location": str(certs.client_key_encrypted), "ssl.key.password": certs.client_key_password})
+    shown = repr(s) + str(s) + repr(s.handshakes("127.0.0.1")) + repr(s.sasl_password) + str(s.key_password)
+    assert PASSWORD not in shown and certs.client_key_password not in shown
+    assert "alice" in repr(s)
