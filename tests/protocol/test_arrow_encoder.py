@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, encode_arrow_batches
@@ -199,7 +199,7 @@ row_st = st.tuples(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(row_st, min_size=1, max_size=40), st.sampled_from([80, 300, 2000, 1 << 20]))
 def test_property_equal_reference(rows: list[Row], max_bytes: int) -> None:
     check(rows, encode(rows, max_bytes), max_bytes)

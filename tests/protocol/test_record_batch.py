@@ -6,7 +6,7 @@ import struct
 
 import crc32c
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spark_kafka_sink.errors import IllegalStateError, ProtocolError
@@ -244,7 +244,7 @@ record_st = st.builds(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(record_st, min_size=1, max_size=5), st.sampled_from(list(Codec)))
 def test_round_trip_property(records: list[Record], codec: Codec) -> None:
     b = decode_batch(encode_batch(records, compression=codec))
@@ -254,6 +254,7 @@ def test_round_trip_property(records: list[Record], codec: Codec) -> None:
     ]
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2**31 - 1), st.integers(-(2**63), 2**63 - 1), record_st)
 def test_record_size_matches_encoding(offset_delta: int, ts_delta: int, r: Record) -> None:
     assert record_size(offset_delta, ts_delta, r.key, r.value, r.headers) == len(
