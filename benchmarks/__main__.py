@@ -1,0 +1,154 @@
+"""``python -m benchmarks`` (``make bench``): every comparison of the benchmark issue in one process run.
+
+    python -m benchmarks                      # the full run (scale: see README "Benchmarks")
+    python -m benchmarks --quick              # tiny scale, for development and the smoke test
+    python -m benchmarks --only encoder,producer --rows 2000000 --rounds 5
+
+Prints a table per comparison, the targets met or missed, and writes ``benchmarks/results/<date>.json``,
+``<date>.md`` (the README table) and ``<date>.png`` (bars at the median, min..max whiskers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.context import Context, results_dir
+from benchmarks.harness import Comparison, load_average
+from benchmarks.machine import machine_info, uptime_line
+from benchmarks.report import format_table, markdown_table, plot, write_json
+from benchmarks.targets import missing_components, targets as all_targets
+from benchmarks.workload import Workload
+from spark_kafka_sink.testing.broker import REPO_ROOT
+
+GROUPS = ("encoder", "producer", "spark", "memory")
+VALUE_SIZES = (10, 1000, 10_000)  # plus the base 100 B
+CODECS = ("none", "gzip", "snappy", "zstd")  # plus the base lz4
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="tiny scale: checks the scripts work, measures nothing")
+    p.add_argument("--only", default=",".join(GROUPS), help=f"comma-separated groups of {GROUPS}")
+    p.add_argument("--rounds", type=int, help="rounds per comparison (default 3)")
+    p.add_argument("--rows", type=int, help="rows of the main encoder and Spark workload (default 10,000,000)")
+    p.add_argument("--producer-rows", type=int,
+                   help="rows of the main producer workload (default: --rows / 5, see README)")
+    p.add_argument("--sweep-rows", type=int, help="max rows per sweep point (default 1,000,000)")
+    p.add_argument("--sweep-mb", type=int, help="max MB per sweep point (default 256)")
+    p.add_argument("--sweep", default=None,
+                   help="groups that sweep value size and codec (default encoder,producer; 'none' for none)")
+    p.add_argument("--memory-gb", type=float, help="volume written by the memory benchmark (default 5)")
+    p.add_argument("--buffer-memory-mb", type=int, default=32, help="producer buffer.memory (default 32 MB)")
+    p.add_argument("--bootstrap", help="use this broker instead of starting one")
+    p.add_argument("--out", type=Path, help="results directory (default benchmarks/results)")
+    p.add_argument("--tag", default="", help="suffix of the result file names")
+    a = p.parse_args(argv)
+    quick = a.quick
+    a.rounds = a.rounds or 3
+    a.rows = a.rows or (20_000 if quick else 10_000_000)
+    a.producer_rows = a.producer_rows or (a.rows if quick else max(1, a.rows // 5))
+    a.sweep_rows = a.sweep_rows or (5_000 if quick else 1_000_000)
+    a.sweep_mb = a.sweep_mb or (4 if quick else 256)
+    a.memory_gb = a.memory_gb or (0.02 if quick else 5.0)
+    a.sweep = a.sweep if a.sweep is not None else "encoder,producer"
+    a.groups = [g for g in a.only.split(",") if g]
+    bad = [g for g in a.groups if g not in GROUPS]
+    if bad:
+        p.error(f"unknown group(s) {bad}: choose from {GROUPS}")
+    if a.rounds < 1:
+        p.error("--rounds must be >= 1")
+    a.tag = a.tag or ("quick" if quick else "")
+    return a
+
+
+def sweep_points(base: Workload, rows: int, max_bytes: int) -> list[tuple[str, Workload]]:
+    points = []
+    for size in VALUE_SIZES:
+        w = base.with_(value_size=size)
+        points.append((f"{size} B {base.codec}", w.with_(rows=max(1, min(rows, max_bytes // w.record_bytes)))))
+    for codec in CODECS:
+        w = base.with_(codec=codec)
+        points.append((f"{base.value_size} B {codec}", w.with_(rows=max(1, min(rows, max_bytes // w.record_bytes)))))
+    return points
+
+
+def _run_group(group: str, ctx: Context, a: argparse.Namespace, sweeps: set[str]) -> list[Comparison]:
+    base = Workload(rows=a.rows)
+    sweep = sweep_points(base, a.sweep_rows, a.sweep_mb << 20)
+    if group == "encoder":
+        from benchmarks import bench_encoder
+        return bench_encoder.run(ctx, base, sweep if group in sweeps else [])
+    if group == "producer":
+        from benchmarks import bench_producer
+        pbase = base.with_(rows=a.producer_rows)
+        return bench_producer.run(ctx, pbase, sweep if group in sweeps else [], a.buffer_memory_mb)
+    if group == "spark":
+        from benchmarks import bench_spark
+        return bench_spark.run(ctx, base, sweep if group in sweeps else [])
+    from benchmarks import bench_memory
+    return bench_memory.run(ctx, base, int(a.memory_gb * (1 << 30)), a.buffer_memory_mb)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    started = time.time()
+    signal.signal(signal.SIGTERM, _interrupt)  # unwind like Ctrl-C: the broker, Spark and topics are cleaned up
+    ctx = Context(rounds=a.rounds, quick=a.quick, bootstrap_arg=a.bootstrap)
+    machine = machine_info(REPO_ROOT)
+    print(f"machine: {machine['cpu_model']}, {machine['cores']} cores, {machine['memory_gb']} GB, "
+          f"Python {machine['python']}, {machine['java']}")
+    print(f"load at start: {machine['uptime_at_start']}")
+    sweeps = {g for g in a.sweep.split(",") if g and g != "none"}
+    comps: list[Comparison] = []
+    group_seconds: dict[str, float] = {}
+    try:
+        for group in a.groups:
+            print(f"\n### {group}")
+            t0 = time.monotonic()
+            comps += _run_group(group, ctx, a, sweeps)
+            group_seconds[group] = round(time.monotonic() - t0, 1)
+    finally:
+        ctx.close()
+    targets = [t.evaluate(comps) for t in all_targets(a.buffer_memory_mb) if t.group in a.groups]
+    print(format_table(comps, targets))
+    out_dir = a.out or results_dir()
+    stem = dt.date.today().isoformat() + (f"-{a.tag}" if a.tag else "")
+    payload: dict[str, Any] = {
+        "date": dt.datetime.now().isoformat(timespec="seconds"),
+        "argv": sys.argv[1:] if argv is None else argv,
+        "duration_s": round(time.time() - started, 1),
+        "group_seconds": group_seconds,
+        "scale": {"rounds": a.rounds, "rows": a.rows, "producer_rows": a.producer_rows,
+                  "sweep_rows": a.sweep_rows, "sweep_mb": a.sweep_mb, "sweep_groups": sorted(sweeps),
+                  "memory_gb": a.memory_gb, "buffer_memory_mb": a.buffer_memory_mb, "quick": a.quick},
+        "machine": machine,
+        "load_at_end": load_average(),
+        "uptime_at_end": uptime_line(),
+        "missing": missing_components(),
+        "targets": targets,
+        "comparisons": [c.to_json() for c in comps],
+    }
+    write_json(out_dir / f"{stem}.json", payload)
+    (out_dir / f"{stem}.md").write_text(markdown_table(comps, targets) + "\n")
+    png = plot(comps, out_dir / f"{stem}.png",
+               f"spark-kafka-sink benchmarks {payload['date']} - {machine['cpu_model']}, {machine['cores']} cores, "
+               f"load {machine['uptime_at_start'].split('load average:')[-1].strip()}")
+    print(f"\nwrote {out_dir / (stem + '.json')}, {stem}.md" + (f", {png.name}" if png else " (no matplotlib: no plot)"))
+    print(f"total {payload['duration_s']:.0f} s; load at end: {payload['uptime_at_end']}")
+    failed = [r.name for c in comps for r in c.results if r.error]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Shared, lazily started resources of one benchmark run: the broker, topics, the Spark session, CPU pinning.
+
+The broker is ``spark_kafka_sink.testing.KafkaCluster`` (one KRaft node from the Maven jars, on free ports), started
+on first use and stopped at the end, or an existing one given with ``--bootstrap``. Every measured run writes to a
+fresh topic that is deleted afterwards, so no run pays for the previous one's data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spark_kafka_sink.testing.broker import REPO_ROOT, KafkaCluster, fetch_jars, spark_connector_jars
+
+__all__ = ["Context", "pinned_to_one_core"]
+
+
+@dataclass
+class Context:
+    rounds: int
+    quick: bool
+    log: Callable[[str], None] = print
+    bootstrap_arg: str | None = None
+    spark_memory: str = "4g"
+    _cluster: KafkaCluster | None = None
+    _spark: Any = None
+    _topics: list[str] = field(default_factory=list)
+
+    # ------------------------------------------------------------------------------------------- broker
+    @property
+    def bootstrap(self) -> str:
+        if self.bootstrap_arg:
+            return self.bootstrap_arg
+        if self._cluster is None:
+            self.log("  starting a local Kafka broker (KRaft, one node) ...")
+            fetch_jars()
+            self._cluster = KafkaCluster(size=1).start()
+            self.log(f"  broker at {self._cluster.bootstrap_servers}")
+        return self._cluster.bootstrap_servers
+
+    def broker_pids(self) -> list[int]:
+        return self._cluster.pids() if self._cluster is not None else []
+
+    def _admin(self) -> Any:
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient({"bootstrap.servers": self.bootstrap})
+
+    def create_topic(self, partitions: int, prefix: str = "bench") -> str:
+        from confluent_kafka.admin import NewTopic
+
+        name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+        admin = self._admin()
+        admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)],
+                            operation_timeout=30)[name].result(timeout=60)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # wait until every partition has a leader in the metadata
+            topic = admin.list_topics(name, timeout=10).topics.get(name)
+            if topic is not None and topic.error is None and len(topic.partitions) == partitions and all(
+                    p.leader >= 0 for p in topic.partitions.values()):
+                self._topics.append(name)
+                return name
+            time.sleep(0.1)
+        raise RuntimeError(f"topic {name} never got leaders for its {partitions} partitions")
+
+    def topic_record_count(self, name: str) -> int:
+        """Records in the topic by end offsets (counts transaction markers too, one per partition and commit)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"bench-{uuid.uuid4().hex}"})
+        try:
+            parts = consumer.list_topics(name, timeout=10).topics[name].partitions
+            total = 0
+            for p in parts:
+                low, high = consumer.get_watermark_offsets(TopicPartition(name, p), timeout=10)
+                total += high - low
+            return total
+        finally:
+            consumer.close()
+
+    def delete_topic(self, name: str) -> None:
+        with contextlib.suppress(Exception):
+            self._admin().delete_topics([name], operation_timeout=30)[name].result(timeout=60)
+        with contextlib.suppress(ValueError):
+            self._topics.remove(name)
+
+    # -------------------------------------------------------------------------------------------- spark
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            self._spark = self._start_spark()
+        return self._spark
+
+    def _start_spark(self) -> Any:
+        from pyspark.sql import SparkSession
+
+        self.log("  starting Spark (local[2]) ...")
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        # Python workers import benchmarks.spark_noop (the do-nothing writer) from the repo root.
+        paths = [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+        jars = ",".join(str(p) for p in spark_connector_jars())
+        session = (
+            SparkSession.builder.master("local[2]")
+            .appName("spark-kafka-sink-bench")
+            .config("spark.jars", jars)
+            .config("spark.ui.enabled", "false")
+            .config("spark.driver.memory", self.spark_memory)
+            .config("spark.sql.shuffle.partitions", "12")
+            .config("spark.python.worker.reuse", "true")
+            .config("spark.sql.session.timeZone", "UTC")
+            .getOrCreate()
+        )
+        session.sparkContext.setLogLevel("ERROR")
+        return session
+
+    # ------------------------------------------------------------------------------------------ cleanup
+    def close(self) -> None:
+        for name in list(self._topics):
+            self.delete_topic(name)
+        if self._spark is not None:
+            with contextlib.suppress(Exception):
+                self._spark.stop()
+            self._spark = None
+        if self._cluster is not None:
+            self._cluster.stop()
+            self._cluster = None
+
+
+@contextlib.contextmanager
+def pinned_to_one_core() -> Iterator[int | None]:
+    """Run the block with the calling thread (and threads it starts) allowed on one CPU only; yields that CPU.
+
+    Linux applies affinity per thread: this pins the thread that does the measured work (encoders run inline in
+    it), not threads that already exist elsewhere in the process.
+    """
+    if not hasattr(os, "sched_getaffinity"):
+        yield None
+        return
+    before = os.sched_getaffinity(0)
+    cpu = max(before)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield cpu
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def results_dir() -> Path:
+    return REPO_ROOT / "benchmarks" / "results"

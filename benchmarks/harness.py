@@ -1,0 +1,205 @@
+"""The comparison harness: contenders of one comparison run in this process, alternating, round after round.
+
+A contender is a callable that does one complete measured run and returns a ``Sample`` (how many units it moved
+and how long the measured part took; set-up such as building inputs or creating topics happens outside its own
+timer). ``run_comparison`` calls every contender once per round, rotating the starting contender each round so no
+contender always runs first (cold caches) or last (a busy broker still compacting the previous run), and reports the
+median and the min..max spread of the rates, and each contender's median as a ratio of the baseline's median.
+
+Rates are "units per second" (records/s, rows/s) unless a comparison is a "lower is better" one (memory): then
+the value is the sample's ``value`` (e.g. peak RSS in MB) and the ratio is still ``median / baseline median``.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Sample", "Contender", "ContenderResult", "Comparison", "Target", "run_comparison", "load_average"]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured run: ``units`` moved in ``seconds`` (its own timer), or a plain ``value`` (e.g. MB)."""
+
+    units: float = 0.0
+    seconds: float = 0.0
+    value: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def measure(self) -> float:
+        if self.value is not None:
+            return self.value
+        return self.units / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class Contender:
+    """A named measured run. ``unavailable`` (a reason) keeps it in the report as skipped, never run."""
+
+    name: str
+    run: Callable[[], Sample]
+    unavailable: str | None = None
+
+
+@dataclass
+class ContenderResult:
+    name: str
+    samples: list[float] = field(default_factory=list)
+    extras: list[dict[str, Any]] = field(default_factory=list)
+    skipped: str | None = None
+    error: str | None = None
+    ratio: float | None = None  # median / baseline median
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.samples) and self.skipped is None and self.error is None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples) if self.samples else 0.0
+
+    @property
+    def low(self) -> float:
+        return min(self.samples) if self.samples else 0.0
+
+    @property
+    def high(self) -> float:
+        return max(self.samples) if self.samples else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.ok:
+            out.update(median=self.median, min=self.low, max=self.high, ratio=self.ratio, samples=self.samples)
+            if any(self.extras):
+                out["extras"] = self.extras
+        if self.skipped:
+            out["skipped"] = self.skipped
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+@dataclass
+class Comparison:
+    """The results of one comparison (one workload point): contenders, baseline, parameters, load around it."""
+
+    group: str  # "encoder", "producer", "spark", "memory"
+    title: str
+    unit: str
+    baseline: str
+    params: dict[str, Any]
+    results: list[ContenderResult]
+    higher_is_better: bool = True
+    load_before: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    load_after: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    wall_seconds: float = 0.0
+
+    def result(self, name: str) -> ContenderResult | None:
+        return next((r for r in self.results if r.name == name), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group, "title": self.title, "unit": self.unit, "baseline": self.baseline,
+            "higher_is_better": self.higher_is_better, "params": self.params,
+            "load_before": self.load_before, "load_after": self.load_after,
+            "wall_seconds": round(self.wall_seconds, 1),
+            "contenders": [r.to_json() for r in self.results],
+        }
+
+
+@dataclass(frozen=True)
+class Target:
+    """A goal from the benchmark issue: ``subject`` vs ``reference`` in one comparison, ratio >= ``at_least``
+    (or, for an absolute goal, ``subject``'s median >= / <= ``absolute``)."""
+
+    group: str
+    name: str
+    comparison: str  # Comparison.title
+    subject: str
+    reference: str | None = None
+    at_least: float | None = None
+    at_most_abs: float | None = None
+    at_least_abs: float | None = None
+
+    def evaluate(self, comps: Sequence[Comparison]) -> dict[str, Any]:
+        out: dict[str, Any] = {"target": self.name, "comparison": self.comparison}
+        comp = next((c for c in comps if c.title == self.comparison), None)
+        subj = comp.result(self.subject) if comp else None
+        if comp is None or subj is None or not subj.ok:
+            why = "comparison not run" if comp is None else (
+                subj.skipped or subj.error if subj else f"no contender {self.subject}")
+            return {**out, "status": "not measured", "why": why}
+        if self.reference is not None:
+            ref = comp.result(self.reference)
+            if ref is None or not ref.ok or ref.median == 0:
+                return {**out, "status": "not measured", "why": f"reference {self.reference} did not run"}
+            actual = subj.median / ref.median
+            met = actual >= (self.at_least or 0.0)
+            return {**out, "status": "met" if met else "missed", "actual": round(actual, 3),
+                    "required": self.at_least}
+        value = subj.median
+        if self.at_least_abs is not None:
+            return {**out, "status": "met" if value >= self.at_least_abs else "missed", "actual": value,
+                    "required": f">= {self.at_least_abs:g}"}
+        if self.at_most_abs is None:
+            raise ValueError(f"target {self.name} has no bound")
+        return {**out, "status": "met" if value <= self.at_most_abs else "missed", "actual": value,
+                "required": f"<= {self.at_most_abs:g}"}
+
+
+def load_average() -> tuple[float, float, float]:
+    try:
+        one, five, fifteen = os.getloadavg()
+        return (round(one, 2), round(five, 2), round(fifteen, 2))
+    except OSError:
+        return (0.0, 0.0, 0.0)
+
+
+def run_comparison(group: str, title: str, unit: str, contenders: Sequence[Contender], rounds: int,
+                   params: dict[str, Any] | None = None, higher_is_better: bool = True,
+                   log: Callable[[str], None] = print) -> Comparison:
+    """Run every available contender ``rounds`` times, alternating; the first contender is the baseline."""
+    if rounds < 1:
+        raise ValueError("rounds must be >= 1")
+    results = [ContenderResult(c.name, skipped=c.unavailable) for c in contenders]
+    live = [(c, r) for c, r in zip(contenders, results) if c.unavailable is None]
+    comp = Comparison(group, title, unit, contenders[0].name, dict(params or {}), results, higher_is_better,
+                      load_before=load_average())
+    start = time.monotonic()
+    for rnd in range(rounds):
+        shift = rnd % len(live) if live else 0
+        for contender, result in live[shift:] + live[:shift]:
+            if result.error is not None:
+                continue  # a contender that failed once is not retried: its error is the result
+            try:
+                sample = contender.run()
+            except Exception as exc:  # a broken contender must not take the whole run down
+                result.error = f"{type(exc).__name__}: {exc}"
+                log(f"    {contender.name}: FAILED {result.error}")
+                log("      " + traceback.format_exc(limit=3).replace("\n", "\n      "))
+                continue
+            result.samples.append(sample.measure)
+            result.extras.append(sample.extra)
+            log(f"    round {rnd + 1}/{rounds} {contender.name}: {_fmt(sample.measure)} {unit}")
+    comp.wall_seconds = time.monotonic() - start
+    comp.load_after = load_average()
+    base = results[0]
+    for r in results:
+        if r.ok and base.ok and base.median > 0:
+            r.ratio = round(r.median / base.median, 3)
+    return comp
+
+
+def _fmt(x: float) -> str:
+    if x >= 1e6:
+        return f"{x / 1e6:.2f}M"
+    if x >= 1e3:
+        return f"{x / 1e3:.1f}k"
+    return f"{x:.1f}"

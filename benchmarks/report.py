@@ -1,0 +1,123 @@
+"""Output of a run: the printed table, ``results/<date>.json``, a markdown table for the README, a PNG bar plot."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import Comparison
+
+__all__ = ["format_table", "markdown_table", "write_json", "plot", "human"]
+
+
+def human(x: float, unit: str = "") -> str:
+    if unit == "MB":
+        return f"{x:.0f}"
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.2f}{suffix}"
+    return f"{x:.1f}"
+
+
+def _rows(comp: Comparison) -> list[tuple[str, str, str, str]]:
+    rows = []
+    for r in comp.results:
+        if r.ok:
+            spread = f"{human(r.low, comp.unit)} .. {human(r.high, comp.unit)}"
+            ratio = f"{r.ratio:.2f}x" if r.ratio is not None else "-"
+            rows.append((r.name, human(r.median, comp.unit), spread, ratio))
+        else:
+            why = r.skipped or r.error or "no samples"
+            rows.append((r.name, "-", "skipped: " + why[:70] if r.skipped else "FAILED: " + why[:70], "-"))
+    return rows
+
+
+def format_table(comps: Sequence[Comparison], targets: Sequence[dict[str, Any]]) -> str:
+    lines = []
+    for comp in comps:
+        rounds = max((len(r.samples) for r in comp.results), default=0)
+        lines.append(f"\n== {comp.title}  [{comp.unit}, median of {rounds}, ratio vs {comp.baseline}; "
+                     f"load {comp.load_before[0]:.2f} -> {comp.load_after[0]:.2f}, {comp.wall_seconds:.0f} s]")
+        rows = _rows(comp)
+        widths = [max(len(row[i]) for row in rows + [("contender", "median", "min .. max", "ratio")])
+                  for i in range(4)]
+        header = ("contender", "median", "min .. max", "ratio")
+        for row in [header] + rows:
+            lines.append("  " + "  ".join(cell.ljust(w) if i in (0, 2) else cell.rjust(w)
+                                          for i, (cell, w) in enumerate(zip(row, widths))))
+    if targets:
+        lines.append("\n== targets")
+        for t in targets:
+            actual = t.get("actual")
+            shown = f"{actual:.2f}" if isinstance(actual, float) else str(actual) if actual is not None else "-"
+            extra = f" ({t['why']})" if "why" in t else ""
+            lines.append(f"  [{t['status']:>12}] {t['target']}: {shown} (required {t.get('required', '-')})"
+                         f"{extra}")
+    return "\n".join(lines)
+
+
+def markdown_table(comps: Sequence[Comparison], targets: Sequence[dict[str, Any]]) -> str:
+    out = ["| comparison | contender | median | min .. max | ratio |", "|---|---|---:|---|---:|"]
+    for comp in comps:
+        for i, (name, median, spread, ratio) in enumerate(_rows(comp)):
+            label = f"{comp.title} ({comp.unit})" if i == 0 else ""
+            out.append(f"| {label} | {name} | {median} | {spread} | {ratio} |")
+    if targets:
+        out += ["", "| target | result | required | status |", "|---|---:|---|---|"]
+        for t in targets:
+            actual = t.get("actual")
+            shown = f"{actual:.2f}" if isinstance(actual, float) else "-" if actual is None else str(actual)
+            status = t["status"] + (f" ({t['why']})" if "why" in t else "")
+            out.append(f"| {t['target']} | {shown} | {t.get('required', '-')} | {status} |")
+    return "\n".join(out)
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=1, sort_keys=False, default=str) + "\n")
+
+
+def plot(comps: Sequence[Comparison], path: Path, title: str) -> Path | None:
+    """One panel per comparison: a bar per contender at its median, whiskers from min to max."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    shown = [c for c in comps if any(r.ok for r in c.results)]
+    if not shown:
+        return None
+    cols = min(3, len(shown))
+    nrows = math.ceil(len(shown) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(6.0 * cols, 3.6 * nrows), squeeze=False)
+    palette = plt.get_cmap("tab10")
+    names = sorted({r.name for c in shown for r in c.results})
+    color = {n: palette(i % 10) for i, n in enumerate(names)}
+    for ax, comp in zip(axes.flat, shown):
+        ok = [r for r in comp.results if r.ok]
+        medians = [r.median for r in ok]
+        err = [[r.median - r.low for r in ok], [r.high - r.median for r in ok]]
+        ypos = range(len(ok))
+        ax.barh(list(ypos), medians, xerr=err, capsize=4, color=[color[r.name] for r in ok])
+        ax.set_yticks(list(ypos), [r.name for r in ok], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(comp.title, fontsize=9)
+        ax.set_xlabel(comp.unit, fontsize=8)
+        ax.tick_params(axis="x", labelsize=8)
+        for y, r in zip(ypos, ok):
+            label = human(r.median, comp.unit) + (f"  {r.ratio:.2f}x" if r.ratio is not None else "")
+            ax.text(r.high, y, "  " + label, va="center", fontsize=7)
+        ax.margins(x=0.3)
+    for ax in list(axes.flat)[len(shown):]:
+        ax.axis("off")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path

@@ -1,0 +1,80 @@
+"""The goals of the benchmark issue, each tied to a comparison and contenders, and what is not built yet."""
+
+from __future__ import annotations
+
+import importlib
+
+from benchmarks.harness import Target
+
+__all__ = ["targets", "missing_components", "producer_class", "sink_available",
+           "SPARK_BUILTIN", "NOOP_WRITER", "SINK_ALO", "SINK_EOS", "SEND_BATCH", "SEND", "CONFLUENT", "KAFKA_PYTHON",
+           "JAVA_PERF", "ENC_SPARK_SLICES", "MEMORY_SINK"]
+
+# Contender names, shared by the bench modules and the targets.
+SPARK_BUILTIN = "Spark format(kafka)"
+NOOP_WRITER = "do-nothing Arrow writer"
+SINK_ALO = "pykafka-sink at_least_once"
+SINK_EOS = "pykafka-sink exactly_once"
+SEND_BATCH = "send_batch"
+SEND = "send"
+CONFLUENT = "confluent-kafka produce loop"
+KAFKA_PYTHON = "kafka-python"
+JAVA_PERF = "Java ProducerPerformance"
+ENC_SPARK_SLICES = "arrow_encoder 10k-row batches"
+MEMORY_SINK = "pykafka-sink worker above baseline"
+
+_TARGETS = [
+    Target("spark", "sink >= 1.5x Spark's format(kafka)", "spark 100 B lz4", SINK_ALO, SPARK_BUILTIN, at_least=1.5),
+    Target("spark", "sink >= 0.8x do-nothing Arrow writer", "spark 100 B lz4", SINK_ALO, NOOP_WRITER, at_least=0.8),
+    Target("spark", "exactly_once within 10% of at_least_once", "spark 100 B lz4", SINK_EOS, SINK_ALO,
+           at_least=0.9),
+    Target("producer", "send_batch >= 2x confluent-kafka loop", "producer 100 B lz4", SEND_BATCH, CONFLUENT,
+           at_least=2.0),
+    Target("producer", "send_batch >= 10x kafka-python", "producer 100 B lz4", SEND_BATCH, KAFKA_PYTHON,
+           at_least=10.0),
+    Target("encoder", "encoder >= 5 M records/s on one core (lz4)", "encoder 100 B lz4", ENC_SPARK_SLICES,
+           at_least_abs=5e6),
+    Target("encoder", "encoder >= 5 M records/s on one core (no codec)", "encoder 100 B none", ENC_SPARK_SLICES,
+           at_least_abs=5e6),
+]
+
+
+def targets(buffer_memory_mb: int) -> list[Target]:
+    """Every goal. The memory comparison's values are MB of peak RSS above the do-nothing writer's worker
+    (interpreter, pyarrow, Spark's Arrow batches): what the sink itself adds, held to buffer.memory + 64 MB."""
+    bound = buffer_memory_mb + 64
+    return _TARGETS + [
+        Target("memory", f"sink worker peak RSS <= buffer.memory + 64 MB ({bound} MB)", "memory", MEMORY_SINK,
+               at_most_abs=bound),
+    ]
+
+
+def producer_class() -> type | None:
+    """``spark_kafka_sink.producer.KafkaProducer`` if it exists yet."""
+    try:
+        module = importlib.import_module("spark_kafka_sink.producer")
+    except ImportError:
+        return None
+    cls = getattr(module, "KafkaProducer", None)
+    return cls if isinstance(cls, type) else None
+
+
+def sink_available() -> str | None:
+    """None if the ``pykafka-sink`` DataSource can be imported, else why not."""
+    try:
+        module = importlib.import_module("pyspark_kafka_sink")
+    except ImportError as exc:
+        return f"pyspark_kafka_sink does not import: {exc}"
+    if getattr(module, "DefaultSource", None) is None:
+        return "pyspark_kafka_sink.DefaultSource (the pykafka-sink DataSource) does not exist yet"
+    return None
+
+
+def missing_components() -> list[str]:
+    missing = []
+    if producer_class() is None:
+        missing.append("spark_kafka_sink.producer.KafkaProducer (send / send_batch contenders)")
+    why = sink_available()
+    if why is not None:
+        missing.append(f"pykafka-sink DataSource ({why})")
+    return missing
