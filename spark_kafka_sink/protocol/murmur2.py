@@ -1,7 +1,7 @@
 """Murmur2 exactly as the Java client's ``Utils.murmur2`` (the default partitioner's key hash). Pure.
 
     murmur2(key: bytes) -> int                           # signed int32, equal to Java's return value
-    murmur2_array(keys: pa.Array) -> np.ndarray[int32]   # vectorized; null keys hash to 0 (check validity)
+    murmur2_array(keys: pa.Array) -> np.ndarray[int32]   # vectorized; null rows: meaningless (check validity)
     partition_for_key(hash, n) -> int                    # (hash & 0x7fffffff) % n
     partitions_for_keys(keys: pa.Array, n) -> np.ndarray[int32]   # -1 where the key is null
 
@@ -66,7 +66,7 @@ def partition_for_key(hash_: int, num_partitions: int) -> int:
 def binary_buffers(arr: pa.Array | pa.ChunkedArray) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
     """(offsets int64 of len(arr)+1, data uint8) for a binary/string array of any width, without copying data.
 
-    ``data[offsets[i]:offsets[i+1]]`` are row i's bytes (empty for a null row). Other types are cast to binary."""
+    ``data[offsets[i]:offsets[i+1]]`` are row i's bytes (meaningless for a null row). Other types are cast."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     t = arr.type
@@ -84,7 +84,7 @@ def binary_buffers(arr: pa.Array | pa.ChunkedArray) -> tuple[npt.NDArray[np.int6
 
 def murmur2_array(keys: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.int32]:
     """Java murmur2 of every key of a binary/string array, vectorized (no per-key Python loop except for the few
-    longest keys, see ``_SCALAR_TAIL_KEYS``). Null keys get 0: use the array's validity to tell them apart."""
+    longest keys, see ``_SCALAR_TAIL_KEYS``). Null keys get a meaningless value: check the array's validity."""
     offsets, data = binary_buffers(keys)
     n = len(offsets) - 1
     if n == 0:
