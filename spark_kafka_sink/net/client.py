@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spark_kafka_sink.errors import (
-    IllegalStateError, KafkaConnectionError, KafkaError, KafkaTimeoutError, raise_for_code,
+    IllegalStateError, KafkaConnectionError, KafkaError, raise_for_code,
 )
 from spark_kafka_sink.net.config import NetConfig, format_address
 from spark_kafka_sink.net.connection import BrokerConnection, Completion, ConnectionState, monotonic_ms

@@ -35,18 +35,17 @@ import selectors
 import socket
 import ssl
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import (
     IllegalStateError, KafkaConnectionError, KafkaError, KafkaTimeoutError, ProtocolError, UnsupportedVersionError,
 )
 from spark_kafka_sink.net.config import NetConfig, format_address
-from spark_kafka_sink.net.handshake import Handshake, HandshakeStatus
+from spark_kafka_sink.net.handshake import Handshake, HandshakeRunner, HandshakeStatus
 from spark_kafka_sink.net.security_errors import plaintext_reply_error, tls_io_error
-from spark_kafka_sink.protocol.framing import FrameDecoder, decode_response, encode_request, peek_correlation_id
+from spark_kafka_sink.net.inflight import WOULD_BLOCK, Completion, InFlightRequest, RequestPurpose, RequestQueue
+from spark_kafka_sink.protocol.framing import FrameDecoder, decode_response, peek_correlation_id
 from spark_kafka_sink.protocol.messages import API_VERSIONS, ApiSpec
 from spark_kafka_sink.protocol.versions import (
     BrokerVersions, api_versions_request, api_versions_retry_version, parse_api_versions, select_version,
@@ -81,39 +80,8 @@ _TRANSITIONS: dict[ConnectionState, frozenset[ConnectionState]] = {
     _S.CLOSED: frozenset(),
 }
 _SETTING_UP = frozenset({_S.CONNECTING, _S.HANDSHAKE, _S.NEGOTIATING})
-_WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 _RECV_SIZE = 256 * 1024
 _READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
-
-
-class _Purpose(enum.Enum):
-    USER = "user"  # sent with send(): completes through drain_completions()
-    HANDSHAKE = "handshake"  # sent by a handshake through its context: answered via take_response()
-    NEGOTIATION = "negotiation"  # our own ApiVersions
-
-
-@dataclass(eq=False)
-class InFlightRequest:
-    """A request queued or sent on this connection. ``tag`` is whatever the caller attached."""
-
-    correlation_id: int
-    api: ApiSpec
-    version: int
-    expect_response: bool
-    enqueued_ms: int
-    deadline_ms: int
-    purpose: _Purpose
-    tag: Any = None
-
-
-@dataclass(frozen=True)
-class Completion:
-    """A finished request: ``body`` (None for expect_response=False) or ``error`` (retriable on disconnect)."""
-
-    request: InFlightRequest
-    body: dict[str, Any] | None
-    error: KafkaError | None
-    completed_ms: int
 
 
 class BrokerConnection:
@@ -145,18 +113,11 @@ class BrokerConnection:
         self._sock: socket.socket | None = None
         self._events = 0  # events currently registered with the selector
         self._decoder = FrameDecoder()
-        self._next_correlation_id = 0
-        self._unsent: deque[tuple[memoryview, InFlightRequest]] = deque()
-        self._unsent_offset = 0  # bytes of _unsent[0] already written
-        self._awaiting: deque[InFlightRequest] = deque()  # written or queued, response expected, in order
+        self._requests = RequestQueue(config.client_id)
         self._completions: list[Completion] = []
         self._setup_deadline_ms = 0
         self._attempts = 0  # rotates through resolved addresses on successive attempts
-        self._hooks: list[Handshake] = []
-        self._hook_index = 0
-        self._hook_started = False
-        self._hook_want = HandshakeStatus.WANT_READ
-        self._hook_responses: deque[dict[str, Any]] = deque()
+        self._handshakes = HandshakeRunner((), _Context(self))  # replaced on each attempt
         self._api_versions_retried = False
 
     # ------------------------------------------------------------------------------------------ state
@@ -174,7 +135,7 @@ class BrokerConnection:
     @property
     def in_flight_count(self) -> int:
         """Requests sent (or queued) and not yet completed: awaiting a response, or acks=0 not yet written."""
-        return len(self._awaiting) + sum(1 for _, r in self._unsent if not r.expect_response)
+        return len(self._requests)
 
     # ------------------------------------------------------------------------------------------ connect
 
@@ -220,39 +181,30 @@ class BrokerConnection:
 
     def _on_connected(self, now_ms: int) -> None:
         self._transition(ConnectionState.HANDSHAKE)
-        self._hooks = list(self._handshake_factory()) if self._handshake_factory else []
-        self._hook_index = 0
-        self._hook_started = False
+        hooks = self._handshake_factory() if self._handshake_factory else ()
+        self._handshakes = HandshakeRunner(hooks, _Context(self))
         self._step_handshakes(now_ms)
 
     def _step_handshakes(self, now_ms: int) -> None:
-        while self._hook_index < len(self._hooks):
-            hook = self._hooks[self._hook_index]
-            try:
-                if self._hook_started:
-                    status = hook.step(_Context(self), now_ms)
-                else:
-                    self._hook_started = True
-                    status = hook.start(_Context(self), now_ms)
-            except KafkaError as exc:
-                self._fail(exc, now_ms)
-                return
-            except OSError as exc:
-                self._fail(KafkaConnectionError(f"{hook.name} handshake with {self.address} failed: {exc}",
-                                                address=self.address), now_ms)
-                return
-            if status is not HandshakeStatus.DONE:
-                self._hook_want = status
-                self._update_interest()
-                return
-            self._hook_index += 1
-            self._hook_started = False
+        try:
+            done = self._handshakes.advance(now_ms)
+        except KafkaError as exc:
+            self._fail(exc, now_ms)
+            return
+        except OSError as exc:
+            name = getattr(self._handshakes.current, "name", "security")
+            self._fail(KafkaConnectionError(f"{name} handshake with {self.address} failed: {exc}",
+                                            address=self.address), now_ms)
+            return
+        if not done:
+            self._update_interest()
+            return
         self._transition(ConnectionState.NEGOTIATING)
         self._send_api_versions(API_VERSIONS.max_version, now_ms)
 
     def _send_api_versions(self, version: int, now_ms: int) -> None:
         body = api_versions_request(version, self.config.client_software_name, self.config.client_software_version)
-        self._enqueue(API_VERSIONS, version, body, now_ms, True, None, _Purpose.NEGOTIATION, None)
+        self._enqueue(API_VERSIONS, version, body, now_ms, True, None, RequestPurpose.NEGOTIATION, None)
 
     def _on_api_versions(self, request: InFlightRequest, body: dict[str, Any], now_ms: int) -> None:
         retry = api_versions_retry_version(body)
@@ -292,19 +244,13 @@ class BrokerConnection:
         if self.state is not ConnectionState.READY:
             raise IllegalStateError(f"cannot send {api.name} to {self.address}: the connection is "
                                     f"{self.state.name}, not READY")
-        return self._enqueue(api, version, body, now_ms, expect_response, timeout_ms, _Purpose.USER, tag)
+        return self._enqueue(api, version, body, now_ms, expect_response, timeout_ms, RequestPurpose.USER, tag)
 
     def _enqueue(self, api: ApiSpec, version: int, body: Mapping[str, Any], now_ms: int, expect_response: bool,
-                 timeout_ms: int | None, purpose: _Purpose, tag: Any) -> InFlightRequest:
-        correlation_id = self._next_correlation_id
-        frame = encode_request(api, version, correlation_id, self.config.client_id, body)
-        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF  # int32 on the wire, kept non-negative
+                 timeout_ms: int | None, purpose: RequestPurpose, tag: Any) -> InFlightRequest:
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
-        request = InFlightRequest(correlation_id, api, version, expect_response, now_ms, now_ms + timeout,
-                                  purpose, tag)
-        self._unsent.append((memoryview(frame), request))
-        if expect_response:
-            self._awaiting.append(request)
+        request = self._requests.enqueue(api, version, body, now_ms, timeout, expect_response=expect_response,
+                                         purpose=purpose, tag=tag)
         self._update_interest()
         return request
 
@@ -315,7 +261,7 @@ class BrokerConnection:
         if self.state is ConnectionState.CONNECTING:
             self._finish_connect(now_ms)
             return
-        if mask & _WRITE and self._unsent and self.state in (_S.HANDSHAKE, _S.NEGOTIATING, _S.READY):
+        if mask & _WRITE and self._requests.has_unsent and self.state in (_S.HANDSHAKE, _S.NEGOTIATING, _S.READY):
             self._flush(now_ms)
         if mask & _READ and self._reads_frames():
             self._read(now_ms)
@@ -326,7 +272,7 @@ class BrokerConnection:
     def _reads_frames(self) -> bool:
         # During a handshake the socket belongs to the handshake (e.g. TLS) unless it sent Kafka requests.
         if self.state is ConnectionState.HANDSHAKE:
-            return bool(self._awaiting)
+            return self._requests.awaiting_response
         return self.state in (_S.NEGOTIATING, _S.READY)
 
     def _finish_connect(self, now_ms: int) -> None:
@@ -339,31 +285,24 @@ class BrokerConnection:
             self._on_connected(now_ms)
 
     def _flush(self, now_ms: int) -> None:
-        sock = self._sock
-        while self._unsent and sock is not None:
-            view, request = self._unsent[0]
-            try:
-                written = sock.send(view[self._unsent_offset:])
-            except _WOULD_BLOCK:
-                return
-            except OSError as exc:
-                # A TLS alert (e.g. the broker refused our client certificate) is fatal, not a network blip.
-                self._fail(tls_io_error(exc, self.address) or KafkaConnectionError(
-                    f"writing to {self.address} failed: {exc}", address=self.address), now_ms)
-                return
-            self._unsent_offset += written
-            if self._unsent_offset < len(view):
-                return  # the socket buffer is full: wait for writable
-            self._unsent.popleft()
-            self._unsent_offset = 0
-            if not request.expect_response and request.purpose is _Purpose.USER:
+        if self._sock is None:
+            return
+        try:
+            written_only = self._requests.write_to(self._sock)
+        except OSError as exc:
+            # A TLS alert (e.g. the broker refused our client certificate) is fatal, not a network blip.
+            self._fail(tls_io_error(exc, self.address) or KafkaConnectionError(
+                f"writing to {self.address} failed: {exc}", address=self.address), now_ms)
+            return
+        for request in written_only:  # expect_response=False (acks=0): done once written
+            if request.purpose is RequestPurpose.USER:
                 self._completions.append(Completion(request, None, None, now_ms))
 
     def _read(self, now_ms: int) -> None:
         while self._sock is not None:
             try:
                 data = self._sock.recv(_RECV_SIZE)
-            except _WOULD_BLOCK:
+            except WOULD_BLOCK:
                 return
             except OSError as exc:
                 # A TLS alert (e.g. the broker refused our client certificate) is fatal, not a network blip.
@@ -371,7 +310,7 @@ class BrokerConnection:
                     f"reading from {self.address} failed: {exc}", address=self.address), now_ms)
                 return
             if not data:
-                if self.state is ConnectionState.HANDSHAKE and self._hook_responses:
+                if self.state is ConnectionState.HANDSHAKE and self._handshakes.responses:
                     # A broker answers a failed authentication, then closes: let the handshake report that
                     # answer (e.g. SASL_AUTHENTICATION_FAILED) instead of the bare close.
                     self._step_handshakes(now_ms)
@@ -392,19 +331,16 @@ class BrokerConnection:
                 return
 
     def _on_frame(self, payload: bytes, now_ms: int) -> None:
-        correlation_id = peek_correlation_id(payload)
-        if not self._awaiting:
-            raise ProtocolError(f"response with correlation id {correlation_id} while no request is in flight")
-        request = self._awaiting[0]
-        if correlation_id != request.correlation_id:
-            raise ProtocolError(f"response with correlation id {correlation_id}, expected "
-                                f"{request.correlation_id} ({request.api.name}): responses out of order")
-        _, body = decode_response(request.api, request.version, payload, request.correlation_id)
-        self._awaiting.popleft()
-        if request.purpose is _Purpose.USER:
+        request = self._requests.match_response(peek_correlation_id(payload))
+        try:
+            _, body = decode_response(request.api, request.version, payload, request.correlation_id)
+        except ProtocolError as exc:
+            self._fail(ProtocolError(f"from {self.address}: {exc}"), now_ms, culprit=request)
+            return
+        if request.purpose is RequestPurpose.USER:
             self._completions.append(Completion(request, body, None, now_ms))
-        elif request.purpose is _Purpose.HANDSHAKE:
-            self._hook_responses.append(body)
+        elif request.purpose is RequestPurpose.HANDSHAKE:
+            self._handshakes.responses.append(body)
         else:
             self._on_api_versions(request, body, now_ms)
 
@@ -414,11 +350,12 @@ class BrokerConnection:
         if self.state is ConnectionState.CONNECTING:
             events = _WRITE
         elif self.state is ConnectionState.HANDSHAKE:
-            want_read = self._hook_want is HandshakeStatus.WANT_READ or bool(self._awaiting)
-            want_write = self._hook_want is HandshakeStatus.WANT_WRITE or bool(self._unsent)
+            want = self._handshakes.want
+            want_read = want is HandshakeStatus.WANT_READ or self._requests.awaiting_response
+            want_write = want is HandshakeStatus.WANT_WRITE or self._requests.has_unsent
             events = (_READ if want_read else 0) | (_WRITE if want_write else 0) or _READ
         else:
-            events = _READ | (_WRITE if self._unsent else 0)  # always read: notices the broker closing
+            events = _READ | (_WRITE if self._requests.has_unsent else 0)  # always read: notices the broker closing
         self._set_interest(events)
 
     def _set_interest(self, events: int) -> None:
@@ -443,24 +380,18 @@ class BrokerConnection:
             return
         if self.state is not ConnectionState.READY:
             return
-        for request in self._pending_requests():
-            if now_ms >= request.deadline_ms:
-                waited = now_ms - request.enqueued_ms
-                error = KafkaTimeoutError(
-                    f"{request.api.name} request (correlation id {request.correlation_id}) to {self.address} got "
-                    f"no response within {waited} ms (request.timeout.ms); the connection is closed")
-                self._fail(error, now_ms, culprit=request)
-                return
+        request = self._requests.expired(now_ms)
+        if request is not None:
+            error = KafkaTimeoutError(
+                f"{request.api.name} request (correlation id {request.correlation_id}) to {self.address} got no "
+                f"response within {now_ms - request.enqueued_ms} ms (request.timeout.ms); the connection is closed")
+            self._fail(error, now_ms, culprit=request)
 
     def next_deadline_ms(self) -> int | None:
         """The earliest time check_timeouts may have work to do (None: no deadline pending)."""
         if self.state in _SETTING_UP:
             return self._setup_deadline_ms
-        deadlines = [r.deadline_ms for r in self._pending_requests()]
-        return min(deadlines) if deadlines else None
-
-    def _pending_requests(self) -> list[InFlightRequest]:
-        return list(self._awaiting) + [r for _, r in self._unsent if not r.expect_response]
+        return self._requests.next_deadline_ms()
 
     # ------------------------------------------------------------------------------------------ failure / close
 
@@ -470,8 +401,8 @@ class BrokerConnection:
         if self.state in (ConnectionState.DISCONNECTED, ConnectionState.CLOSED):
             return
         log.info("connection to %s (node %s) failed: %s", self.address, self.node_id, error)
-        if culprit_first and self._awaiting:
-            culprit = self._awaiting[0]  # a bad frame answers the oldest request
+        if culprit_first:
+            culprit = self._requests.oldest_awaiting()  # a bad frame answers the oldest request
         self._fail_pending(error, now_ms, culprit)
         self._close_socket()
         self.last_error = error
@@ -483,13 +414,12 @@ class BrokerConnection:
             others: KafkaError = error
         else:
             others = KafkaConnectionError(f"connection to {self.address} closed: {error}", address=self.address)
-        for request in self._pending_requests():
-            if request.purpose is not _Purpose.USER:
-                continue
-            self._completions.append(Completion(request, None, error if request is culprit else others, now_ms))
-        self._awaiting.clear()
-        self._unsent.clear()
-        self._unsent_offset = 0
+        pending = self._requests.clear()
+        if culprit is not None and culprit not in pending:
+            pending.insert(0, culprit)  # already matched to its (broken) response, so no longer queued
+        for request in pending:
+            if request.purpose is RequestPurpose.USER:
+                self._completions.append(Completion(request, None, error if request is culprit else others, now_ms))
 
     def _close_socket(self) -> None:
         if self._sock is not None:
@@ -500,8 +430,7 @@ class BrokerConnection:
         self._events = 0
         self._decoder = FrameDecoder()
         self.broker_versions = None
-        self._hooks = []
-        self._hook_responses.clear()
+        self._handshakes = HandshakeRunner((), _Context(self))
 
     def disconnect(self, now_ms: int, reason: str = "disconnected by the client") -> None:
         """Drop the connection (pending requests fail, retriable); it may connect again later."""
@@ -576,9 +505,10 @@ class _Context:
 
     def send_request(self, api: ApiSpec, version: int, body: Mapping[str, Any]) -> int:
         conn = self._conn
-        request = conn._enqueue(api, version, body, 0, True, None, _Purpose.HANDSHAKE, None)
+        request = conn._enqueue(api, version, body, 0, True, None, RequestPurpose.HANDSHAKE, None)
         request.deadline_ms = conn._setup_deadline_ms  # bounded by the setup timeout, not request.timeout.ms
         return request.correlation_id
 
     def take_response(self) -> dict[str, Any] | None:
-        return self._conn._hook_responses.popleft() if self._conn._hook_responses else None
+        responses = self._conn._handshakes.responses
+        return responses.popleft() if responses else None

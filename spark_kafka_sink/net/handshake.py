@@ -34,13 +34,14 @@ from __future__ import annotations
 
 import enum
 import socket
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.protocol.messages import ApiSpec
 
-__all__ = ["HandshakeStatus", "Handshake", "HandshakeContext", "HandshakeFactory"]
+__all__ = ["HandshakeStatus", "Handshake", "HandshakeContext", "HandshakeFactory", "HandshakeRunner"]
 
 
 class HandshakeStatus(enum.Enum):
@@ -104,3 +105,38 @@ class Handshake(Protocol):
 
 #: Builds the handshakes of one connection attempt: ``(host, port, config) -> [Handshake, ...]``.
 HandshakeFactory = Callable[[str, int, NetConfig], Sequence[Handshake]]
+
+
+class HandshakeRunner:
+    """Runs the handshakes of one connection attempt in order (the connection's side of the seam).
+
+    ``responses`` holds the decoded answers to handshake requests, oldest first: the connection appends,
+    ``HandshakeContext.take_response`` pops. Exceptions from a handshake propagate to the connection.
+    """
+
+    def __init__(self, hooks: Sequence[Handshake], ctx: HandshakeContext) -> None:
+        self._hooks = list(hooks)
+        self._ctx = ctx
+        self._index = 0
+        self._started = False
+        self.want = HandshakeStatus.WANT_READ  # what the current handshake waits for
+        self.responses: deque[dict[str, Any]] = deque()
+
+    @property
+    def current(self) -> Handshake | None:
+        return self._hooks[self._index] if self._index < len(self._hooks) else None
+
+    def advance(self, now_ms: int) -> bool:
+        """Start or step the current handshake, moving on while they finish; True once all are DONE."""
+        while (hook := self.current) is not None:
+            if self._started:
+                status = hook.step(self._ctx, now_ms)
+            else:
+                self._started = True
+                status = hook.start(self._ctx, now_ms)
+            if status is not HandshakeStatus.DONE:
+                self.want = status
+                return False
+            self._index += 1
+            self._started = False
+        return True

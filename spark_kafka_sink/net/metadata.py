@@ -20,7 +20,7 @@ so every field below is guarded by ``_lock`` (an RLock under the ``_updated`` co
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 

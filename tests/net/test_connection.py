@@ -385,7 +385,7 @@ def test_handshake_requests_run_before_api_versions(conns: list[BrokerConnection
     order: list[int] = []
 
     def script(peer: Peer) -> None:
-        header, body = peer.read_request()
+        header, _ = peer.read_request()
         order.append(header.api_key)
         peer.respond(header, {"error_code": error_code, "mechanisms": ["PLAIN"]})
         if error_code:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 
@@ -147,7 +146,6 @@ def test_produce_each_codec_reads_back_byte_for_byte(
     codec: str,
 ) -> None:
     topic = topic_factory(partitions=3)
-    leader = leader_of(client, topic, 0)
     sent = {p: records_for(p, codec) for p in range(3)}
 
     offsets = produce_all(client, topic, {p: encode_batch(recs, compression=codec) for p, recs in sent.items()})
