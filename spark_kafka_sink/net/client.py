@@ -190,7 +190,8 @@ class NetworkClient:
         return node is not None and node.conn.state is ConnectionState.READY
 
     def connection_error(self, node_id: int) -> KafkaError | None:
-        """Why the last attempt to reach ``node_id`` failed (e.g. a SASL authentication error), else None."""
+        """Why the last attempt to reach ``node_id`` failed, else None. A ``fatal`` error (SASL authentication,
+        untrusted certificate) will not heal by reconnecting: the caller should stop and report it."""
         node = self._nodes.get(node_id)
         return None if node is None else node.last_error
 
@@ -403,7 +404,10 @@ class NetworkClient:
                 return result
 
     def _wait_ready(self, node_id: int | None, deadline: int, what: str) -> int:
+        """A READY node (``node_id``, or any); raises at the deadline naming every address tried and why it
+        failed, or at once when an attempt fails with a non-retriable error (e.g. SASL authentication)."""
         tried: dict[str, str] = {}
+        before = {nid: node.last_error for nid, node in self._nodes.items()}  # only this call's failures count
         while True:
             now = self._clock()
             candidate = node_id if node_id is not None else self.least_loaded_node(now)
@@ -412,8 +416,11 @@ class NetworkClient:
                     return candidate
                 tried.setdefault(self.address(candidate), "no answer yet")
             for nid, node in self._nodes.items():
-                if node.last_error is not None:
-                    tried[self.address(nid)] = str(node.last_error)
+                error = node.last_error
+                if error is not None and error is not before.get(nid):
+                    if not error.retriable:
+                        raise error  # reconnecting cannot fix it: fix the configuration instead
+                    tried[self.address(nid)] = str(error)
             if now >= deadline:
                 listed = "; ".join(f"{addr} ({why})" for addr, why in tried.items()) or "none"
                 raise KafkaConnectionError(

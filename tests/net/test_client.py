@@ -12,10 +12,12 @@ import pytest
 
 from spark_kafka_sink.errors import (
     ConcurrentTransactionsError, IllegalStateError, KafkaConnectionError, KafkaTimeoutError,
+    SaslAuthenticationFailedError,
 )
 from spark_kafka_sink.net.client import ClientResponse, NetworkClient
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.connection import monotonic_ms
+from spark_kafka_sink.net.handshake import Handshake, HandshakeContext, HandshakeStatus
 from spark_kafka_sink.protocol.framing import RequestHeader
 from spark_kafka_sink.protocol.messages import INIT_PRODUCER_ID, METADATA, PRODUCE
 from tests.net.fake_broker import FakeBroker, Peer, unused_port
@@ -279,3 +281,32 @@ def test_poll_refreshes_metadata_and_least_loaded_moves_to_brokers(clients: list
         md = client.fetch_metadata(["t", "missing"], 5_000)
         assert md.topic_error("missing") is not None and md.partitions_for("t") == [0]
         client.close()
+
+
+def test_blocking_request_gives_up_at_once_on_a_non_retriable_setup_error(clients: list[NetworkClient]) -> None:
+    attempts: list[str] = []
+
+    class RejectingAuth:
+        name = "REJECTING"
+
+        def start(self, ctx: HandshakeContext, now_ms: int) -> HandshakeStatus:
+            raise SaslAuthenticationFailedError("bad password", context=f"SASL with {ctx.address}")
+
+        def step(self, ctx: HandshakeContext, now_ms: int) -> HandshakeStatus:
+            raise AssertionError("not reached")
+
+    def factory(host: str, port: int, config: NetConfig) -> list[Handshake]:
+        attempts.append(f"{host}:{port}")
+        return [RejectingAuth()]
+
+    with FakeBroker(lambda peer: peer.wait_closed()) as broker:
+        client = NetworkClient(NetConfig(bootstrap_servers=((broker.host, broker.port),)), handshakes=factory)
+        clients.append(client)
+        start = time.monotonic()
+        with pytest.raises(SaslAuthenticationFailedError):
+            client.fetch_metadata([], timeout_ms=20_000)
+        assert time.monotonic() - start < 5
+        error = client.connection_error(-1)
+        assert error is not None and error.fatal
+        client.close()
+    assert attempts == [broker.address]
