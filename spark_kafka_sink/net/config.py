@@ -100,9 +100,9 @@ class NetConfig:
             low = -1 if attr.endswith("buffer_bytes") else (1 if attr.startswith("max_in_flight") else 0)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"{key} must be an integer >= {low}, got {value!r}", key=key)
-        if self.request_timeout_ms == 0 or self.socket_connection_setup_timeout_ms == 0:
-            raise ConfigError("timeouts must be positive (request.timeout.ms, "
-                              "socket.connection.setup.timeout.ms)", key="request.timeout.ms")
+        for key in ("request.timeout.ms", "socket.connection.setup.timeout.ms"):
+            if getattr(self, _INT_KEYS[key]) == 0:  # a zero deadline would fail every request at once
+                raise ConfigError(f"{key} must be positive, got 0", key=key)
         if self.security_protocol not in _SECURITY_PROTOCOLS:
             raise ConfigError(f"security.protocol must be one of {', '.join(_SECURITY_PROTOCOLS)}, "
                               f"got {self.security_protocol!r}", key="security.protocol")

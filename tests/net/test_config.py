@@ -1,0 +1,60 @@
+"""NetConfig: bootstrap parsing, Java-named properties, errors that name the key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.net.config import NetConfig, parse_bootstrap_servers
+
+
+def test_parse_bootstrap_servers() -> None:
+    assert parse_bootstrap_servers(" a:9092, b.example:19092 ,[::1]:9094,") == (
+        ("a", 9092), ("b.example", 19092), ("::1", 9094))
+    assert parse_bootstrap_servers(["h:1", "i:2"]) == (("h", 1), ("i", 2))
+
+
+@pytest.mark.parametrize("value", ["", "host", "host:", ":9092", "host:port", "host:70000", 9092, None])
+def test_bad_bootstrap_servers_name_the_key(value: Any) -> None:
+    with pytest.raises(ConfigError, match="bootstrap.servers") as info:
+        parse_bootstrap_servers(value)
+    assert info.value.key == "bootstrap.servers"
+
+
+def test_from_properties_reads_java_names_and_ignores_others() -> None:
+    config = NetConfig.from_properties({
+        "bootstrap.servers": "h:1,[::1]:2", "client.id": "me", "request.timeout.ms": "1500",
+        "max.in.flight.requests.per.connection": 2, "security.protocol": "sasl_ssl",
+        "sasl.mechanism": "PLAIN", "ssl.ca.location": "/ca.pem", "acks": "all", "linger.ms": 5,
+    })
+    assert config.bootstrap_servers == (("h", 1), ("::1", 2))
+    assert config.bootstrap_addresses == ["h:1", "[::1]:2"]
+    assert (config.client_id, config.request_timeout_ms, config.max_in_flight_requests_per_connection) == (
+        "me", 1500, 2)
+    assert config.security_protocol == "SASL_SSL"
+    assert config.security_option("sasl.mechanism") == "PLAIN"
+    assert config.security_option("ssl.ca.location") == "/ca.pem"
+    assert config.security_option("sasl.username", "none") == "none"
+    assert NetConfig.from_properties({"bootstrap.servers": "h:1"}).request_timeout_ms == 30_000
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("request.timeout.ms", "soon"),
+    ("request.timeout.ms", 0),
+    ("socket.connection.setup.timeout.ms", "0"),
+    ("reconnect.backoff.ms", -1),
+    ("max.in.flight.requests.per.connection", 0),
+    ("metadata.max.age.ms", True),
+    ("security.protocol", "TLS"),
+])
+def test_bad_values_name_the_key(key: str, value: Any) -> None:
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")) as info:
+        NetConfig.from_properties({"bootstrap.servers": "h:1", key: value})
+    assert info.value.key == key
+
+
+def test_bootstrap_servers_is_required() -> None:
+    with pytest.raises(ConfigError, match="bootstrap.servers is required"):
+        NetConfig.from_properties({})
