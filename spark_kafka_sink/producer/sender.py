@@ -1,0 +1,263 @@
+"""``Sender``: moves batches from the accumulator to the brokers, one deterministic round per ``run_once(now_ms)``.
+
+A round (after the Java client's Sender.runOnce):
+
+1. transaction manager first: resolve sequences; on a fatal error abort every batch; fetch a producer id (or a new
+   epoch); if a coordinator request is due (FindCoordinator, InitProducerId, AddPartitionsToTxn, EndTxn), send it
+   and only poll this round -- one such request is in flight at a time;
+2. ``accumulator.ready`` -> unknown leaders: add the topic to the metadata and request an update (the network
+   client refreshes from ``poll``);
+3. ``client.ready`` per ready node (connects if needed; False while max.in.flight requests are out);
+4. ``accumulator.drain`` up to max.request.size per node; the ``before_drain`` hook asks the transaction manager
+   whether the partition may send now and stamps producer id / epoch / sequence on the batch;
+5. expire queued batches past delivery.timeout.ms (DeliveryTimeoutError);
+6. one Produce request per node (acks, request.timeout.ms; version <= 12, <= 11 for transactions: the
+   transaction-version-1 flow, see :mod:`.transactions`);
+7. ``client.poll`` -> answers go to :mod:`.sender_responses`.
+
+The network client is a seam: anything with the :class:`~spark_kafka_sink.net.client.NetworkClient` methods used
+here (``ready``, ``send``, ``poll``, ``least_loaded_node``, ``connection_error``, ``connection_delay``,
+``in_flight_count``, ``wakeup``, ``close``, ``metadata``) works, so tests drive ``run_once`` against a scripted fake.
+
+Threads: a ``Sender`` and its client are owned by the sender thread (``SenderThread``) -- or by the test stepping
+it. Other threads only call ``SenderThread.wakeup`` / ``initiate_close`` / ``force_close``, which set the
+``_running`` / ``_forced`` flags (plain bools, written by other threads, read by the loop) and wake the poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from spark_kafka_sink.errors import ProducerClosedError
+from spark_kafka_sink.net.connection import monotonic_ms
+from spark_kafka_sink.producer.accumulator import NO_DELAY_LIMIT_MS, RecordAccumulator
+from spark_kafka_sink.producer.batch import ProducerBatch
+from spark_kafka_sink.producer.config import ProducerConfig
+from spark_kafka_sink.producer.record_metadata import TopicPartition
+from spark_kafka_sink.producer.sender_responses import ProduceContext, ResponseHandler, SenderMetrics
+from spark_kafka_sink.producer.transactions import (
+    MAX_TRANSACTIONAL_PRODUCE_VERSION,
+    TransactionAbortedError,
+    TransactionManager,
+    TxnRequest,
+)
+from spark_kafka_sink.protocol.messages import PRODUCE
+
+__all__ = ["Sender", "SenderThread", "MAX_PRODUCE_VERSION"]
+
+_log = logging.getLogger(__name__)
+
+MAX_PRODUCE_VERSION = 12  # v13 names topics by id
+_MAX_POLL_MS = 1_000  # re-check timers at least this often even when nothing is due
+
+
+class Sender(ResponseHandler):
+    """One producer's I/O logic; see the module docstring."""
+
+    def __init__(self, client: Any, accumulator: RecordAccumulator, config: ProducerConfig, *,
+                 transaction_manager: TransactionManager | None = None, metrics: SenderMetrics | None = None
+                 ) -> None:
+        super().__init__(client, accumulator, config, transaction_manager, metrics)
+        # With max.in.flight = 1 and no idempotence, order is kept by muting a partition while a batch of it is
+        # in flight (as Java). With idempotence the sequence rules keep order instead (see idempotence.py).
+        self._guarantee_order = config.max_in_flight_requests_per_connection == 1 and transaction_manager is None
+        self._produce_max_version = (MAX_TRANSACTIONAL_PRODUCE_VERSION
+                                     if transaction_manager is not None and transaction_manager.is_transactional
+                                     else MAX_PRODUCE_VERSION)
+
+    # ------------------------------------------------------------------------------------------ one round
+
+    def run_once(self, now_ms: int) -> None:
+        tm = self._tm
+        if tm is not None:
+            tm.maybe_resolve_sequences()
+            if tm.has_fatal_error:
+                # Nothing can be sent any more: fail what is pending with the reason, keep answering the rest.
+                error = tm.last_error
+                if error is not None and self._acc.has_incomplete():
+                    self._acc.abort_incomplete_batches(error)
+                self._poll(self._config.retry_backoff_ms, now_ms)
+                return
+            tm.maybe_request_producer_id()
+            if self._maybe_send_transactional_request(now_ms):
+                return
+        timeout = self._send_producer_data(now_ms)
+        self._poll(timeout, now_ms)
+
+    def _leader(self, tp: TopicPartition) -> int | None:
+        leader: int | None = self._client.metadata.leader_for(tp.topic, tp.partition)
+        return leader
+
+    def _send_producer_data(self, now_ms: int) -> int:
+        """Steps 2-6; returns how long the following poll may block."""
+        client, metadata = self._client, self._client.metadata
+        check = self._acc.ready(self._leader, now_ms)
+        if check.unknown_leader_topics:
+            for topic in check.unknown_leader_topics:
+                metadata.add_topic(topic)
+            metadata.request_update()
+        ready_nodes: list[int] = []
+        not_ready_timeout = NO_DELAY_LIMIT_MS
+        for node in sorted(check.ready_nodes):
+            if client.ready(node, now_ms):
+                ready_nodes.append(node)
+            else:
+                not_ready_timeout = min(not_ready_timeout, client.connection_delay(node, now_ms))
+        hook: Callable[[ProducerBatch], bool] | None = self._before_drain if self._tm is not None else None
+        drained = self._acc.drain(self._leader, ready_nodes, self._config.max_request_size, now_ms, hook)
+        if self._guarantee_order:
+            for batches in drained.values():
+                for batch in batches:
+                    self._acc.mute(batch.tp)
+        for batch in self._acc.expired_batches(now_ms):
+            self.fail_batch(batch, self._acc.expiry_error(batch, now_ms), now_ms, maybe_written=batch.attempts > 0)
+        sent = False
+        for node, batches in drained.items():
+            if batches:
+                self._send_produce(node, batches, now_ms)
+                sent = True
+        if sent:
+            return 0  # more may be sendable right away
+        timeout = min(check.next_ready_check_delay_ms, not_ready_timeout,
+                      max(0, self._acc.next_batch_expiry_ms - now_ms), _MAX_POLL_MS)
+        if check.unknown_leader_topics:
+            timeout = min(timeout, self._config.retry_backoff_ms)
+        return max(0, timeout)
+
+    def _before_drain(self, batch: ProducerBatch) -> bool:
+        # Runs under the partition's lock, inside accumulator.drain.
+        assert self._tm is not None
+        if self._tm.should_stop_draining(batch):
+            return False
+        self._tm.stamp(batch)
+        return True
+
+    def _send_produce(self, node: int, batches: list[ProducerBatch], now_ms: int) -> None:
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        context = ProduceContext(node, {})
+        for batch in batches:
+            by_topic.setdefault(batch.tp.topic, []).append({"index": batch.tp.partition, "records": batch.payload()})
+            context.batches[batch.tp] = batch
+        tm = self._tm
+        body = {
+            "transactional_id": tm.transactional_id if tm is not None else None,
+            "acks": self._config.acks,
+            "timeout_ms": self._config.request_timeout_ms,
+            "topic_data": [{"name": t, "partition_data": parts} for t, parts in by_topic.items()],
+        }
+        self._client.send(node, PRODUCE, body, now_ms, expect_response=self._config.acks != 0,
+                          max_version=self._produce_max_version, context=context)
+        if self._metrics is not None:
+            self._metrics.batches_sent(batches)
+
+    # ------------------------------------------------------------------------------------------ transactions
+
+    def _maybe_send_transactional_request(self, now_ms: int) -> bool:
+        """Send the transaction manager's next request if one is due; True if this round is spent on it."""
+        tm = self._tm
+        assert tm is not None
+        backoff = self._config.retry_backoff_ms
+        if tm.has_in_flight_request():
+            self._poll(backoff, now_ms)
+            return True
+        if tm.is_transactional and (tm.has_abortable_error or tm.is_aborting) and self._acc.has_undrained():
+            # Unsent batches of a doomed transaction are dropped; in-flight ones finish (their fate matters to
+            # the sequence numbers).
+            error = tm.last_error if tm.has_abortable_error and tm.last_error is not None else \
+                TransactionAbortedError("the transaction was aborted before this record was sent")
+            self._acc.abort_undrained_batches(error)
+        req = tm.next_request(now_ms, self._acc.has_incomplete())
+        if req is None:
+            return False
+        target = self._target_of(req, now_ms)
+        if target is None or not self._client.ready(target, now_ms):
+            failed = target is None or self._client.connection_error(target) is not None
+            tm.requeue(req, now_ms, backoff_ms=backoff if failed else 0, find_coordinator=failed)
+            self._poll(backoff, now_ms)
+            return True
+        self._client.send(target, req.api, req.build, now_ms, max_version=req.max_version, context=req)
+        tm.request_sent(req)
+        self._poll(backoff, now_ms)
+        return True
+
+    def _target_of(self, req: TxnRequest, now_ms: int) -> int | None:
+        assert self._tm is not None
+        if not req.to_coordinator:
+            node: int | None = self._client.least_loaded_node(now_ms)
+            return node
+        coordinator = self._tm.coordinator
+        if coordinator is None:
+            return None
+        if self._client.metadata.broker(coordinator.node_id) is None:
+            self._client.metadata.request_update()  # a broker we have not seen yet: learn its address
+        return coordinator.node_id
+
+    # ------------------------------------------------------------------------------------------ polling
+
+    def _poll(self, timeout_ms: int, now_ms: int) -> None:
+        if self._tm is not None:
+            delay = self._tm.next_request_delay_ms(now_ms)
+            if delay is not None:
+                timeout_ms = min(timeout_ms, delay)
+        for response in self._client.poll(max(0, timeout_ms), now_ms):
+            self.handle_response(response)
+
+    @property
+    def retry_backoff_ms(self) -> int:
+        return self._config.retry_backoff_ms
+
+    def has_pending_work(self) -> bool:
+        """Anything left to send or answer (for a graceful close)."""
+        tm = self._tm
+        return (self._acc.has_incomplete() or self._client.in_flight_count() > 0
+                or (tm is not None and not tm.has_fatal_error and tm.has_pending_requests()))
+
+
+class SenderThread(threading.Thread):
+    """The daemon thread that loops ``sender.run_once`` until closed (see the module docstring)."""
+
+    def __init__(self, sender: Sender, *, name: str = "kafka-producer-network-thread",
+                 clock: Callable[[], int] = monotonic_ms) -> None:
+        super().__init__(name=name, daemon=True)
+        self.sender = sender
+        self._clock = clock
+        self._running = True  # False: finish pending work, then stop (written by closing threads)
+        self._forced = False  # True: stop now, failing what is pending (written by closing threads)
+
+    def run(self) -> None:
+        sender = self.sender
+        try:
+            while self._running:
+                self._step()
+            # Graceful close: the accumulator is closed; send what is queued and wait for the answers.
+            while not self._forced and sender.has_pending_work():
+                self._step()
+            if self._forced:
+                sender.abort_all(ProducerClosedError(
+                    "the producer was closed (close(timeout) ran out or close(0)) before this record was "
+                    "acknowledged; it may or may not have been written"))
+        finally:
+            sender.close_client()
+
+    def _step(self) -> None:
+        try:
+            self.sender.run_once(self._clock())
+        except Exception:  # one bad round must not kill the producer; the error is logged with its traceback
+            _log.exception("unexpected error in the producer's sender thread")
+            time.sleep(self.sender.retry_backoff_ms / 1000)  # a back-off, so a persistent bug cannot spin
+
+    def wakeup(self) -> None:
+        self.sender.wakeup()
+
+    def initiate_close(self) -> None:
+        self._running = False
+        self.wakeup()
+
+    def force_close(self) -> None:
+        self._forced = True
+        self._running = False
+        self.wakeup()

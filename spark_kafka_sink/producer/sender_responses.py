@@ -1,0 +1,202 @@
+"""The Sender's answer handling: Produce responses per partition, coordinator answers, request failures.
+
+Per partition of a Produce answer (as the Java client's Sender.completeBatch):
+
+=================================  ============================================================================
+NONE                               complete the batch: RecordMetadata per record (base offset + index; the
+                                   broker's log-append time for LogAppendTime topics)
+DUPLICATE_SEQUENCE_NUMBER          success: the broker already has this batch (an earlier attempt got through)
+retriable (NOT_LEADER_OR_FOLLOWER, re-enqueue at the front of the partition's queue with exponential backoff
+UNKNOWN_TOPIC_OR_PARTITION, ...)   (retry.backoff.ms doubling up to retry.backoff.max.ms, jittered), while
+                                   attempts < retries and delivery.timeout.ms has not passed; invalid-metadata
+                                   errors also request a metadata refresh, so the retry goes to the new leader
+OUT_OF_ORDER_SEQUENCE_NUMBER,      the transaction manager decides (retry behind an earlier failure, or a new
+UNKNOWN_PRODUCER_ID                epoch with renumbered sequences; abortable inside a transaction)
+MESSAGE_TOO_LARGE,                 fail with a message naming the batch size and the settings to change
+RECORD_LIST_TOO_LARGE
+anything else                      fail the batch with the named broker error
+=================================  ============================================================================
+
+A request that failed as a whole (disconnected, request.timeout.ms passed, unreadable answer) counts as
+NETWORK_EXCEPTION for each of its batches: retriable, refreshes metadata, and the batch "may have been written".
+
+Threads: runs on the sender thread only (inside ``Sender.run_once``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from spark_kafka_sink.errors import (
+    BrokerError,
+    DeliveryTimeoutError,
+    KafkaError,
+    error_for_code,
+)
+from spark_kafka_sink.producer.accumulator import RecordAccumulator
+from spark_kafka_sink.producer.batch import ProducerBatch
+from spark_kafka_sink.producer.config import ProducerConfig
+from spark_kafka_sink.producer.record_metadata import NO_OFFSET, NO_TIMESTAMP, TopicPartition
+from spark_kafka_sink.producer.transactions import TransactionManager, TxnRequest
+from spark_kafka_sink.producer.txn_requests import broker_error
+
+__all__ = ["ProduceContext", "ResponseHandler", "SenderMetrics"]
+
+_log = logging.getLogger(__name__)
+
+_DUPLICATE_SEQUENCE = 46
+_NETWORK_EXCEPTION = 13
+_TOO_LARGE = frozenset({10, 18})  # MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE
+# Answers after which the batch may be in the log although the request failed.
+_MAYBE_WRITTEN = frozenset({_NETWORK_EXCEPTION, 7, 20})  # + REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+
+class SenderMetrics(Protocol):
+    """What the sender reports (``producer.metrics`` implements it)."""
+
+    def batches_sent(self, batches: Sequence[ProducerBatch]) -> None: ...
+    def request_completed(self, node_id: int, latency_ms: int) -> None: ...
+    def batch_succeeded(self, batch: ProducerBatch) -> None: ...
+    def batch_retried(self, batch: ProducerBatch) -> None: ...
+    def batch_failed(self, batch: ProducerBatch) -> None: ...
+
+
+@dataclass
+class ProduceContext:
+    """The ``context`` of a Produce request: where it went and the batch of each partition it carries."""
+
+    node_id: int
+    batches: dict[TopicPartition, ProducerBatch]
+
+
+class ResponseHandler:
+    """Base of :class:`~spark_kafka_sink.producer.sender.Sender`: everything that happens when answers arrive."""
+
+    def __init__(self, client: Any, accumulator: RecordAccumulator, config: ProducerConfig,
+                 transaction_manager: TransactionManager | None, metrics: SenderMetrics | None) -> None:
+        self._client = client
+        self._acc = accumulator
+        self._config = config
+        self._tm = transaction_manager
+        self._metrics = metrics
+
+    def handle_response(self, response: Any) -> None:
+        """One ``ClientResponse`` from ``client.poll``."""
+        context = response.request.context
+        now_ms = response.received_ms
+        if isinstance(context, TxnRequest):
+            assert self._tm is not None
+            if response.error is not None:
+                self._tm.handle_request_failure(context, response.error, now_ms)
+            else:
+                self._tm.handle_response(context, response.request.version, response.body or {}, now_ms)
+        elif isinstance(context, ProduceContext):
+            if self._metrics is not None:
+                self._metrics.request_completed(response.node_id, response.latency_ms)
+            self._handle_produce(context, response.body, response.error, now_ms)
+
+    def _handle_produce(self, context: ProduceContext, body: dict[str, Any] | None, error: KafkaError | None,
+                        now_ms: int) -> None:
+        if error is not None:
+            _log.info("Produce to node %s failed (%s); %d batch(es) will be retried if allowed", context.node_id,
+                      error, len(context.batches))
+            for batch in context.batches.values():
+                self._complete(batch, _NETWORK_EXCEPTION, NO_OFFSET, NO_TIMESTAMP, -1, str(error), [], context,
+                               now_ms)
+            return
+        if body is None:  # acks=0: written to the socket is all we will ever know
+            for batch in context.batches.values():
+                self._complete(batch, 0, NO_OFFSET, NO_TIMESTAMP, -1, None, [], context, now_ms)
+            return
+        answered: set[TopicPartition] = set()
+        for topic in body["responses"]:
+            for p in topic["partition_responses"]:
+                tp = TopicPartition(topic["name"], p["index"])
+                mine = context.batches.get(tp)
+                if mine is None:
+                    continue  # not ours: a confused broker; the missing ones are handled below
+                answered.add(tp)
+                self._complete(mine, p["error_code"], p["base_offset"], p.get("log_append_time_ms", -1),
+                               p.get("log_start_offset", -1), p.get("error_message"), p.get("record_errors") or [],
+                               context, now_ms)
+        for tp, batch in context.batches.items():
+            if tp not in answered:
+                self._complete(batch, _NETWORK_EXCEPTION, NO_OFFSET, NO_TIMESTAMP, -1,
+                               "the Produce response did not mention this partition", [], context, now_ms)
+
+    def _complete(self, batch: ProducerBatch, code: int, base_offset: int, log_append_time_ms: int,
+                  log_start_offset: int, message: str | None, record_errors: list[dict[str, Any]],
+                  context: ProduceContext, now_ms: int) -> None:
+        tp = batch.tp
+        if code == 0 or code == _DUPLICATE_SEQUENCE:
+            offset = base_offset if code == 0 else NO_OFFSET  # a duplicate's offset is not in the answer
+            if self._tm is not None:
+                self._tm.batch_succeeded(batch, offset)
+            if batch.done(offset, log_append_time_ms, None) and self._metrics is not None:
+                self._metrics.batch_succeeded(batch)
+            self._acc.unmute(tp)
+            return
+        error = self._error_for(batch, code, message, record_errors, context)
+        if error.invalid_metadata:
+            self._client.metadata.request_update()  # the retry then goes to the partition's new leader
+        if self._can_retry(batch, code, log_start_offset, now_ms):
+            _log.warning("retrying %s after %s (attempt %d)", batch, error.error_name, batch.attempts + 1)
+            self._acc.reenqueue(batch, now_ms)
+            self._acc.unmute(tp)
+            if self._metrics is not None:
+                self._metrics.batch_retried(batch)
+            return
+        final: KafkaError = error
+        if error.retriable and batch.has_reached_delivery_timeout(now_ms, self._config.delivery_timeout_ms):
+            final = self._acc.expiry_error(batch, now_ms)
+            final.__cause__ = error
+        self.fail_batch(batch, final, now_ms, maybe_written=code in _MAYBE_WRITTEN)
+
+    def _can_retry(self, batch: ProducerBatch, code: int, log_start_offset: int, now_ms: int) -> bool:
+        if batch.is_done or batch.has_reached_delivery_timeout(now_ms, self._config.delivery_timeout_ms):
+            return False
+        if batch.attempts >= self._config.retries:
+            return False
+        if self._tm is not None:
+            return self._tm.can_retry(batch, code, log_start_offset)
+        return error_for_code(code).retriable
+
+    def _error_for(self, batch: ProducerBatch, code: int, message: str | None,
+                   record_errors: list[dict[str, Any]], context: ProduceContext) -> BrokerError:
+        where = f"Produce {batch.tp} to {self._client_address(context.node_id)}"
+        if code in _TOO_LARGE:
+            message = (f"the broker rejected a {batch.size_in_bytes}-byte batch of {batch.record_count} record(s): "
+                       "larger than the topic's max.message.bytes (broker: message.max.bytes). Lower batch.size and "
+                       "max.request.size below that limit, or raise the topic's max.message.bytes"
+                       + (f"; broker says: {message}" if message else ""))
+        elif record_errors:
+            details = "; ".join(f"record {e['batch_index']}: {e.get('batch_index_error_message')}"
+                                for e in record_errors[:5])
+            message = f"{message or ''} [{details}]".strip()
+        return broker_error(code, where, message)
+
+    def _client_address(self, node_id: int) -> str:
+        address = getattr(self._client, "address", None)
+        return str(address(node_id)) if callable(address) else f"node {node_id}"
+
+    def fail_batch(self, batch: ProducerBatch, error: KafkaError, now_ms: int, *, maybe_written: bool) -> None:
+        """Final failure: tell the transaction manager (sequences, transaction state), then the futures."""
+        if self._tm is not None:
+            self._tm.batch_failed(batch, error, maybe_written=maybe_written)
+        if batch.done(NO_OFFSET, NO_TIMESTAMP, error) and self._metrics is not None:
+            self._metrics.batch_failed(batch)
+        self._acc.unmute(batch.tp)
+        if isinstance(error, DeliveryTimeoutError):
+            _log.warning("%s", error)
+
+    def abort_all(self, error: KafkaError) -> None:
+        self._acc.abort_incomplete_batches(error)
+
+    def wakeup(self) -> None:
+        self._client.wakeup()
+
+    def close_client(self) -> None:
+        self._client.close()

@@ -1,0 +1,143 @@
+"""A scripted stand-in for ``net.client.NetworkClient``: the Sender's network seam in deterministic tests.
+
+Requests handed to ``send`` are encoded with the real codec (so a malformed body fails the test) and kept in
+``sent``; the test answers them with ``respond`` / ``fail``, and the next ``poll`` returns those answers. Metadata is
+the real cache; ``poll`` applies ``next_metadata`` when a refresh was requested, as the real client would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from spark_kafka_sink.errors import KafkaError
+from spark_kafka_sink.net.client import ClientRequest, ClientResponse
+from spark_kafka_sink.net.config import NetConfig
+from spark_kafka_sink.net.metadata import Metadata
+from spark_kafka_sink.protocol.messages import PRODUCE, ApiSpec, encode_request_body
+from spark_kafka_sink.protocol.record_batch import DecodedBatch, decode_batch
+
+__all__ = ["FakeClient", "metadata_body", "produce_answer"]
+
+
+def metadata_body(leaders: Mapping[tuple[str, int], int], brokers: tuple[int, ...] = (1, 2, 3)) -> dict[str, Any]:
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), leader in sorted(leaders.items()):
+        topics.setdefault(topic, []).append({
+            "error_code": 0, "partition_index": partition, "leader_id": leader, "leader_epoch": 0,
+            "replica_nodes": list(brokers), "isr_nodes": list(brokers)})
+    return {
+        "brokers": [{"node_id": b, "host": f"broker{b}", "port": 9000 + b} for b in brokers],
+        "controller_id": brokers[0],
+        "cluster_id": "fake",
+        "topics": [{"error_code": 0, "name": t, "partitions": ps} for t, ps in topics.items()],
+    }
+
+
+def produce_answer(request: ClientRequest, codes: Mapping[tuple[str, int], int] | None = None,
+                   base_offsets: Mapping[tuple[str, int], int] | None = None, log_start_offset: int = 0
+                   ) -> dict[str, Any]:
+    """A Produce response for every partition of ``request``: error code 0 unless ``codes`` says otherwise."""
+    codes = codes or {}
+    base_offsets = base_offsets or {}
+    return {"throttle_time_ms": 0, "responses": [
+        {"name": t["name"], "partition_responses": [
+            {"index": p["index"], "error_code": codes.get((t["name"], p["index"]), 0),
+             "base_offset": base_offsets.get((t["name"], p["index"]), 0), "log_append_time_ms": -1,
+             "log_start_offset": log_start_offset, "record_errors": [], "error_message": None}
+            for p in t["partition_data"]]}
+        for t in request.body["topic_data"]]}
+
+
+class FakeClient:
+    def __init__(self, leaders: Mapping[tuple[str, int], int], *, max_in_flight: int = 5) -> None:
+        self.metadata = Metadata(NetConfig(bootstrap_servers=(("broker1", 9001),)))
+        self.metadata.update(metadata_body(leaders), 0)
+        for topic, _ in leaders:
+            self.metadata.add_topic(topic)
+        self.next_metadata: dict[str, Any] | None = None  # applied by poll when a refresh is due
+        self.max_in_flight = max_in_flight
+        self.down: set[int] = set()  # nodes that never become ready
+        self.sent: list[ClientRequest] = []  # every request, in order
+        self.outstanding: list[ClientRequest] = []  # sent, not yet answered
+        self._answers: list[ClientResponse] = []
+        self.polls: list[int] = []  # the timeouts poll was called with
+        self.closed = False
+        self.wakeups = 0
+
+    # ------------------------------------------------------------------------------------------ NetworkClient API
+
+    def ready(self, node_id: int, now_ms: int) -> bool:
+        return node_id not in self.down and self.in_flight_count(node_id) < self.max_in_flight
+
+    def in_flight_count(self, node_id: int | None = None) -> int:
+        return sum(1 for r in self.outstanding if node_id is None or r.node_id == node_id)
+
+    def connection_error(self, node_id: int) -> KafkaError | None:
+        return KafkaError(f"node {node_id} is down") if node_id in self.down else None
+
+    def connection_delay(self, node_id: int, now_ms: int) -> int:
+        return 50 if node_id in self.down else 0
+
+    def least_loaded_node(self, now_ms: int) -> int | None:
+        up = [b for b in sorted(self.metadata.brokers()) if b not in self.down]
+        return min(up, key=self.in_flight_count) if up else None
+
+    def address(self, node_id: int) -> str:
+        return f"broker{node_id}:{9000 + node_id}"
+
+    def send(self, node_id: int, api: ApiSpec, body: Any, now_ms: int, *, expect_response: bool = True,
+             min_version: int | None = None, max_version: int | None = None, timeout_ms: int | None = None,
+             context: Any = None) -> ClientRequest:
+        assert self.ready(node_id, now_ms), f"send to node {node_id}, which is not ready"
+        version = api.max_version if max_version is None else min(api.max_version, max_version)
+        payload = body(version) if callable(body) else body
+        encode_request_body(api, version, payload)  # the real codec must accept it
+        request = ClientRequest(node_id, api, version, payload, expect_response, now_ms, context)
+        self.sent.append(request)
+        if expect_response:
+            self.outstanding.append(request)
+        else:
+            self._answers.append(ClientResponse(request, node_id, None, None, 0, now_ms))
+        return request
+
+    def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
+        self.polls.append(timeout_ms)
+        if self.next_metadata is not None and self.metadata.needs_update(now_ms):
+            self.metadata.update(self.next_metadata, now_ms)
+            self.next_metadata = None
+        answers, self._answers = self._answers, []
+        return answers
+
+    def wakeup(self) -> None:
+        self.wakeups += 1
+
+    def close(self) -> None:
+        self.closed = True
+
+    # ------------------------------------------------------------------------------------------ scripting
+
+    def respond(self, request: ClientRequest, body: dict[str, Any], now_ms: int = 0) -> None:
+        self.outstanding.remove(request)
+        self._answers.append(ClientResponse(request, request.node_id, body, None, 1, now_ms))
+
+    def fail(self, request: ClientRequest, error: KafkaError, now_ms: int = 0) -> None:
+        self.outstanding.remove(request)
+        self._answers.append(ClientResponse(request, request.node_id, None, error, 1, now_ms))
+
+    def take(self, api: ApiSpec | None = None) -> ClientRequest:
+        """The oldest unanswered request (of ``api``)."""
+        for request in self.outstanding:
+            if api is None or request.api is api:
+                return request
+        raise AssertionError(f"no outstanding {api.name if api else ''} request; sent: "
+                             f"{[(r.api.name, r.node_id) for r in self.sent]}")
+
+    def produce_requests(self) -> list[ClientRequest]:
+        return [r for r in self.sent if r.api is PRODUCE]
+
+
+def batches_of(request: ClientRequest) -> dict[tuple[str, int], DecodedBatch]:
+    """The record batch of each partition in a Produce request, decoded."""
+    return {(t["name"], p["index"]): decode_batch(p["records"])
+            for t in request.body["topic_data"] for p in t["partition_data"]}

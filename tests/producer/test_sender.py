@@ -1,0 +1,402 @@
+"""Sender.run_once stepped against a scripted network client (tests/producer/fake_client.py): no broker, no
+threads, time passed in explicitly."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+
+from spark_kafka_sink.errors import (
+    DeliveryTimeoutError,
+    KafkaTimeoutError,
+    MessageTooLargeError,
+    ProducerFencedError,
+)
+from spark_kafka_sink.net.client import ClientRequest
+from spark_kafka_sink.producer.accumulator import RecordAccumulator
+from spark_kafka_sink.producer.config import ProducerConfig
+from spark_kafka_sink.producer.record_metadata import RecordMetadata, TopicPartition
+from spark_kafka_sink.producer.sender import Sender
+from spark_kafka_sink.producer.transactions import TransactionManager, TxnState
+from spark_kafka_sink.protocol.messages import (
+    ADD_PARTITIONS_TO_TXN,
+    END_TXN,
+    FIND_COORDINATOR,
+    INIT_PRODUCER_ID,
+    PRODUCE,
+)
+
+from tests.producer.fake_client import FakeClient, batches_of, metadata_body, produce_answer
+
+T0 = TopicPartition("t", 0)
+T1 = TopicPartition("t", 1)
+LEADERS = {("t", 0): 1, ("t", 1): 2}
+
+
+class Rig:
+    def __init__(self, extra: dict[str, Any] | None = None, *, transactional: bool = False) -> None:
+        options: dict[str, Any] = {"bootstrap.servers": "broker1:9001", "linger.ms": 0, "request.timeout.ms": 1000,
+                                   "delivery.timeout.ms": 5000, "retry.backoff.ms": 100,
+                                   "retry.backoff.max.ms": 100}
+        if transactional:
+            options["transactional.id"] = "tx"
+        options.update(extra or {})
+        self.config = ProducerConfig.from_dict(options)
+        self.client = FakeClient(LEADERS)
+        self.acc = RecordAccumulator.from_config(self.config, retry_jitter=0.0)
+        self.tm = (TransactionManager(transactional_id=self.config.transactional_id,
+                                      transaction_timeout_ms=self.config.transaction_timeout_ms,
+                                      retry_backoff_ms=self.config.retry_backoff_ms)
+                   if self.config.enable_idempotence else None)
+        self.sender = Sender(self.client, self.acc, self.config, transaction_manager=self.tm)
+        self.now = 0
+
+    def send(self, tp: TopicPartition, value: bytes) -> Future[RecordMetadata]:
+        if self.tm is not None and self.tm.is_transactional:
+            self.tm.maybe_add_partition(tp)
+        return self.acc.append(tp, self.now, None, value, (), self.now, 1000).future
+
+    def step(self, advance_ms: int = 0, rounds: int = 1) -> None:
+        """``rounds`` sender rounds at ``now + advance_ms``: answers are read at the end of a round (its poll), so
+        what they cause is sent in the next one."""
+        self.now += advance_ms
+        for _ in range(rounds):
+            self.sender.run_once(self.now)
+
+    def init_idempotent(self, pid: int = 7, epoch: int = 0) -> None:
+        self.step()
+        init = self.client.take(INIT_PRODUCER_ID)
+        assert init.body["transactional_id"] is None
+        self.client.respond(init, {"error_code": 0, "producer_id": pid, "producer_epoch": epoch})
+        self.step()
+        assert self.tm is not None and self.tm.state is TxnState.READY
+
+    def produce(self) -> ClientRequest:
+        return self.client.take(PRODUCE)
+
+    def answer(self, request: ClientRequest, codes: dict[tuple[str, int], int] | None = None,
+               offsets: dict[tuple[str, int], int] | None = None) -> None:
+        self.client.respond(request, produce_answer(request, codes, offsets))
+
+
+def sequences(request: ClientRequest) -> dict[tuple[str, int], tuple[int, int, int]]:
+    return {tp: (b.producer_id, b.producer_epoch, b.base_sequence) for tp, b in batches_of(request).items()}
+
+
+def test_happy_path_assigns_producer_id_and_sequences_and_completes_futures() -> None:
+    rig = Rig()
+    rig.init_idempotent(pid=7)
+    f1, f2 = rig.send(T0, b"a"), rig.send(T0, b"b")
+    rig.step()
+    req = rig.produce()
+    assert req.node_id == 1 and req.body["acks"] == -1 and req.body["timeout_ms"] == 1000
+    assert req.version == 12 and req.body["transactional_id"] is None
+    assert sequences(req) == {("t", 0): (7, 0, 0)}
+    assert [r.value for r in batches_of(req)[("t", 0)].records] == [b"a", b"b"]
+    rig.answer(req, offsets={("t", 0): 40})
+    rig.step()
+    assert f1.result(0) == RecordMetadata("t", 0, 40, 0) and f2.result(0).offset == 41
+    f3 = rig.send(T0, b"c")
+    rig.step()
+    assert sequences(rig.produce())[("t", 0)] == (7, 0, 2)
+    assert not f3.done()
+
+
+def test_not_leader_refreshes_metadata_and_reroutes_the_same_bytes() -> None:
+    rig = Rig()
+    rig.init_idempotent()
+    future = rig.send(T0, b"x")
+    rig.step()
+    first = rig.produce()
+    rig.client.next_metadata = metadata_body({("t", 0): 3, ("t", 1): 2})  # the leader moved to broker 3
+    rig.answer(first, codes={("t", 0): 6})  # NOT_LEADER_OR_FOLLOWER
+    rig.step()
+    assert len(rig.client.produce_requests()) == 1  # backing off retry.backoff.ms
+    # The refresh is requested now but answered only at a later poll (as with a real broker), so the first
+    # retry may still reach the old leader: it answers NOT_LEADER again, and by then the cache knows better.
+    rig.step(100)
+    retry = rig.produce()
+    if retry.node_id == 1:
+        rig.answer(retry, codes={("t", 0): 6})
+        rig.step()
+        rig.step(100)
+        retry = rig.produce()
+    assert rig.client.metadata.leader_for("t", 0) == 3
+    assert retry.node_id == 3
+    assert batches_of(retry)[("t", 0)] == batches_of(first)[("t", 0)]  # identical batch, same sequence
+    rig.answer(retry, offsets={("t", 0): 5})
+    rig.step()
+    assert future.result(0).offset == 5
+
+
+def test_request_timeout_retries_and_delivery_timeout_fails() -> None:
+    rig = Rig()
+    rig.init_idempotent()
+    future = rig.send(T0, b"x")
+    rig.step()
+    first = rig.produce()
+    rig.client.fail(first, KafkaTimeoutError("request.timeout.ms passed"))
+    rig.step()
+    rig.step(100)
+    retry = rig.produce()
+    assert sequences(retry) == sequences(first)
+    rig.client.fail(retry, KafkaTimeoutError("request.timeout.ms passed"), now_ms=5100)
+    rig.step(5000)  # past delivery.timeout.ms: no more retries
+    with pytest.raises(DeliveryTimeoutError, match="delivery.timeout.ms"):
+        future.result(0)
+
+
+def test_queued_batches_expire_when_the_leader_is_unreachable() -> None:
+    rig = Rig()
+    rig.init_idempotent()
+    rig.client.down.add(1)
+    future = rig.send(T0, b"x")
+    rig.step()
+    assert not rig.client.produce_requests()
+    rig.step(5000)
+    with pytest.raises(DeliveryTimeoutError, match="queued"):
+        future.result(0)
+
+
+def test_out_of_order_behind_a_failed_batch_is_retried_in_order() -> None:
+    rig = Rig()
+    rig.init_idempotent()
+    fa = rig.send(T0, b"a")
+    rig.step()
+    ra = rig.produce()
+    fb = rig.send(T0, b"b")
+    rig.step()
+    rb = rig.client.produce_requests()[-1]  # a second request in flight for the same partition (max.in.flight 5)
+    assert sequences(ra)[("t", 0)][2] == 0 and sequences(rb)[("t", 0)][2] == 1
+    rig.answer(ra, codes={("t", 0): 19})  # NOT_ENOUGH_REPLICAS: a was not written
+    rig.answer(rb, codes={("t", 0): 45})  # so b is out of order: retried after a, no epoch bump
+    rig.step()
+    rig.step(100)
+    resend = rig.produce()
+    assert sequences(resend)[("t", 0)][2] == 0  # a first, alone
+    assert len(rig.client.outstanding) == 1
+    rig.step()
+    assert len(rig.client.outstanding) == 1  # b waits until a is acknowledged
+    rig.answer(resend, offsets={("t", 0): 10})
+    rig.step(rounds=2)
+    rb2 = rig.produce()
+    assert sequences(rb2)[("t", 0)] == (7, 0, 1)
+    rig.answer(rb2, offsets={("t", 0): 11})
+    rig.step()
+    assert (fa.result(0).offset, fb.result(0).offset) == (10, 11)
+    assert not any(r.api is INIT_PRODUCER_ID for r in rig.client.sent[1:])
+
+
+def test_out_of_order_gap_bumps_the_epoch_and_resends_from_sequence_zero() -> None:
+    rig = Rig()
+    rig.init_idempotent(pid=7)
+    fa = rig.send(T0, b"a")
+    rig.step()
+    rig.answer(rig.produce(), offsets={("t", 0): 0})
+    rig.step()
+    fb = rig.send(T0, b"b")
+    rig.step()
+    rig.answer(rig.produce(), codes={("t", 0): 45})  # b IS the next sequence: the broker lost state
+    rig.step(rounds=2)
+    bump = rig.client.take(INIT_PRODUCER_ID)
+    assert (bump.body["producer_id"], bump.body["producer_epoch"]) == (7, 0)
+    rig.step(100)
+    assert len(rig.client.produce_requests()) == 2  # nothing is sent while the new id is being fetched
+    rig.client.respond(bump, {"error_code": 0, "producer_id": 8, "producer_epoch": 0})
+    rig.step(rounds=2)
+    retry = rig.produce()
+    assert sequences(retry)[("t", 0)] == (8, 0, 0)
+    rig.answer(retry, offsets={("t", 0): 1})
+    rig.step()
+    assert fa.result(0).offset == 0 and fb.result(0).offset == 1
+
+
+def test_unknown_producer_id_bumps_the_epoch() -> None:
+    rig = Rig()
+    rig.init_idempotent(pid=7)
+    future = rig.send(T0, b"a")
+    rig.step()
+    rig.client.respond(rig.produce(), produce_answer(rig.produce(), {("t", 0): 59}, log_start_offset=-1))
+    rig.step(rounds=2)
+    bump = rig.client.take(INIT_PRODUCER_ID)
+    rig.client.respond(bump, {"error_code": 0, "producer_id": 9, "producer_epoch": 0})
+    rig.step()
+    rig.step(100)
+    retry = rig.produce()
+    assert sequences(retry)[("t", 0)] == (9, 0, 0)
+    rig.answer(retry, offsets={("t", 0): 3})
+    rig.step()
+    assert future.result(0).offset == 3
+
+
+def test_duplicate_sequence_is_success() -> None:
+    rig = Rig()
+    rig.init_idempotent()
+    future = rig.send(T0, b"a")
+    rig.step()
+    rig.answer(rig.produce(), codes={("t", 0): 46})
+    rig.step()
+    assert future.result(0).partition == 0 and future.result(0).offset == -1
+    rig.send(T0, b"b")
+    rig.step()
+    assert sequences(rig.produce())[("t", 0)][2] == 1  # the sequence moved on
+
+
+def test_message_too_large_fails_with_the_size_and_the_settings() -> None:
+    rig = Rig()
+    rig.init_idempotent()
+    future = rig.send(T0, b"a" * 1000)
+    rig.step()
+    rig.answer(rig.produce(), codes={("t", 0): 10})
+    rig.step()
+    with pytest.raises(MessageTooLargeError, match=r"byte batch of 1 record.*max\.message\.bytes.*batch\.size"):
+        future.result(0)
+
+
+def test_at_most_max_in_flight_requests_per_node() -> None:
+    rig = Rig({"max.in.flight.requests.per.connection": 2})
+    rig.client.max_in_flight = 2
+    rig.init_idempotent()
+    for i in range(4):
+        rig.send(T0, b"%d" % i)
+        rig.step()
+    assert len(rig.client.outstanding) == 2
+
+
+def test_acks_zero_without_idempotence_completes_on_send() -> None:
+    rig = Rig({"acks": "0", "enable.idempotence": "false"})
+    future = rig.send(T0, b"a")
+    rig.step()
+    req = rig.client.produce_requests()[0]
+    assert req.body["acks"] == 0 and not req.expect_response
+    assert sequences(req)[("t", 0)] == (-1, -1, -1)
+    rig.step()
+    assert future.result(0).offset == -1
+
+
+# ------------------------------------------------------------------------------------------------ transactions
+
+
+def init_transactional(rig: Rig) -> None:
+    assert rig.tm is not None
+    rig.tm.initialize_transactions()
+    rig.step()
+    find = rig.client.take(FIND_COORDINATOR)
+    assert find.body["key_type"] == 1
+    rig.client.respond(find, {"coordinators": [{"key": "tx", "node_id": 2, "host": "broker2", "port": 9002,
+                                                "error_code": 0}]})
+    rig.step(rounds=2)
+    init = rig.client.take(INIT_PRODUCER_ID)
+    assert init.node_id == 2 and init.body["transactional_id"] == "tx"
+    rig.client.respond(init, {"error_code": 0, "producer_id": 50, "producer_epoch": 1})
+    rig.step()
+    assert rig.tm.state is TxnState.READY
+
+
+def add_partitions_answer(request: ClientRequest, code: int) -> dict[str, Any]:
+    return {"results_by_topic_v3_and_below": [
+        {"name": t["name"], "results_by_partition": [{"partition_index": p, "partition_error_code": code}
+                                                     for p in t["partitions"]]}
+        for t in request.body["v3_and_below_topics"]]}
+
+
+def test_transaction_retries_concurrent_transactions_and_commits() -> None:
+    rig = Rig(transactional=True)
+    init_transactional(rig)
+    assert rig.tm is not None
+    rig.tm.begin_transaction()
+    future = rig.send(T0, b"a")
+    rig.step()
+    add = rig.client.take(ADD_PARTITIONS_TO_TXN)
+    assert add.node_id == 2 and add.version <= 3
+    assert not rig.client.produce_requests()  # no batch before its partition is in the transaction
+    rig.client.respond(add, add_partitions_answer(add, 51))  # CONCURRENT_TRANSACTIONS
+    rig.step()
+    rig.step(10)
+    assert rig.client.sent[-1] is add  # the first add in a transaction retries after 20 ms, not 100
+    rig.step(10)
+    add2 = rig.client.take(ADD_PARTITIONS_TO_TXN)
+    rig.client.respond(add2, add_partitions_answer(add2, 0))
+    rig.step()
+    rig.step()
+    produce = rig.produce()
+    assert produce.version == 11 and produce.body["transactional_id"] == "tx"
+    assert batches_of(produce)[("t", 0)].is_transactional
+    rig.answer(produce, offsets={("t", 0): 0})
+    commit = rig.tm.begin_commit()
+    rig.step(rounds=2)  # the Produce answer is read first: EndTxn waits for every batch
+    end = rig.client.take(END_TXN)
+    assert end.version <= 4 and end.body["committed"] is True
+    rig.client.respond(end, {"error_code": 51})
+    rig.step()
+    rig.step(100)
+    end2 = rig.client.take(END_TXN)
+    rig.client.respond(end2, {"error_code": 0})
+    rig.step()
+    assert commit.result(0) is None and future.result(0).offset == 0
+    assert rig.tm.state is TxnState.READY
+
+
+def test_producer_fenced_in_produce_is_fatal_and_named() -> None:
+    rig = Rig(transactional=True)
+    init_transactional(rig)
+    assert rig.tm is not None
+    rig.tm.begin_transaction()
+    future = rig.send(T0, b"a")
+    rig.step()
+    add = rig.client.take(ADD_PARTITIONS_TO_TXN)
+    rig.client.respond(add, add_partitions_answer(add, 0))
+    rig.step()
+    rig.step()
+    rig.answer(rig.produce(), codes={("t", 0): 90})
+    rig.step()
+    with pytest.raises(ProducerFencedError):
+        future.result(0)
+    assert rig.tm.state is TxnState.FATAL_ERROR
+    with pytest.raises(ProducerFencedError):
+        rig.tm.begin_commit()
+    with pytest.raises(ProducerFencedError):
+        rig.tm.fail_if_not_ready_for_send()
+
+
+def test_producer_fenced_on_end_txn_fails_the_commit() -> None:
+    rig = Rig(transactional=True)
+    init_transactional(rig)
+    assert rig.tm is not None
+    rig.tm.begin_transaction()
+    rig.send(T0, b"a")
+    rig.step()
+    add = rig.client.take(ADD_PARTITIONS_TO_TXN)
+    rig.client.respond(add, add_partitions_answer(add, 0))
+    rig.step()
+    rig.step()
+    rig.answer(rig.produce())
+    commit = rig.tm.begin_commit()
+    rig.step(rounds=2)
+    rig.client.respond(rig.client.take(END_TXN), {"error_code": 90})
+    rig.step()
+    with pytest.raises(ProducerFencedError, match="fenced"):
+        commit.result(0)
+
+
+def test_abort_drops_unsent_batches() -> None:
+    rig = Rig(transactional=True)
+    init_transactional(rig)
+    assert rig.tm is not None
+    rig.tm.begin_transaction()
+    future = rig.send(T0, b"a")
+    rig.step()  # AddPartitionsToTxn goes out; the batch waits for it
+    aborted = rig.tm.begin_abort()
+    add = rig.client.take(ADD_PARTITIONS_TO_TXN)
+    rig.client.respond(add, add_partitions_answer(add, 0))
+    rig.step()
+    rig.step()
+    with pytest.raises(Exception, match="aborted"):
+        future.result(0)
+    end = rig.client.take(END_TXN)
+    assert end.body["committed"] is False
+    rig.client.respond(end, {"error_code": 0})
+    rig.step()
+    assert aborted.result(0) is None and not rig.client.produce_requests()
