@@ -364,7 +364,7 @@ def gather_batch_futures(futures: Sequence[Future[BatchMetadata]]) -> Future[lis
                 return
         errors = [f.exception() for f in futures if f.exception() is not None]
         if errors:
-            combined.set_exception(errors[0])  # type: ignore[arg-type]
+            combined.set_exception(errors[0])
         else:
             combined.set_result([f.result() for f in futures])
 

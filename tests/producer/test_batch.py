@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pyarrow as pa
 import pytest
 
@@ -28,7 +30,7 @@ def test_appends_then_close_builds_the_same_bytes_as_the_reference_encoder() -> 
     f1 = b.try_append(10, b"k", b"v1", [("h", b"x")], 1000)
     f2 = b.try_append(12, None, None, [], 1001)
     assert f1 is not None and f2 is not None
-    assert b.state is BatchState.OPEN and b.record_count == 2 and b.last_append_ms == 1001
+    assert (b.state, b.record_count, b.last_append_ms) == (BatchState.OPEN, 2, 1001)
     b.close()
     assert b.state is BatchState.CLOSED
     expected = encode_batch([Record(b"k", b"v1", 10, [("h", b"x")]), Record(None, None, 12)])
@@ -117,7 +119,7 @@ def test_late_answer_after_expiry_is_ignored_but_success_is_final() -> None:
 def test_illegal_transitions_name_both_states(steps: list[str], bad: str, names: str) -> None:
     b = record_batch()
     b.try_append(0, None, b"v", [], 0)
-    calls = {"close": lambda: b.close(), "mark_in_flight": lambda: b.mark_in_flight(0),
+    calls: dict[str, Callable[[], object]] = {"close": lambda: b.close(), "mark_in_flight": lambda: b.mark_in_flight(0),
              "done": lambda: b.done(0, -1, None), "mark_retrying": lambda: b.mark_retrying(0, 10)}
     for step in steps:
         calls[step]()
