@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from spark_kafka_sink.errors import DeliveryTimeoutError, ProducerClosedError
 from spark_kafka_sink.producer.batch import BatchState, ProducerBatch
@@ -47,15 +48,13 @@ NO_DELAY_LIMIT_MS = 2**63 - 1  # next_ready_check_delay_ms when no queued batch 
 LeaderFn = Callable[[TopicPartition], "int | None"]
 
 
-@dataclass(frozen=True, slots=True)
-class AppendResult:
+class AppendResult(NamedTuple):
     future: Future[RecordMetadata]
     batch_is_full: bool  # wake the sender: a batch is ready regardless of linger.ms
     new_batch_created: bool
 
 
-@dataclass(frozen=True, slots=True)
-class ReadyCheck:
+class ReadyCheck(NamedTuple):
     ready_nodes: frozenset[int]
     next_ready_check_delay_ms: int  # when a not-yet-ready batch may become ready (linger or backoff)
     unknown_leader_topics: frozenset[str]  # have batches but no known leader: refresh their metadata

@@ -202,6 +202,8 @@ def _partitioner(name: str, raw: Any) -> Callable[[str, bytes | None, int], int]
     if raw is None or raw == "":
         return None
     target = _resolve(name, raw)
+    if not callable(target) and callable(getattr(target, "partition", None)):
+        target = target.partition  # an object with a Java-like partition(topic, key_bytes, num_partitions) method
     if not callable(target):
         raise _invalid(name, raw, "a callable (topic, key_bytes, num_partitions) -> partition")
     return target  # type: ignore[no-any-return]

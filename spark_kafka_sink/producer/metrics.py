@@ -7,9 +7,6 @@
     metrics.add_gauge("buffer-available-bytes", lambda: pool.available_memory)
     metrics.snapshot(now_ms) -> {"record-send-total": ..., "record-send-rate": ..., ...}
 
-It also implements the sender's ``SenderMetrics`` protocol (``batches_sent``, ``request_completed``,
-``batch_succeeded`` / ``batch_retried`` / ``batch_failed``), which are not given a time: those read ``clock_ms``.
-
 Rates, averages and maxima cover the last ``num_samples`` windows of ``window_ms`` (Java: 2 x 30 s); a rate
 divides by the time those windows span, at least ``(num_samples - 1) * window_ms`` so that a young producer's
 first burst does not read as a huge rate (as Kafka's ``Rate``). Totals are cumulative. Averages and maxima of a
@@ -20,13 +17,8 @@ from __future__ import annotations
 
 import math
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from spark_kafka_sink.producer.batch import ProducerBatch
 
 __all__ = ["ProducerMetrics", "WindowedStat", "METRIC_NAMES"]
 
@@ -107,9 +99,7 @@ METRIC_NAMES: tuple[str, ...] = (
 class ProducerMetrics:
     """The producer's metrics (module docstring). ``_lock`` guards every stat; gauges are read outside it."""
 
-    def __init__(self, window_ms: int = 30_000, num_samples: int = 2,
-                 clock_ms: Callable[[], int] = lambda: time.monotonic_ns() // 1_000_000) -> None:
-        self._clock_ms = clock_ms  # only for the SenderMetrics adapters below, which are not given now_ms
+    def __init__(self, window_ms: int = 30_000, num_samples: int = 2) -> None:
         self._lock = threading.Lock()
 
         def stat() -> WindowedStat:
@@ -151,31 +141,6 @@ class ProducerMetrics:
     def record_throttle(self, throttle_ms: float, now_ms: int) -> None:
         with self._lock:
             self._throttle.record(throttle_ms, now_ms)
-
-    # --- the sender's reporting interface (``sender_responses.SenderMetrics``), timed with ``clock_ms``
-
-    def batches_sent(self, batches: Sequence[ProducerBatch]) -> None:
-        """One produce request carrying ``batches`` went out."""
-        now_ms = self._clock_ms()
-        with self._lock:
-            for batch in batches:
-                self._records_sent.record(batch.record_count, now_ms)
-                self._batch_bytes.record(batch.size_in_bytes, now_ms)
-            self._request_records.record(sum(b.record_count for b in batches), now_ms)
-
-    def request_completed(self, node_id: int, latency_ms: int) -> None:
-        now_ms = self._clock_ms()
-        with self._lock:
-            self._request_latency.record(latency_ms, now_ms)
-
-    def batch_succeeded(self, batch: ProducerBatch) -> None:
-        """Nothing to count beyond what ``batches_sent`` did; here so the sender can report every outcome."""
-
-    def batch_retried(self, batch: ProducerBatch) -> None:
-        self.record_retry(batch.record_count, self._clock_ms())
-
-    def batch_failed(self, batch: ProducerBatch) -> None:
-        self.record_error(batch.record_count, self._clock_ms())
 
     def snapshot(self, now_ms: int) -> dict[str, float]:
         """Every metric by its Java name (``METRIC_NAMES`` plus the gauges)."""

@@ -223,6 +223,12 @@ def test_partitioner_and_interceptors_from_objects_or_dotted_paths() -> None:
              "interceptor.classes": f"{__name__}.CountingInterceptor"})
     assert c.partitioner_class is fixed_partitioner
     assert isinstance(c.interceptor_classes[0], CountingInterceptor)
+    class WithMethod:
+        def partition(self, topic: str, key: bytes | None, n: int) -> int:
+            return n - 1
+
+    c = cfg({"partitioner.class": WithMethod()})
+    assert c.partitioner_class is not None and c.partitioner_class("t", None, 4) == 3
     with pytest.raises(ConfigError, match="cannot import"):
         cfg({"partitioner.class": "no_such_module_xyz.part"})
     with pytest.raises(ConfigError, match="a callable"):

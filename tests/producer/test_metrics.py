@@ -158,29 +158,3 @@ def test_optional_batch_hooks_and_validation() -> None:
         InterceptorChain([object()])
     assert not InterceptorChain()
 
-
-def test_sender_metrics_adapter_uses_the_injected_clock() -> None:
-    from spark_kafka_sink.producer.batch import ProducerBatch
-    from spark_kafka_sink.producer.sender_responses import SenderMetrics
-
-    now = [0]
-    m = ProducerMetrics(window_ms=1000, num_samples=2, clock_ms=lambda: now[0])
-    reporter: SenderMetrics = m  # the sender's protocol, checked by mypy
-    batches = []
-    for count in (2, 3):
-        b = ProducerBatch.for_records(TopicPartition("t", count), 1000, "none", 0)
-        for _ in range(count):
-            b.try_append(0, None, b"v", [], 0)
-        b.close()
-        batches.append(b)
-    reporter.batches_sent(batches)
-    now[0] = 500
-    reporter.request_completed(1, 7)
-    reporter.batch_succeeded(batches[0])
-    reporter.batch_retried(batches[1])
-    reporter.batch_failed(batches[1])
-    snap = m.snapshot(500)
-    assert snap["record-send-total"] == 5 and snap["records-per-request-avg"] == 5
-    assert snap["byte-total"] == sum(b.size_in_bytes for b in batches)
-    assert snap["request-latency-max"] == 7
-    assert (snap["record-retry-total"], snap["record-error-total"]) == (3, 3)
