@@ -59,6 +59,7 @@ Body = Mapping[str, Any] | Callable[[int], Mapping[str, Any]]
 _WAKEUP = object()  # selector key data of the wakeup socket
 _METADATA_REFRESH = object()  # context of the client's own metadata requests
 _SETTING_UP = (ConnectionState.CONNECTING, ConnectionState.HANDSHAKE, ConnectionState.NEGOTIATING)
+_PARALLEL_ATTEMPTS = 3  # blocking calls: addresses set up at once, so one that never answers costs no time
 
 
 @dataclass(eq=False)
@@ -415,6 +416,10 @@ class NetworkClient:
                 if self.ready(candidate, now) or self.is_ready(candidate):
                     return candidate
                 tried.setdefault(self.address(candidate), "no answer yet")
+            if node_id is None:
+                for extra in self._spare_attempts(now):  # a silent address must not hide a good one
+                    self.ready(extra, now)
+                    tried.setdefault(self.address(extra), "no answer yet")
             for nid, node in self._nodes.items():
                 error = node.last_error
                 if error is not None and error is not before.get(nid):
@@ -430,6 +435,14 @@ class NetworkClient:
             if candidate is not None:
                 wait = min(wait, max(1, self.connection_delay(candidate, now)))
             self._stash.extend(self.poll(wait, now))
+
+    def _spare_attempts(self, now_ms: int) -> list[int]:
+        """Nodes to try in parallel while none is READY: up to _PARALLEL_ATTEMPTS set up at a time."""
+        candidates = list(self.metadata.brokers()) or self.bootstrap_node_ids
+        busy = sum(1 for n in candidates if n in self._nodes and self._nodes[n].conn.state in _SETTING_UP)
+        free = [n for n in candidates if n not in self._nodes or (
+            self._nodes[n].conn.state is ConnectionState.DISCONNECTED and now_ms >= self._nodes[n].next_attempt_ms)]
+        return free[:max(0, _PARALLEL_ATTEMPTS - busy)]
 
     def fetch_metadata(self, topics: Iterable[str] | None = None, timeout_ms: int | None = None, *,
                        allow_auto_topic_creation: bool = True) -> Metadata:

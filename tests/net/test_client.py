@@ -310,3 +310,17 @@ def test_blocking_request_gives_up_at_once_on_a_non_retriable_setup_error(client
         assert error is not None and error.fatal
         client.close()
     assert attempts == [broker.address]
+
+
+def test_a_silent_bootstrap_address_does_not_hide_a_good_one(clients: list[NetworkClient]) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as silent, \
+            FakeBroker(serve({METADATA.key: metadata_answer(0)}), connections=2) as good:
+        silent_port = silent.getsockname()[1]
+        for order in ([silent_port, good.port], [good.port, silent_port]):
+            client = make_client(*[("127.0.0.1", p) for p in order], socket_connection_setup_timeout_ms=60_000)
+            clients.append(client)
+            start = time.monotonic()
+            client.fetch_metadata([], timeout_ms=20_000)
+            assert time.monotonic() - start < 5
+            assert client.metadata.cluster_id == "fake"
+            client.close()
