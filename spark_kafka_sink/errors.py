@@ -19,6 +19,8 @@ Local failures::
     ├── KafkaConnectionError            connecting / talking to a broker failed (retriable)
     ├── ProducerClosedError, IllegalStateError, SerializationError
     ├── PartitionOutOfRangeError (also ValueError)   a record's partition is not in [0, partitions)
+    ├── RecordTooLargeError (also ValueError)  a record larger than max.request.size or buffer.memory
+    ├── TransactionAbortedError         the record's transaction was aborted before it was sent
     └── BrokerError                     a broker answered with an error code (.code, .error_name)
 
 Broker errors: one class per code of :data:`spark_kafka_sink.protocol.error_codes.ERROR_CODES`, named by
@@ -39,7 +41,8 @@ from typing import Any, ClassVar, NoReturn
 __all__ = [
     "KafkaError", "ConfigError", "ProtocolError", "UnsupportedVersionError", "KafkaTimeoutError",
     "KafkaConnectionError", "BufferExhaustedError", "DeliveryTimeoutError", "ProducerClosedError",
-    "IllegalStateError", "SerializationError", "PartitionOutOfRangeError", "BrokerError", "UnknownBrokerError", "error_for_code",
+    "IllegalStateError", "SerializationError", "PartitionOutOfRangeError", "RecordTooLargeError",
+    "TransactionAbortedError", "BrokerError", "UnknownBrokerError", "error_for_code",
     "raise_for_code", "broker_error_classes",
     "UnknownServerError", "OffsetOutOfRangeError", "CorruptMessageError", "UnknownTopicOrPartitionError",
     "InvalidFetchSizeError", "LeaderNotAvailableError", "NotLeaderOrFollowerError", "RequestTimedOutError",
@@ -176,6 +179,15 @@ class SerializationError(KafkaError):
 class PartitionOutOfRangeError(KafkaError, ValueError):
     """A record names (or a custom partitioner chose) a partition the topic does not have; fix the record's
     partition, or add partitions to the topic."""
+
+
+class RecordTooLargeError(KafkaError, ValueError):
+    """A record is larger than max.request.size or buffer.memory and can never be sent; the message names its
+    size and the option. Send smaller records or raise the option (and the topic's max.message.bytes)."""
+
+
+class TransactionAbortedError(KafkaError):
+    """The record was never sent: its transaction was aborted (``abort_transaction()``, or after an error)."""
 
 
 # Imported here, after the local classes, on purpose: the protocol package imports this module for

@@ -38,7 +38,8 @@ from spark_kafka_sink.producer.accumulator import NO_DELAY_LIMIT_MS, RecordAccum
 from spark_kafka_sink.producer.batch import ProducerBatch
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.record_metadata import TopicPartition
-from spark_kafka_sink.producer.sender_responses import ProduceContext, ResponseHandler, SenderMetrics
+from spark_kafka_sink.producer.metrics import ProducerMetrics
+from spark_kafka_sink.producer.sender_responses import ProduceContext, ResponseHandler
 from spark_kafka_sink.producer.transactions import (
     MAX_TRANSACTIONAL_PRODUCE_VERSION,
     TransactionAbortedError,
@@ -59,7 +60,7 @@ class Sender(ResponseHandler):
     """One producer's I/O logic; see the module docstring."""
 
     def __init__(self, client: Any, accumulator: RecordAccumulator, config: ProducerConfig, *,
-                 transaction_manager: TransactionManager | None = None, metrics: SenderMetrics | None = None
+                 transaction_manager: TransactionManager | None = None, metrics: ProducerMetrics | None = None
                  ) -> None:
         super().__init__(client, accumulator, config, transaction_manager, metrics)
         # With max.in.flight = 1 and no idempotence, order is kept by muting a partition while a batch of it is
@@ -152,7 +153,8 @@ class Sender(ResponseHandler):
         self._client.send(node, PRODUCE, body, now_ms, expect_response=self._config.acks != 0,
                           max_version=self._produce_max_version, context=context)
         if self._metrics is not None:
-            self._metrics.batches_sent(batches)
+            for batch in batches:
+                self._metrics.record_batch_sent(batch.record_count, batch.size_in_bytes, now_ms)
 
     # ------------------------------------------------------------------------------------------ transactions
 

@@ -26,9 +26,8 @@ Threads: runs on the sender thread only (inside ``Sender.run_once``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from spark_kafka_sink.errors import (
     BrokerError,
@@ -39,11 +38,12 @@ from spark_kafka_sink.errors import (
 from spark_kafka_sink.producer.accumulator import RecordAccumulator
 from spark_kafka_sink.producer.batch import ProducerBatch
 from spark_kafka_sink.producer.config import ProducerConfig
+from spark_kafka_sink.producer.metrics import ProducerMetrics
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET, NO_TIMESTAMP, TopicPartition
 from spark_kafka_sink.producer.transactions import TransactionManager, TxnRequest
 from spark_kafka_sink.producer.txn_requests import broker_error
 
-__all__ = ["ProduceContext", "ResponseHandler", "SenderMetrics"]
+__all__ = ["ProduceContext", "ResponseHandler"]
 
 _log = logging.getLogger(__name__)
 
@@ -52,16 +52,6 @@ _NETWORK_EXCEPTION = 13
 _TOO_LARGE = frozenset({10, 18})  # MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE
 # Answers after which the batch may be in the log although the request failed.
 _MAYBE_WRITTEN = frozenset({_NETWORK_EXCEPTION, 7, 20})  # + REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND
-
-
-class SenderMetrics(Protocol):
-    """What the sender reports (``producer.metrics`` implements it)."""
-
-    def batches_sent(self, batches: Sequence[ProducerBatch]) -> None: ...
-    def request_completed(self, node_id: int, latency_ms: int) -> None: ...
-    def batch_succeeded(self, batch: ProducerBatch) -> None: ...
-    def batch_retried(self, batch: ProducerBatch) -> None: ...
-    def batch_failed(self, batch: ProducerBatch) -> None: ...
 
 
 @dataclass
@@ -76,7 +66,7 @@ class ResponseHandler:
     """Base of :class:`~spark_kafka_sink.producer.sender.Sender`: everything that happens when answers arrive."""
 
     def __init__(self, client: Any, accumulator: RecordAccumulator, config: ProducerConfig,
-                 transaction_manager: TransactionManager | None, metrics: SenderMetrics | None) -> None:
+                 transaction_manager: TransactionManager | None, metrics: ProducerMetrics | None) -> None:
         self._client = client
         self._acc = accumulator
         self._config = config
@@ -95,7 +85,10 @@ class ResponseHandler:
                 self._tm.handle_response(context, response.request.version, response.body or {}, now_ms)
         elif isinstance(context, ProduceContext):
             if self._metrics is not None:
-                self._metrics.request_completed(response.node_id, response.latency_ms)
+                records = sum(b.record_count for b in context.batches.values())
+                self._metrics.record_request(records, response.latency_ms, now_ms)
+                if response.body:
+                    self._metrics.record_throttle(response.body.get("throttle_time_ms", 0), now_ms)
             self._handle_produce(context, response.body, response.error, now_ms)
 
     def _handle_produce(self, context: ProduceContext, body: dict[str, Any] | None, error: KafkaError | None,
@@ -135,8 +128,7 @@ class ResponseHandler:
             offset = base_offset if code == 0 else NO_OFFSET  # a duplicate's offset is not in the answer
             if self._tm is not None:
                 self._tm.batch_succeeded(batch, offset)
-            if batch.done(offset, log_append_time_ms, None) and self._metrics is not None:
-                self._metrics.batch_succeeded(batch)
+            batch.done(offset, log_append_time_ms, None)
             self._acc.unmute(tp)
             return
         error = self._error_for(batch, code, message, record_errors, context)
@@ -147,7 +139,7 @@ class ResponseHandler:
             self._acc.reenqueue(batch, now_ms)
             self._acc.unmute(tp)
             if self._metrics is not None:
-                self._metrics.batch_retried(batch)
+                self._metrics.record_retry(batch.record_count, now_ms)
             return
         final: KafkaError = error
         if error.retriable and batch.has_reached_delivery_timeout(now_ms, self._config.delivery_timeout_ms):
@@ -187,7 +179,7 @@ class ResponseHandler:
         if self._tm is not None:
             self._tm.batch_failed(batch, error, maybe_written=maybe_written)
         if batch.done(NO_OFFSET, NO_TIMESTAMP, error) and self._metrics is not None:
-            self._metrics.batch_failed(batch)
+            self._metrics.record_error(batch.record_count, now_ms)
         self._acc.unmute(batch.tp)
         if isinstance(error, DeliveryTimeoutError):
             _log.warning("%s", error)

@@ -49,7 +49,7 @@ import logging
 import threading
 from concurrent.futures import Future
 
-from spark_kafka_sink.errors import IllegalStateError, KafkaError
+from spark_kafka_sink.errors import IllegalStateError, KafkaError, TransactionAbortedError
 from spark_kafka_sink.producer.idempotence import IdempotenceMixin
 from spark_kafka_sink.producer.record_metadata import TopicPartition
 from spark_kafka_sink.producer.sequences import (
@@ -92,10 +92,6 @@ _log = logging.getLogger(__name__)
 
 #: Produce v12 lets a transaction-version-2 coordinator add partitions implicitly; we stay on the v1 flow.
 MAX_TRANSACTIONAL_PRODUCE_VERSION = 11
-
-
-class TransactionAbortedError(KafkaError):
-    """The record was never sent: its transaction was aborted (by ``abort_transaction()`` or after an error)."""
 
 
 class TxnState(enum.Enum):
