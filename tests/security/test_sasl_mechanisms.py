@@ -96,7 +96,8 @@ def test_wrong_server_signature_is_a_possible_mitm() -> None:
     client = _after_first()
     client.respond(SERVER_FIRST)
     forged = b"v=" + base64.b64encode(b"\x00" * 32)
-    with pytest.raises(SaslAuthenticationFailedError, match="server signature did not verify: possible man-in-the-middle"):
+    mitm = "server signature did not verify: possible man-in-the-middle"
+    with pytest.raises(SaslAuthenticationFailedError, match=mitm):
         client.respond(forged)
     assert client.state is ScramState.FAILED and not client.complete
 
@@ -223,7 +224,8 @@ def test_no_secret_in_repr_or_errors() -> None:
 
 
 def test_verification_error_pickles_and_is_fatal() -> None:
-    error = SaslVerificationError("server signature did not verify: possible man-in-the-middle", context="SCRAM-SHA-256")
+    reason = "server signature did not verify: possible man-in-the-middle"
+    error = SaslVerificationError(reason, context="SCRAM-SHA-256")
     again = pickle.loads(pickle.dumps(error))
     assert str(again) == str(error) == (
         "SASL authentication failed in SCRAM-SHA-256: server signature did not verify: possible man-in-the-middle"
