@@ -332,10 +332,11 @@ def test_reconnects_after_a_failure(conns: list[BrokerConnection]) -> None:
         conns.append(conn)
         connect_ready(conn)
         conn.disconnect(monotonic_ms())
-        assert conn.state is S.DISCONNECTED
+        states = [conn.state]
         connect_ready(conn)
         conn.close()
-    assert conn.state is S.CLOSED
+        states.append(conn.state)
+    assert states == [S.DISCONNECTED, S.CLOSED]
 
 
 # ---------------------------------------------------------------------------------------- handshake seam
