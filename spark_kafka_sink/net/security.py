@@ -35,7 +35,7 @@ import functools
 import logging
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +102,6 @@ class SecuritySettings:
     sasl_mechanism: str = "PLAIN"
     sasl_username: str | None = None
     sasl_password: Hidden | None = None
-    _context: list[ssl.SSLContext] = field(default_factory=list, init=False, repr=False, compare=False)
 
     @property
     def uses_tls(self) -> bool:
@@ -140,11 +139,10 @@ class SecuritySettings:
     # -- TLS -------------------------------------------------------------------------------------------------
     def ssl_context(self) -> ssl.SSLContext:
         """The client context (built once per settings object): TLS 1.2+, CERT_REQUIRED, hostname check as set."""
-        if not self._context:
-            self._context.append(self._build_context())
-        return self._context[0]
+        return self._ssl_context
 
-    def _build_context(self) -> ssl.SSLContext:
+    @functools.cached_property  # writes the instance __dict__ directly, so it works on a frozen dataclass
+    def _ssl_context(self) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED and check_hostname=True by default
         context.minimum_version = ssl.TLSVersion.TLSv1_2  # what Kafka brokers enable by default
         context.check_hostname = self.check_hostname
