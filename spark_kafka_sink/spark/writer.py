@@ -18,6 +18,7 @@ at_least_once is safe with speculation (duplicates are within its contract).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Iterator
@@ -76,6 +77,15 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
                 "would fence the transaction of the copy Spark keeps. Disable speculation for this job, or use "
                 "at_least_once", key="deliveryGuarantee")
         transactional_id = options.transactional_id(partition_id)
+
+    batches = iter(batches)
+    first = next((b for b in batches if b.num_rows), None)
+    if first is None and attempt == 0:
+        # Nothing to write and no earlier attempt to fence: skip the producer (and its InitProducerId round trips);
+        # after a shuffle most of 200 partitions can be empty.
+        return KafkaCommitMessage(partition_id, attempt, transactional_id, -1, -1, (), started_at, batch_id)
+    if first is not None:
+        batches = itertools.chain([first], batches)
 
     producer = KafkaProducer(options.producer_config(transactional_id))
     finished = False

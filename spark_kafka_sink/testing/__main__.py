@@ -1,4 +1,4 @@
-"""``python -m spark_kafka_sink.testing {jars,up,down}``: the Makefile's broker commands.
+"""``python -m spark_kafka_sink.testing {jars,up,down,run-demo}``: the Makefile's broker and demo commands.
 
 ``up`` starts a single-node broker on 127.0.0.1 (default port 9092) that keeps running after the command returns;
 ``down`` stops it and deletes its data. Java and Maven problems print one line saying what to install.
@@ -57,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     up = sub.add_parser("up", help="start a local broker")
     up.add_argument("--port", type=int, default=9092)
     sub.add_parser("down", help="stop the local broker")
+    demo = sub.add_parser("run-demo", help="broker + spark-submit jobs/batch_to_kafka.py + read-back report")
+    demo.add_argument("--rows", type=int, default=200_000)
     args = parser.parse_args(argv)
     try:
         if args.command == "jars":
@@ -64,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "up":
             return _up(args.port)
+        if args.command == "run-demo":
+            from .demo import run_demo
+
+            return run_demo(args.rows)
         return _down()
     except (ToolMissingError, BrokerStartError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -243,3 +243,29 @@ def test_writers_and_messages_survive_cloudpickle() -> None:
     msg = _message(3, 5, "p-3")
     assert pickle.loads(cloudpickle.dumps(msg)) == msg
     assert pickle.loads(pickle.dumps(msg)) == msg  # Spark ships messages with plain pickle
+
+
+def test_empty_first_attempt_creates_no_producer(fake: list[FakeProducer]) -> None:
+    opts = SinkOptions.parse(EO, streaming=False)
+    msg = write_partition(opts, plan_columns(SCHEMA, "t"), batches(0, 0))
+    assert fake == [] and msg.writes == () and not msg.has_transaction
+
+
+def test_empty_retry_still_fences_earlier_attempts(fake: list[FakeProducer], monkeypatch: pytest.MonkeyPatch) -> None:
+    from spark_kafka_sink.spark import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "_task_context", lambda: (5, 1, None, False))
+    msg = write_partition(SinkOptions.parse(EO, streaming=False), plan_columns(SCHEMA, "t"), batches(0))
+    assert fake[0].calls == ["init", "begin", "flush", "close"] and msg.transactional_id == "p-5"
+    assert not msg.has_transaction  # nothing to commit: the driver sends no EndTxn for it
+
+
+def test_speculation_refused_with_exactly_once_only(fake: list[FakeProducer], monkeypatch: pytest.MonkeyPatch) -> None:
+    from spark_kafka_sink.errors import ConfigError
+    from spark_kafka_sink.spark import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "_task_context", lambda: (0, 0, None, True))
+    with pytest.raises(ConfigError, match="spark.speculation"):
+        write_partition(SinkOptions.parse(EO, streaming=False), plan_columns(SCHEMA, "t"), batches(1))
+    alo = SinkOptions.parse({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t"}, streaming=False)
+    assert write_partition(alo, plan_columns(SCHEMA, "t"), batches(1)).rows == 1

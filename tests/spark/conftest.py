@@ -1,0 +1,40 @@
+"""Helpers for the sink's Spark tests: write through ``pykafka-sink``, and look at a topic's raw offsets."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+FORMAT = "pykafka-sink"
+
+
+def write_df(df: Any, bootstrap: str, *, fmt: str = FORMAT, mode: str = "append", **options: Any) -> None:
+    """``df.write.format(fmt)`` with ``kafka.bootstrap.servers`` and ``options`` (None values are left out)."""
+    writer = df.write.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+    for key, value in options.items():
+        if value is not None:
+            writer = writer.option(key, str(value))
+    writer.mode(mode).save()
+
+
+def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    """Each partition's high watermark: counts every record ever written, committed, aborted or open."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"wm-{uuid.uuid4().hex}"})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in sorted(partitions)}
+    finally:
+        consumer.close()
+
+
+@pytest.fixture
+def offsets(bootstrap: str) -> Callable[[str], dict[int, int]]:
+    def get(topic: str) -> dict[int, int]:
+        return end_offsets(bootstrap, topic)
+
+    return get

@@ -1,0 +1,47 @@
+"""The bundled spark-submit jobs: ``--help`` lists their arguments; batch_to_kafka writes end to end."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from spark_kafka_sink.testing.broker import REPO_ROOT
+from tests.conftest import ConsumedRecord
+
+JOBS = REPO_ROOT / "jobs"
+SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
+ENV = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+
+
+@pytest.mark.parametrize("job", ["batch_to_kafka", "stream_to_kafka", "foreach_batch_to_kafka"])
+def test_help_lists_arguments(job: str) -> None:
+    proc = subprocess.run([sys.executable, str(JOBS / f"{job}.py"), "--help"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for flag in ("--bootstrap-servers", "--topic"):
+        assert flag in proc.stdout
+
+
+@pytest.mark.spark
+@pytest.mark.broker
+def test_batch_job_through_spark_submit(bootstrap: str, topic_factory: Callable[..., str],
+                                        readback: Callable[..., list[ConsumedRecord]]) -> None:
+    topic = topic_factory(partitions=3)
+    help_proc = subprocess.run([str(SPARK_SUBMIT), str(JOBS / "batch_to_kafka.py"), "--help"], env=ENV,
+                               capture_output=True, text=True, timeout=120)
+    assert help_proc.returncode == 0 and "--guarantee" in help_proc.stdout, help_proc.stderr[-2000:]
+    proc = subprocess.run(
+        [str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false", str(JOBS / "batch_to_kafka.py"),
+         "--bootstrap-servers", bootstrap, "--topic", topic, "--rows", "3000", "--guarantee", "exactly_once"],
+        cwd=REPO_ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "batch_to_kafka: wrote 3000 rows" in proc.stdout
+    assert "pykafka-sink committed 3000 rows" in proc.stderr  # the driver's summary line
+    records = readback(topic)
+    assert len(records) == 3000 and len({r.value for r in records}) == 3000
+    assert all(r.headers == (("source", b"batch_to_kafka"),) for r in records)
