@@ -210,7 +210,7 @@ def test_unreachable_bootstrap_fails_within_the_timeout_naming_every_address(
     message = str(info.value)
     assert f"127.0.0.1:{refused}" in message and f"127.0.0.1:{silent_port}" in message
     assert "refused" in message.lower() and "socket.connection.setup.timeout.ms" in message
-    assert 1.5 <= elapsed < 3.0, elapsed
+    assert 1.49 <= elapsed < 3.0, elapsed  # 1.49: the client clock counts whole milliseconds
 
 
 def test_blocking_request_keeps_other_responses_for_poll(clients: list[NetworkClient]) -> None:
