@@ -427,6 +427,9 @@ class NetworkClient:
                         raise error  # reconnecting cannot fix it: fix the configuration instead
                     tried[self.address(nid)] = str(error)
             if now >= deadline:
+                for nid, node in self._nodes.items():
+                    if node.conn.state in _SETTING_UP and self.address(nid) in tried:
+                        tried[self.address(nid)] = f"no answer yet, still {node.conn.state.name}"
                 listed = "; ".join(f"{addr} ({why})" for addr, why in tried.items()) or "none"
                 raise KafkaConnectionError(
                     f"could not reach any broker for {what}; tried: {listed}. "
