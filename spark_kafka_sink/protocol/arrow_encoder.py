@@ -1,8 +1,11 @@
-"""Vectorized Arrow -> RecordBatch v2 encoder for one partition's rows: numpy for sizes and varints, Arrow's C++
-string kernels for the byte copies, no per-row Python loop. Pure.
+"""Vectorized Arrow -> RecordBatch v2 encoder: numpy for sizes and varints, Arrow's C++ string kernels for the
+byte copies, no per-row Python loop. Pure.
 
     encode_arrow_batches(value, *, key=None, timestamp_ms, headers=None, max_batch_bytes,
-                         compression=Codec.NONE, transactional=False) -> list[EncodedBatch]
+                         compression=Codec.NONE, transactional=False, segment_starts=None) -> list[EncodedBatch]
+
+One call costs ~0.15 ms plus the per-row work: to encode many partitions, sort the rows by partition and pass
+where each partition starts as ``segment_starts`` rather than calling once per partition.
 
 Each ``EncodedBatch.data`` is byte-identical to ``record_batch.encode_batch`` over the same rows (the tests check
 it), with producer id / epoch / sequence -1: ``record_batch.with_producer_state`` sets them at drain time.
@@ -250,20 +253,24 @@ def _timestamps(ts: pa.Array | pa.ChunkedArray | npt.NDArray[Any], n: int) -> I6
 # ------------------------------------------------------------------------------------------------ encoder
 
 
-def _split(upper: I64, budget: int) -> I64:
-    """Greedy batch starts: each batch's upper-bound size <= budget; a lone oversized record still gets one."""
+def _split(upper: I64, budget: int, segment_starts: I64) -> I64:
+    """Greedy batch starts: each batch's upper-bound size <= budget (a lone oversized record still gets one), and
+    a batch starts at every segment start."""
     n = len(upper)
-    if int(upper.min()) == int(upper.max()):  # equal-size rows: batches of a fixed count
+    if not len(segment_starts) and int(upper.min()) == int(upper.max()):  # equal rows: batches of a fixed count
         per = max(1, budget // int(upper[0]))
         return np.arange(0, n, per, dtype=np.int64)
     cum = np.zeros(n + 1, np.int64)
     np.cumsum(upper, out=cum[1:])
+    limits = np.append(segment_starts[segment_starts > 0], n).tolist()
     starts = []
-    s = 0
+    s, li = 0, 0
     while s < n:  # one iteration per batch, not per row
         starts.append(s)
+        while limits[li] <= s:
+            li += 1
         e = int(np.searchsorted(cum, cum[s] + budget, side="right")) - 1
-        s = max(e, s + 1)
+        s = min(max(e, s + 1), limits[li])
     return np.array(starts, np.int64)
 
 
@@ -276,8 +283,11 @@ def encode_arrow_batches(
     max_batch_bytes: int,
     compression: int | str = Codec.NONE,
     transactional: bool = False,
+    segment_starts: npt.ArrayLike | None = None,
 ) -> list[EncodedBatch]:
-    """Encode one partition's rows into record batches (see the module docstring)."""
+    """Encode rows into record batches (see the module docstring). ``segment_starts``: row indices where a new
+    batch must begin, e.g. where each partition's rows begin in a table sorted by partition, so one call encodes
+    many partitions (no batch spans two segments; map batches back with ``first_row``)."""
     codec = codec_id(compression)
     value_b = _binary(value, "value")
     n = len(value_b)
@@ -305,7 +315,10 @@ def encode_arrow_batches(
     ts_bound = int(_sizes(np.array([2 * span], np.uint64))[0])
     od_bound = int(_sizes(np.array([2 * max_delta], np.uint64))[0])
     body_ub = fixed + ts_bound + od_bound
-    starts = _split(_sizes(_zigzag(body_ub)) + body_ub, budget)
+    segments = np.unique(np.asarray([] if segment_starts is None else segment_starts, dtype=np.int64))
+    if len(segments) and (segments[0] < 0 or segments[-1] >= n):
+        raise ValueError(f"segment_starts must lie in 0..{n - 1}")
+    starts = _split(_sizes(_zigzag(body_ub)) + body_ub, budget, segments)
 
     # Exact deltas now that each row's batch is known.
     counts = np.diff(np.append(starts, n))

@@ -153,6 +153,22 @@ def test_large_types_timestamp_type_and_several_join_groups(monkeypatch: pytest.
     check(rows, batches, 1500)
 
 
+@pytest.mark.parametrize("max_bytes", [200, 16384])
+def test_segments_force_batch_starts(max_bytes: int) -> None:
+    rows: list[Row] = [(b"k" * 16, b"v" * 100, 42, None)] * 500  # equal rows: the fast split path without segments
+    segments = [0, 1, 2, 70, 71, 300, 499]
+    batches = encode_arrow_batches(pa.array([r[1] for r in rows]), key=pa.array([r[0] for r in rows]),
+                                   timestamp_ms=np.full(500, 42), max_batch_bytes=max_bytes,
+                                   segment_starts=np.array(segments[::-1]))
+    check(rows, batches, max_bytes)
+    firsts = {b.first_row for b in batches}
+    assert set(segments) <= firsts
+    for b in batches:  # no batch crosses a segment start
+        assert not any(b.first_row < s < b.first_row + b.record_count for s in segments)
+    with pytest.raises(ValueError, match="segment_starts"):
+        encode_arrow_batches(pa.array([b"a"]), timestamp_ms=np.array([1]), max_batch_bytes=100, segment_starts=[1])
+
+
 def test_decodes_back() -> None:
     rows = random_rows(5, 100, headers=True)
     for b in encode(rows, 5000, Codec.LZ4):
