@@ -47,6 +47,7 @@ def _python_calls(rows: int, with_headers: bool, max_batch_bytes: int) -> int:
 
 def test_python_calls_do_not_grow_with_rows() -> None:
     for with_headers in (False, True):
+        _python_calls(10, with_headers, max_batch_bytes=1 << 30)  # first use imports and registers lazily
         small = _python_calls(1_000, with_headers, max_batch_bytes=1 << 30)
         large = _python_calls(100_000, with_headers, max_batch_bytes=1 << 30)
         # 100x the rows: a few more 4 MiB join groups are allowed, a per-row loop is not.
