@@ -34,7 +34,7 @@ import enum
 import functools
 import logging
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ __all__ = ["Hidden", "SecuritySettings", "TlsHandshake", "SaslAuthentication", "
            "SASL_HANDSHAKE_VERSION", "SASL_AUTHENTICATE_VERSION"]
 
 log = logging.getLogger(__name__)
+_Getter = Callable[..., "str | None"]  # get(key, default=None): an option's text, stripped
 
 SASL_HANDSHAKE_VERSION = 1  # v1: the mechanism's tokens travel in SaslAuthenticate requests (not raw frames)
 SASL_AUTHENTICATE_VERSION = 2
@@ -203,7 +204,7 @@ class SecuritySettings:
         return steps
 
 
-def _tls_options(get: Any) -> dict[str, Any]:
+def _tls_options(get: _Getter) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in ("ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password"):
         if get(key):
@@ -229,17 +230,17 @@ def _tls_options(get: Any) -> dict[str, Any]:
             raise ConfigError(f"ssl.check.hostname must be true or false, got {override!r}", key="ssl.check.hostname")
         check = override.lower() == "true"
     out["check_hostname"] = check
-    cert, key = get("ssl.certificate.location") or None, get("ssl.key.location") or None
-    if key and not cert:
+    cert, key_file = get("ssl.certificate.location") or None, get("ssl.key.location") or None
+    if key_file and not cert:
         raise ConfigError("ssl.key.location is set without ssl.certificate.location: mutual TLS needs both",
                           key="ssl.certificate.location")
-    out.update(certificate_location=cert, key_location=key)
+    out.update(certificate_location=cert, key_location=key_file)
     password = get("ssl.key.password")
     out["key_password"] = Hidden(password) if password else None
     return out
 
 
-def _sasl_options(get: Any, opts: Mapping[str, Any]) -> dict[str, Any]:
+def _sasl_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
     mechanism = (get("sasl.mechanism") or "PLAIN").upper()
     if mechanism not in SUPPORTED_MECHANISMS:
         raise ConfigError(f"sasl.mechanism={mechanism} is not supported: use one of {', '.join(SUPPORTED_MECHANISMS)}",

@@ -171,13 +171,15 @@ def read_back_secure(broker: SecureBroker, listener: str, topic: str, expected: 
                 raise AssertionError(f"read {len(records)} of {expected} records from {topic} over {listener}")
             for msg in consumer.consume(num_messages=1000, timeout=1.0):
                 err = msg.error()
+                partition = msg.partition()
                 if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        at_eof.add(msg.partition())
+                    if err.code() == KafkaError._PARTITION_EOF and partition is not None:
+                        at_eof.add(partition)
                         continue
                     raise AssertionError(f"read-back error over {listener}: {err}")
-                at_eof.discard(msg.partition())
-                records.append((msg.key(), msg.value()))
+                at_eof.discard(partition or 0)
+                key, value = msg.key(), msg.value()
+                records.append((None if key is None else bytes(key), None if value is None else bytes(value)))
         return records
     finally:
         consumer.close()

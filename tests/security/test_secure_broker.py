@@ -48,7 +48,7 @@ def our_settings(broker: SecureBroker, listener: str, mechanism: str | None = No
 
 # -- every protocol and mechanism works end to end ------------------------------------------------------------------
 
-SUCCESS = [
+SUCCESS: list[tuple[str, dict[str, Any]]] = [
     ("SSL", {}),
     ("SSL", {"java_truststore": True}),
     ("SASL_PLAINTEXT", {"mechanism": "PLAIN"}),
