@@ -1,1 +1,26 @@
-"""The producer engine, shaped like the Java KafkaProducer."""
+"""The producer engine, shaped like the Java KafkaProducer.
+
+Public API: :class:`KafkaProducer` (``send`` / ``send_batch`` / ``flush`` / ``close`` / transactions),
+:class:`RecordMetadata`, :class:`BatchSendResult` / :class:`PartitionWriteStats` (what ``send_batch`` wrote), and
+for ending transactions from another process (the Spark driver): :class:`TransactionIdentity`,
+:func:`end_transaction`, :func:`fence_transactional_id`.
+"""
+
+from spark_kafka_sink.producer.arrow_send import BatchSendResult, PartitionWriteStats
+from spark_kafka_sink.producer.producer import KafkaProducer
+from spark_kafka_sink.producer.record_metadata import RecordMetadata
+from spark_kafka_sink.producer.transaction_admin import (
+    TransactionIdentity,
+    end_transaction,
+    fence_transactional_id,
+)
+
+__all__ = [
+    "KafkaProducer",
+    "RecordMetadata",
+    "BatchSendResult",
+    "PartitionWriteStats",
+    "TransactionIdentity",
+    "end_transaction",
+    "fence_transactional_id",
+]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from spark_kafka_sink.errors import KafkaError, error_for_code
 from spark_kafka_sink.producer.record_metadata import TopicPartition
 from spark_kafka_sink.producer.sequences import (
+    NO_SEQUENCE,
     InFlightEntry,
     PartitionSequences,
     ProducerIdAndEpoch,
@@ -77,8 +78,12 @@ class IdempotenceMixin:
                 return False
             if entry is None:
                 # A new batch must wait while the partition still finishes batches of an older id/epoch (else
-                # sequence 0 of the new epoch could overtake them) or while a sequence is unresolved.
-                return seqs.producer != self._producer or tp in self._unresolved
+                # sequence 0 of the new epoch could overtake them) or while a sequence is unresolved. Until the
+                # broker acknowledged a first batch of this id/epoch it does not know our producer and accepts ANY
+                # sequence from it: a second batch in flight could then be written before a first one that failed
+                # retriably (e.g. NOT_LEADER on a new topic). So one batch at a time until the first ack.
+                return (seqs.producer != self._producer or tp in self._unresolved
+                        or seqs.last_acked_sequence == NO_SEQUENCE)
             # A retry goes out only when it is the partition's first unfinished batch: one at a time, in order.
             return entry is not seqs.in_flight[0]
 
@@ -135,6 +140,15 @@ class IdempotenceMixin:
                 return False
             if error_code == 45:  # OUT_OF_ORDER_SEQUENCE_NUMBER
                 unresolved = tp in self._unresolved
+                if seqs.precedes_acknowledged(entry):
+                    # A later batch is already in the log: this one can never be accepted in this epoch. Write it
+                    # under a new epoch rather than lose it (transactions abort instead).
+                    _log.warning("%s: batch with sequence %d was overtaken by acknowledged batches", tp,
+                                 entry.base_sequence)
+                    if self.is_transactional:
+                        return False
+                    self._request_epoch_bump(tp)
+                    return True
                 if not unresolved and (entry.sequence_reset or not seqs.is_next_sequence(entry.base_sequence)):
                     return True  # an earlier batch failed first: this one is retried after it, in order
                 if not self.is_transactional:

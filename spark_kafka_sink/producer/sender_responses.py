@@ -41,7 +41,7 @@ from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.metrics import ProducerMetrics
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET, NO_TIMESTAMP, TopicPartition
 from spark_kafka_sink.producer.transactions import TransactionManager, TxnRequest
-from spark_kafka_sink.producer.txn_requests import broker_error
+from spark_kafka_sink.producer.txn_requests import broker_error, fenced_error
 
 __all__ = ["ProduceContext", "ResponseHandler"]
 
@@ -49,6 +49,7 @@ _log = logging.getLogger(__name__)
 
 _DUPLICATE_SEQUENCE = 46
 _NETWORK_EXCEPTION = 13
+_FENCED = frozenset({47, 90})  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
 _TOO_LARGE = frozenset({10, 18})  # MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE
 # Answers after which the batch may be in the log although the request failed.
 _MAYBE_WRITTEN = frozenset({_NETWORK_EXCEPTION, 7, 20})  # + REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND
@@ -159,6 +160,8 @@ class ResponseHandler:
     def _error_for(self, batch: ProducerBatch, code: int, message: str | None,
                    record_errors: list[dict[str, Any]], context: ProduceContext) -> BrokerError:
         where = f"Produce {batch.tp} to {self._client_address(context.node_id)}"
+        if code in _FENCED:  # one named error for "a newer producer owns this id", wherever it shows up
+            return fenced_error(broker_error(code, where, message), where)
         if code in _TOO_LARGE:
             message = (f"the broker rejected a {batch.size_in_bytes}-byte batch of {batch.record_count} record(s): "
                        "larger than the topic's max.message.bytes (broker: message.max.bytes). Lower batch.size and "

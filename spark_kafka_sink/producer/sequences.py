@@ -120,6 +120,11 @@ class PartitionSequences:
         """True if ``sequence`` is the one the broker expects next (one past the last acknowledged)."""
         return increment_sequence(self.last_acked_sequence, 1) == sequence
 
+    def precedes_acknowledged(self, entry: InFlightEntry) -> bool:
+        """True if the broker acknowledged a later sequence than ``entry``'s of the same id/epoch."""
+        return (entry.producer == self.producer and self.last_acked_sequence != NO_SEQUENCE
+                and not _after(entry.base_sequence, self.last_acked_sequence))
+
     def acknowledge(self, entry: InFlightEntry, base_offset: int) -> None:
         self.remove(entry)
         if entry.producer == self.producer and (

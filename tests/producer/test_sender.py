@@ -73,6 +73,15 @@ class Rig:
         self.step()
         assert self.tm is not None and self.tm.state is TxnState.READY
 
+    def first_ack(self, tp: TopicPartition = T0) -> None:
+        """One acknowledged batch: until then the producer keeps one batch in flight per partition."""
+        future = self.send(tp, b"first")
+        self.step()
+        req = self.client.produce_requests()[-1]
+        self.answer(req)
+        self.step()
+        assert future.done()
+
     def produce(self) -> ClientRequest:
         return self.client.take(PRODUCE)
 
@@ -160,33 +169,79 @@ def test_queued_batches_expire_when_the_leader_is_unreachable() -> None:
         future.result(0)
 
 
+def test_first_batch_of_a_partition_goes_alone() -> None:
+    # Until the broker acknowledged one batch it accepts any sequence from an unknown producer: a second batch in
+    # flight could overtake a first one that failed with NOT_LEADER (a brand-new topic does exactly that).
+    rig = Rig()
+    rig.init_idempotent()
+    rig.send(T0, b"a")
+    rig.step()
+    first = rig.produce()
+    rig.send(T0, b"b")
+    rig.step()
+    assert len(rig.client.produce_requests()) == 1
+    rig.answer(first, codes={("t", 0): 6})
+    rig.step()
+    rig.step(100)
+    retry = rig.produce()
+    assert sequences(retry)[("t", 0)][2] == 0 and len(rig.client.outstanding) == 1
+    rig.answer(retry)
+    rig.step(rounds=2)
+    assert sequences(rig.produce())[("t", 0)][2] == 1
+
+
 def test_out_of_order_behind_a_failed_batch_is_retried_in_order() -> None:
     rig = Rig()
     rig.init_idempotent()
+    rig.first_ack()
     fa = rig.send(T0, b"a")
     rig.step()
     ra = rig.produce()
     fb = rig.send(T0, b"b")
     rig.step()
     rb = rig.client.produce_requests()[-1]  # a second request in flight for the same partition (max.in.flight 5)
-    assert sequences(ra)[("t", 0)][2] == 0 and sequences(rb)[("t", 0)][2] == 1
+    assert sequences(ra)[("t", 0)][2] == 1 and sequences(rb)[("t", 0)][2] == 2
     rig.answer(ra, codes={("t", 0): 19})  # NOT_ENOUGH_REPLICAS: a was not written
     rig.answer(rb, codes={("t", 0): 45})  # so b is out of order: retried after a, no epoch bump
     rig.step()
     rig.step(100)
     resend = rig.produce()
-    assert sequences(resend)[("t", 0)][2] == 0  # a first, alone
+    assert sequences(resend)[("t", 0)][2] == 1  # a first, alone
     assert len(rig.client.outstanding) == 1
     rig.step()
     assert len(rig.client.outstanding) == 1  # b waits until a is acknowledged
     rig.answer(resend, offsets={("t", 0): 10})
     rig.step(rounds=2)
     rb2 = rig.produce()
-    assert sequences(rb2)[("t", 0)] == (7, 0, 1)
+    assert sequences(rb2)[("t", 0)] == (7, 0, 2)
     rig.answer(rb2, offsets={("t", 0): 11})
     rig.step()
     assert (fa.result(0).offset, fb.result(0).offset) == (10, 11)
     assert not any(r.api is INIT_PRODUCER_ID for r in rig.client.sent[1:])
+
+
+def test_batch_overtaken_by_acknowledged_ones_is_written_under_a_new_epoch() -> None:
+    rig = Rig()
+    rig.init_idempotent(pid=7)
+    rig.first_ack()
+    fa = rig.send(T0, b"a")
+    rig.step()
+    ra = rig.produce()
+    rig.send(T0, b"b")
+    rig.step()
+    rb = rig.client.produce_requests()[-1]
+    rig.answer(rb, offsets={("t", 0): 5})  # b acknowledged first: a precedes acknowledged data
+    rig.answer(ra, codes={("t", 0): 45})
+    rig.step(rounds=2)
+    bump = rig.client.take(INIT_PRODUCER_ID)
+    rig.client.respond(bump, {"error_code": 0, "producer_id": 8, "producer_epoch": 0})
+    rig.step(rounds=2)
+    rig.step(100)
+    retry = rig.produce()
+    assert sequences(retry)[("t", 0)] == (8, 0, 0)
+    rig.answer(retry, offsets={("t", 0): 6})
+    rig.step()
+    assert fa.result(0).offset == 6
 
 
 def test_out_of_order_gap_bumps_the_epoch_and_resends_from_sequence_zero() -> None:
@@ -259,6 +314,7 @@ def test_at_most_max_in_flight_requests_per_node() -> None:
     rig = Rig({"max.in.flight.requests.per.connection": 2})
     rig.client.max_in_flight = 2
     rig.init_idempotent()
+    rig.first_ack()
     for i in range(4):
         rig.send(T0, b"%d" % i)
         rig.step()

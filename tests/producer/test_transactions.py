@@ -280,18 +280,22 @@ def ready_idempotent() -> TransactionManager:
 def test_sequences_are_assigned_at_drain_and_retries_go_in_order() -> None:
     tm = ready_idempotent()
     b1, b2, b3 = batch(records=2), batch(records=3), batch(records=1)
+    tm.stamp(b1)
+    assert tm.should_stop_draining(b2)  # one at a time until the broker acknowledged a first batch
+    tm.batch_succeeded(b1, 0)
+    b1 = batch(records=2)
     for b in (b1, b2, b3):
         assert not tm.should_stop_draining(b)
         tm.stamp(b)
-    assert [b.base_sequence for b in (b1, b2, b3)] == [0, 2, 5]
-    assert b1.payload()[53:57] == (0).to_bytes(4, "big")
+    assert [b.base_sequence for b in (b1, b2, b3)] == [2, 4, 7]
+    assert b1.payload()[53:57] == (2).to_bytes(4, "big")
     # b1 failed retriably and b2 came back first: b2 waits until b1 is through.
     assert tm.should_stop_draining(b2)
     assert not tm.should_stop_draining(b1)
     tm.batch_succeeded(b1, 100)
     assert not tm.should_stop_draining(b2)
     tm.stamp(b2)
-    assert b2.base_sequence == 2  # a retry keeps its sequence: identical bytes
+    assert b2.base_sequence == 4  # a retry keeps its sequence: identical bytes
 
 
 def test_out_of_order_behind_a_failed_batch_retries_without_bump() -> None:

@@ -1,0 +1,307 @@
+"""``KafkaProducer.send_batch``: whole Arrow batches into record batches, vectorized (no per-row Python).
+
+Columns, as Spark's Kafka sink (other columns are ignored)::
+
+    value      string | binary (required; null = tombstone)
+    key        string | binary
+    topic      string (used when send_batch's topic argument is None; rows may name different topics)
+    partition  integer (null -> the partitioner)
+    headers    list<struct<key: string, value: binary>>
+    timestamp  timestamp (any unit) | int64 epoch ms (null or absent -> the send time)
+
+Per topic: metadata (waits up to max.block.ms) -> ``Partitioner.partition_arrow`` (explicit, murmur2 keys,
+sticky runs) -> one stable ``argsort`` + one ``take`` per column groups rows by partition, keeping their order ->
+zero-copy slices -> ``encode_arrow_batches`` (batch.size each) -> ``accumulator.append_encoded``. The result
+future completes with :class:`BatchSendResult` once every batch was acknowledged (or with the first failure).
+
+Bad input raises SerializationError (or RecordTooLargeError) naming the column / row before anything is queued.
+Threads: called on the caller's thread; the result callbacks run on the sender thread.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from spark_kafka_sink.errors import RecordTooLargeError, SerializationError
+from spark_kafka_sink.net.connection import monotonic_ms
+from spark_kafka_sink.producer.accumulator import RecordAccumulator
+from spark_kafka_sink.producer.batch import gather_batch_futures
+from spark_kafka_sink.producer.config import ProducerConfig
+from spark_kafka_sink.producer.partitioner import Partitioner
+from spark_kafka_sink.producer.record_metadata import NO_OFFSET, BatchMetadata, TopicPartition
+from spark_kafka_sink.producer.transactions import TransactionManager
+from spark_kafka_sink.protocol.arrow_encoder import encode_arrow_batches
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE
+
+__all__ = ["BatchSendResult", "PartitionWriteStats", "ArrowSender"]
+
+I64 = npt.NDArray[np.int64]
+_RECORD_OVERHEAD = 40  # upper bound of a record's varints and attributes (length, deltas, key/value lengths...)
+_HEADER_OVERHEAD = 10  # varint lengths of one header's key and value
+
+
+@dataclass(frozen=True)
+class PartitionWriteStats:
+    """What one send_batch (or several, merged) wrote to one partition: records, bytes of the record batches as
+    sent, and the offsets of the first and last record (-1 when unknown, e.g. acks=0)."""
+
+    records: int
+    bytes: int
+    first_offset: int
+    last_offset: int
+
+    def merge(self, other: PartitionWriteStats) -> PartitionWriteStats:
+        firsts = [o for o in (self.first_offset, other.first_offset) if o != NO_OFFSET]
+        lasts = [o for o in (self.last_offset, other.last_offset) if o != NO_OFFSET]
+        return PartitionWriteStats(self.records + other.records, self.bytes + other.bytes,
+                                   min(firsts, default=NO_OFFSET), max(lasts, default=NO_OFFSET))
+
+
+@dataclass(frozen=True)
+class BatchSendResult:
+    """Per (topic, partition): :class:`PartitionWriteStats`. ``merge`` combines results (e.g. of many batches)."""
+
+    partitions: dict[tuple[str, int], PartitionWriteStats] = field(default_factory=dict)
+
+    @property
+    def records(self) -> int:
+        return sum(s.records for s in self.partitions.values())
+
+    @property
+    def bytes(self) -> int:
+        return sum(s.bytes for s in self.partitions.values())
+
+    def merge(self, other: BatchSendResult) -> BatchSendResult:
+        merged = dict(self.partitions)
+        for tp, stats in other.partitions.items():
+            merged[tp] = merged[tp].merge(stats) if tp in merged else stats
+        return BatchSendResult(merged)
+
+
+def _column(data: pa.RecordBatch | pa.Table, name: str) -> pa.Array | None:
+    if name not in data.schema.names:
+        return None
+    col = data.column(name)
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def _bytes_like(t: pa.DataType) -> bool:
+    return bool(pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_string(t)
+                or pa.types.is_large_string(t) or pa.types.is_null(t))
+
+
+def _lengths(arr: pa.Array | None, n: int) -> I64:
+    if arr is None or pa.types.is_null(arr.type):
+        return np.zeros(n, np.int64)
+    return np.asarray(pc.fill_null(pc.binary_length(arr), 0).cast(pa.int64()))
+
+
+@dataclass
+class _Columns:
+    value: pa.Array
+    key: pa.Array | None
+    topic: pa.Array | None
+    partition: pa.Array | None
+    headers: pa.Array | None
+    timestamp: I64  # epoch ms per row
+    size: I64  # upper bound of each row's encoded record
+
+
+def _validate(data: pa.RecordBatch | pa.Table, topic: str | None) -> _Columns:
+    if not isinstance(data, (pa.RecordBatch, pa.Table)):
+        raise SerializationError(f"send_batch takes a pyarrow RecordBatch or Table, got {type(data).__name__}")
+    n = data.num_rows
+    value = _column(data, "value")
+    if value is None:
+        raise SerializationError(f"column 'value' is required (string or binary); the input has "
+                                 f"{data.schema.names}")
+    cols = {"value": value, "key": _column(data, "key"), "topic": _column(data, "topic"),
+            "partition": _column(data, "partition"), "headers": _column(data, "headers")}
+    for name in ("value", "key"):
+        col = cols[name]
+        if col is not None and not _bytes_like(col.type):
+            raise SerializationError(f"column {name!r} must be string or binary, got {col.type}")
+    topic_col = cols["topic"]
+    if topic is None:
+        if topic_col is None:
+            raise SerializationError("no topic: pass the topic argument or give a 'topic' column")
+        if not (pa.types.is_string(topic_col.type) or pa.types.is_large_string(topic_col.type)):
+            raise SerializationError(f"column 'topic' must be string, got {topic_col.type}")
+        if topic_col.null_count:
+            row = int(np.argmax(np.asarray(topic_col.is_null())))
+            raise SerializationError(f"column 'topic' is null at row {row}; every row needs a topic (or pass the "
+                                     "topic argument)")
+    partition = cols["partition"]
+    if partition is not None and not (pa.types.is_integer(partition.type) or pa.types.is_null(partition.type)):
+        raise SerializationError(f"column 'partition' must be an integer type, got {partition.type}")
+    headers = cols["headers"]
+    if headers is not None:
+        _check_headers(headers.type)
+    timestamps = _timestamps(_column(data, "timestamp"), n)
+    size = _lengths(value, n) + _lengths(cols["key"], n) + _RECORD_OVERHEAD
+    if headers is not None and len(headers.flatten()):
+        entries = headers.flatten()
+        entry_size = (_lengths(pc.struct_field(entries, "key"), len(entries))
+                      + _lengths(pc.struct_field(entries, "value"), len(entries)) + _HEADER_OVERHEAD)
+        counts = np.asarray(pc.fill_null(pc.list_value_length(headers), 0).cast(pa.int64()))
+        ends = np.cumsum(counts)
+        cum = np.concatenate([[0], np.cumsum(entry_size)])
+        size += cum[ends] - cum[ends - counts]
+    return _Columns(value, cols["key"], topic_col, partition, headers, timestamps, size)
+
+
+def _check_headers(t: pa.DataType) -> None:
+    ok = (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_struct(t.value_type)
+    if ok:
+        names = {t.value_type.field(i).name: t.value_type.field(i).type for i in range(t.value_type.num_fields)}
+        ok = set(names) == {"key", "value"} and all(_bytes_like(v) for v in names.values())
+    if not ok:
+        raise SerializationError(f"column 'headers' must be list<struct<key: string, value: binary>>, got {t}")
+
+
+def _timestamps(col: pa.Array | None, n: int) -> I64:
+    now = time.time_ns() // 1_000_000
+    if col is None:
+        return np.full(n, now, np.int64)
+    if pa.types.is_timestamp(col.type):
+        col = col.cast(pa.timestamp("ms", col.type.tz)).cast(pa.int64())
+    elif pa.types.is_integer(col.type):
+        col = col.cast(pa.int64())
+    elif not pa.types.is_null(col.type):
+        raise SerializationError(f"column 'timestamp' must be a timestamp or int64 epoch milliseconds, got "
+                                 f"{col.type}")
+    else:
+        return np.full(n, now, np.int64)
+    return np.asarray(pc.fill_null(col, now))
+
+
+def _take(arr: pa.Array | None, idx: pa.Array | None) -> pa.Array | None:
+    return arr if arr is None or idx is None else arr.take(idx)
+
+
+class ArrowSender:
+    """The send_batch engine of one KafkaProducer (see the module docstring)."""
+
+    def __init__(self, config: ProducerConfig, accumulator: RecordAccumulator, partitioner: Partitioner,
+                 tm: TransactionManager | None, wait_on_metadata: Callable[[str, int], int],
+                 wakeup: Callable[[], None]) -> None:
+        self._config = config
+        self._acc = accumulator
+        self._partitioner = partitioner
+        self._transactional = tm is not None and tm.is_transactional
+        self._tm = tm
+        self._wait_on_metadata = wait_on_metadata
+        self._wakeup = wakeup
+        # The largest record that can ever be sent (checked before anything is queued).
+        self._max_record = min(config.max_request_size, config.buffer_memory) - HEADER_SIZE
+
+    def send(self, topic: str | None, data: pa.RecordBatch | pa.Table, interceptors: Any = None
+             ) -> Future[BatchSendResult]:
+        cols = _validate(data, topic)
+        too_big = np.flatnonzero(cols.size > self._max_record)
+        if len(too_big):
+            row = int(too_big[0])
+            cfg = self._config
+            option, limit = (("max.request.size", cfg.max_request_size) if cfg.max_request_size <= cfg.buffer_memory
+                             else ("buffer.memory", cfg.buffer_memory))
+            raise RecordTooLargeError(f"row {row} is up to {int(cols.size[row]) + HEADER_SIZE} bytes when "
+                                      f"serialized, larger than {option} ({limit}); send smaller records or raise "
+                                      f"{option}")
+        started = monotonic_ms()
+        futures: list[Future[BatchMetadata]] = []
+        sizes: list[int] = []
+        for name, rows in self._groups(topic, cols):
+            self._send_topic(name, rows, cols, started, futures, sizes, interceptors)
+        self._wakeup()
+        return _result(futures, sizes)
+
+    def _groups(self, topic: str | None, cols: _Columns) -> list[tuple[str, pa.Array | None]]:
+        """(topic, row indices or None for all rows) per topic, rows in input order."""
+        if topic is not None:
+            return [(topic, None)]
+        assert cols.topic is not None
+        encoded = pc.dictionary_encode(cols.topic)
+        names = encoded.dictionary.to_pylist()
+        if len(names) == 1:
+            return [(names[0], None)]
+        codes = np.asarray(encoded.indices)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(names)))])
+        return [(names[i], pa.array(order[bounds[i]:bounds[i + 1]])) for i in range(len(names))
+                if bounds[i + 1] > bounds[i]]
+
+    def _send_topic(self, topic: str, rows: pa.Array | None, cols: _Columns, started: int,
+                    futures: list[Future[BatchMetadata]], sizes: list[int], interceptors: Any) -> None:
+        max_block = self._config.max_block_ms
+        num_partitions = self._wait_on_metadata(topic, max(0, max_block - (monotonic_ms() - started)))
+        row_idx = None if rows is None else np.asarray(rows)
+        size = cols.size if row_idx is None else cols.size[row_idx]
+        key, explicit = _take(cols.key, rows), _take(cols.partition, rows)
+        parts = self._partitioner.partition_arrow(topic, key, explicit, size, num_partitions)
+        order = np.argsort(parts, kind="stable")
+        counts = np.bincount(parts, minlength=num_partitions)
+        single = int(np.count_nonzero(counts)) == 1
+        # One take per column for the whole topic; each partition is then a zero-copy slice.
+        idx = None if single else (pa.array(order) if row_idx is None else pa.array(row_idx[order]))
+        if single:
+            idx = rows
+        value = cols.value if idx is None else cols.value.take(idx)
+        key = _take(cols.key, idx)
+        headers = _take(cols.headers, idx)
+        ts = cols.timestamp if idx is None else cols.timestamp[np.asarray(idx)]
+        start = 0
+        for partition in np.flatnonzero(counts):
+            count = int(counts[partition])
+            tp = TopicPartition(topic, int(partition))
+            encoded = encode_arrow_batches(
+                value.slice(start, count), key=None if key is None else key.slice(start, count),
+                timestamp_ms=ts[start:start + count],
+                headers=None if headers is None else headers.slice(start, count),
+                max_batch_bytes=self._config.batch_size, compression=self._config.compression_type,
+                transactional=self._transactional)
+            if self._transactional and self._tm is not None:
+                self._tm.maybe_add_partition(tp)
+            remaining = max(0, max_block - (monotonic_ms() - started))
+            batch_futures = self._acc.append_encoded(tp, encoded, monotonic_ms(), remaining)
+            futures.extend(batch_futures)
+            sizes.extend(len(e.data) for e in encoded)
+            if interceptors:
+                for f in batch_futures:
+                    f.add_done_callback(functools.partial(_acknowledge, tp=tp, interceptors=interceptors))
+            start += count
+
+
+def _acknowledge(future: Future[BatchMetadata], tp: TopicPartition, interceptors: Any) -> None:
+    error = future.exception()
+    metadata = future.result() if error is None else BatchMetadata(tp.topic, tp.partition, NO_OFFSET, 0, 0, -1)
+    interceptors.on_batch_acknowledgement(metadata, error)
+
+
+def _result(futures: list[Future[BatchMetadata]], sizes: list[int]) -> Future[BatchSendResult]:
+    out: Future[BatchSendResult] = Future()
+    gathered = gather_batch_futures(futures)
+
+    def done(f: Future[list[BatchMetadata]]) -> None:
+        error = f.exception()
+        if error is not None:
+            out.set_exception(error)
+            return
+        stats: dict[tuple[str, int], PartitionWriteStats] = {}
+        for md, size in zip(f.result(), sizes):
+            one = PartitionWriteStats(md.record_count, size, md.base_offset, md.last_offset)
+            key = (md.topic, md.partition)
+            stats[key] = stats[key].merge(one) if key in stats else one
+        out.set_result(BatchSendResult(stats))
+
+    gathered.add_done_callback(done)
+    return out

@@ -1,0 +1,334 @@
+"""``KafkaProducer``: the public producer, shaped like the Java client's KafkaProducer.
+
+    with KafkaProducer({"bootstrap.servers": "127.0.0.1:9092", "linger.ms": 5}) as p:
+        md = p.send("t", value=b"v", key=b"k", headers=[("h", b"x")]).result(timeout=10)   # RecordMetadata
+        p.send_batch("t", arrow_table).result()     # BatchSendResult: records/bytes/offsets per partition
+        p.flush()
+
+    p = KafkaProducer({..., "transactional.id": "job-3"})
+    p.init_transactions(); p.begin_transaction(); p.send(...); p.commit_transaction()   # or abort_transaction()
+
+Pieces (one per module, as in the Java client): ``ProducerConfig`` (validated once), ``NetworkClient`` + metadata
+cache, ``BufferPool`` (buffer.memory), ``RecordAccumulator``, ``Partitioner``, ``TransactionManager`` (idempotence,
+transactions), ``Sender`` on a daemon ``SenderThread``, ``InterceptorChain``, ``ProducerMetrics``.
+
+Blocking: ``send`` / ``send_batch`` block up to max.block.ms in total for metadata of a new topic and for buffer
+memory, then raise (KafkaTimeoutError / BufferExhaustedError). A record that can never be sent (larger than
+max.request.size or buffer.memory) raises RecordTooLargeError at once, naming its size and the option.
+
+Closing: ``close(timeout_s)`` stops new sends, sends what is queued and waits for the answers up to ``timeout_s``
+(None: no limit); ``close(0)`` -- or a timeout that runs out -- fails every pending future with
+ProducerClosedError. close NEVER aborts an open transaction: in the Spark sink the driver ends it (EndTxn by
+transactional id, producer id and epoch, see ``transaction_identity`` and ``end_transaction``); otherwise the
+broker aborts it after transaction.timeout.ms, or the next producer with the same transactional.id does.
+
+Threads: every public method may be called from any thread. Callbacks and interceptors' ``on_acknowledgement`` run
+on the sender thread: keep them short. ``_closed`` is guarded by ``_close_lock``; everything else is either
+immutable after ``__init__`` or thread-safe on its own.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from typing import Any
+
+import pyarrow as pa
+
+from spark_kafka_sink.errors import (
+    IllegalStateError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProducerClosedError,
+    RecordTooLargeError,
+    SerializationError,
+)
+from spark_kafka_sink.net.client import NetworkClient
+from spark_kafka_sink.net.config import NetConfig
+from spark_kafka_sink.net.connection import monotonic_ms
+from spark_kafka_sink.net.security import handshakes_for
+from spark_kafka_sink.producer.accumulator import RecordAccumulator
+from spark_kafka_sink.producer.arrow_send import ArrowSender, BatchSendResult, PartitionWriteStats
+from spark_kafka_sink.producer.buffer_pool import BufferPool
+from spark_kafka_sink.producer.config import ProducerConfig
+from spark_kafka_sink.producer.interceptors import InterceptorChain, ProducerRecord
+from spark_kafka_sink.producer.metrics import ProducerMetrics
+from spark_kafka_sink.producer.partitioner import Partitioner
+from spark_kafka_sink.producer.record_metadata import RecordMetadata, TopicPartition
+from spark_kafka_sink.producer.sender import Sender, SenderThread
+from spark_kafka_sink.producer.transaction_admin import TransactionIdentity
+from spark_kafka_sink.producer.transactions import TransactionManager
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, record_size
+
+__all__ = ["KafkaProducer", "RecordMetadata", "BatchSendResult", "PartitionWriteStats"]
+
+_log = logging.getLogger(__name__)
+
+Callback = Callable[[RecordMetadata | None, BaseException | None], None]
+_Bytes = bytes | bytearray | memoryview | str | None
+
+
+def _to_bytes(value: _Bytes, what: str) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise SerializationError(f"{what} must be bytes or str (UTF-8), got {type(value).__name__}")
+
+
+def net_properties(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The user's options with keys normalised as ProducerConfig does, for NetConfig.from_properties."""
+    return {str(k).strip().lower(): v for k, v in options.items() if v is not None}
+
+
+class KafkaProducer:
+    """See the module docstring."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = cfg = ProducerConfig.from_dict(config)
+        self._client = NetworkClient(NetConfig.from_properties(net_properties(config)), handshakes=handshakes_for)
+        self._metadata = self._client.metadata
+        self._pool = BufferPool(cfg.buffer_memory)
+        self._accumulator = RecordAccumulator.from_config(cfg, self._pool)
+        self._partitioner = Partitioner.from_config(cfg)
+        self._interceptors = InterceptorChain(cfg.interceptor_classes)
+        self._metrics = ProducerMetrics()
+        self._metrics.add_gauge("buffer-total-bytes", lambda: float(self._pool.total_memory))
+        self._metrics.add_gauge("buffer-available-bytes", lambda: float(self._pool.available_memory))
+        self._metrics.add_gauge("waiting-threads", lambda: float(self._pool.queued))
+        self._tm = (TransactionManager(transactional_id=cfg.transactional_id,
+                                       transaction_timeout_ms=cfg.transaction_timeout_ms,
+                                       retry_backoff_ms=cfg.retry_backoff_ms)
+                    if cfg.enable_idempotence else None)
+        self._sender = Sender(self._client, self._accumulator, cfg, transaction_manager=self._tm,
+                              metrics=self._metrics)
+        self._thread = SenderThread(self._sender, name=f"kafka-producer-network-thread | {cfg.client_id}")
+        self._arrow = ArrowSender(cfg, self._accumulator, self._partitioner, self._tm, self._wait_on_metadata,
+                                  self._thread.wakeup)
+        self._close_lock = threading.Lock()
+        self._closed = False  # guarded by _close_lock
+        # Only the sender thread touches the client from here on.
+        self._thread.start()
+
+    # ------------------------------------------------------------------------------------------ sending
+
+    def send(self, topic: str, value: _Bytes, key: _Bytes = None, partition: int | None = None,
+             timestamp_ms: int | None = None, headers: Iterable[tuple[str, _Bytes]] | None = None,
+             callback: Callback | None = None) -> Future[RecordMetadata]:
+        """Queue one record; the future completes with its RecordMetadata once the broker acknowledged it.
+
+        ``callback(metadata, error)`` runs on the sender thread when it completes. Raises at once for local
+        failures: closed producer, fatal/abortable transaction state, no metadata or memory within max.block.ms,
+        a record too large."""
+        self._ensure_open()
+        if self._tm is not None:
+            self._tm.fail_if_not_ready_for_send()
+        record = ProducerRecord(topic, _to_bytes(value, "value"), _to_bytes(key, "key"),
+                                tuple((str(k), _to_bytes(v, f"header {k!r}")) for k, v in headers or ()),
+                                partition, timestamp_ms)
+        if self._interceptors:
+            record = self._interceptors.on_send(record)
+        tp: TopicPartition | None = None
+        try:
+            started = monotonic_ms()
+            num_partitions = self._wait_on_metadata(record.topic, self.config.max_block_ms)
+            size = HEADER_SIZE + record_size(0, 0, record.key, record.value, record.headers)
+            self._check_size(size)
+            choice = self._partitioner.partition(record.topic, record.key, num_partitions, record.partition,
+                                                 self._available(record.topic))
+            tp = TopicPartition(record.topic, choice.partition)
+            if self._tm is not None and self._tm.is_transactional:
+                self._tm.maybe_add_partition(tp)
+            now = monotonic_ms()
+            timestamp = record.timestamp_ms if record.timestamp_ms is not None else time.time_ns() // 1_000_000
+            remaining = max(0, self.config.max_block_ms - (now - started))
+            result = self._accumulator.append(tp, timestamp, record.key, record.value, record.headers, now,
+                                              remaining)
+        except KafkaError as exc:
+            if self._interceptors:
+                self._interceptors.on_send_error(record, tp, exc)
+            raise
+        if choice.sticky:
+            self._partitioner.on_sticky_append(tp.topic, tp.partition, size, result.batch_is_full)
+        if result.batch_is_full or result.new_batch_created:
+            self._thread.wakeup()
+        future = result.future
+        if callback is not None or self._interceptors:
+            future.add_done_callback(self._completion(callback, tp))
+        return future
+
+    def _completion(self, callback: Callback | None, tp: TopicPartition) -> Callable[[Future[RecordMetadata]], None]:
+        interceptors = self._interceptors
+
+        def done(future: Future[RecordMetadata]) -> None:
+            error = future.exception()
+            metadata = None if error is not None else future.result()
+            if interceptors:
+                interceptors.on_acknowledgement(metadata or RecordMetadata(tp.topic, tp.partition, -1, -1), error)
+            if callback is not None:
+                try:
+                    callback(metadata, error)
+                except Exception:  # a user callback must not break the sender thread
+                    _log.exception("producer callback raised")
+
+        return done
+
+    def send_batch(self, topic: str | None, data: pa.RecordBatch | pa.Table) -> Future[BatchSendResult]:
+        """Queue a whole Arrow batch/table, vectorized; the future gives records, bytes and offsets per partition.
+
+        Columns as the Spark sink: ``value`` (string|binary, required; null = tombstone), ``key`` (string|binary),
+        ``topic`` (string; used when ``topic`` is None), ``partition`` (int; null -> partitioner), ``headers``
+        (list<struct<key: string, value: binary>>), ``timestamp`` (timestamp or int64 ms; default: send time).
+        Other columns are ignored. A bad column raises SerializationError naming it, before anything is queued."""
+        self._ensure_open()
+        if self._tm is not None:
+            self._tm.fail_if_not_ready_for_send()
+        if self._interceptors:
+            data = self._interceptors.on_send_batch(topic or "", data)
+        return self._arrow.send(topic, data, self._interceptors if self._interceptors else None)
+
+    def _check_size(self, size: int) -> None:
+        if size > self.config.max_request_size:
+            raise RecordTooLargeError(
+                f"the record is {size} bytes when serialized, larger than max.request.size "
+                f"({self.config.max_request_size}); send a smaller record or raise max.request.size")
+        if size > self.config.buffer_memory:
+            raise RecordTooLargeError(
+                f"the record is {size} bytes when serialized, larger than buffer.memory "
+                f"({self.config.buffer_memory}); send a smaller record or raise buffer.memory")
+
+    def _available(self, topic: str) -> list[int] | None:
+        parts = self._metadata.partitions_for(topic) or []
+        available = [p for p in parts if self._metadata.leader_for(topic, p) is not None]
+        return available if len(available) < len(parts) else None
+
+    def _wait_on_metadata(self, topic: str, max_block_ms: int) -> int:
+        """The topic's partition count, waiting up to ``max_block_ms`` for it to appear in the metadata."""
+        metadata = self._metadata
+        if metadata.add_topic(topic):
+            self._thread.wakeup()
+        partitions = metadata.partitions_for(topic)
+        if partitions is not None:
+            return len(partitions)
+        deadline = monotonic_ms() + max_block_ms
+        while True:
+            error = metadata.topic_error(topic)
+            if error is not None and not error.retriable:
+                raise error
+            remaining = deadline - monotonic_ms()
+            if remaining <= 0:
+                where = f" (last error: {error})" if error is not None else ""
+                raise KafkaTimeoutError(f"topic {topic!r} not present in metadata after max.block.ms="
+                                        f"{max_block_ms}{where}; check the topic exists (or may be auto-created) "
+                                        "and the brokers are reachable")
+            version = metadata.request_update()
+            self._thread.wakeup()
+            metadata.wait_for_update(version, remaining)
+            self._ensure_open()
+            partitions = metadata.partitions_for(topic)
+            if partitions is not None:
+                return len(partitions)
+
+    def partitions_for(self, topic: str) -> list[int]:
+        """The topic's partition numbers (waits up to max.block.ms for metadata)."""
+        self._ensure_open()
+        self._wait_on_metadata(topic, self.config.max_block_ms)
+        return self._metadata.partitions_for(topic) or []
+
+    def flush(self, timeout_s: float | None = None) -> None:
+        """Send everything queued now (ignoring linger.ms) and wait until all of it completed, successfully or
+        not. Raises KafkaTimeoutError if ``timeout_s`` passes first."""
+        self._accumulator.begin_flush()
+        self._thread.wakeup()
+        if not self._accumulator.await_flush_completion(timeout_s):
+            raise KafkaTimeoutError(f"flush did not complete within {timeout_s} s")
+
+    def metrics(self) -> dict[str, float]:
+        """Metrics by their Java names (record-send-rate, byte-rate, batch-size-avg, request-latency-avg,
+        record-retry-rate, record-error-rate, buffer-available-bytes, ...)."""
+        return self._metrics.snapshot(monotonic_ms())
+
+    # ------------------------------------------------------------------------------------------ transactions
+
+    def _transactional(self, what: str) -> TransactionManager:
+        if self._tm is None or not self._tm.is_transactional:
+            raise IllegalStateError(f"{what} needs a transactional.id in the producer config")
+        return self._tm
+
+    def _await(self, future: Future[None], timeout_s: float | None, what: str) -> None:
+        self._thread.wakeup()
+        timeout = self.config.max_block_ms / 1000 if timeout_s is None else timeout_s
+        try:
+            future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise KafkaTimeoutError(f"{what} did not complete within {timeout:g} s; call it again to keep "
+                                    "waiting") from None
+
+    def init_transactions(self, timeout_s: float | None = None) -> None:
+        """Find the coordinator and get a producer id/epoch for transactional.id: fences older producers with the
+        same id and aborts what they left open. ``timeout_s`` defaults to max.block.ms."""
+        self._ensure_open()
+        self._await(self._transactional("init_transactions()").initialize_transactions(), timeout_s,
+                    "init_transactions()")
+
+    def begin_transaction(self) -> None:
+        self._ensure_open()
+        self._transactional("begin_transaction()").begin_transaction()
+
+    def commit_transaction(self, timeout_s: float | None = None) -> None:
+        """Flush, then commit. Raises the abortable error if a send failed (call ``abort_transaction``), or a
+        fatal one (ProducerFencedError...: close the producer)."""
+        self._ensure_open()
+        started = time.monotonic()
+        future = self._transactional("commit_transaction()").begin_commit()
+        self.flush(timeout_s)
+        remaining = None if timeout_s is None else max(0.0, timeout_s - (time.monotonic() - started))
+        self._await(future, remaining, "commit_transaction()")
+
+    def abort_transaction(self, timeout_s: float | None = None) -> None:
+        """Drop unsent records of the transaction, wait for in-flight ones, then abort it."""
+        self._ensure_open()
+        self._await(self._transactional("abort_transaction()").begin_abort(), timeout_s, "abort_transaction()")
+
+    def transaction_identity(self) -> TransactionIdentity:
+        """(transactional.id, producer id, epoch): what another process needs to end the open transaction."""
+        return self._transactional("transaction_identity()").transaction_identity()
+
+    # ------------------------------------------------------------------------------------------ closing
+
+    def _ensure_open(self) -> None:
+        if self._closed:  # a plain read: set once under _close_lock, never reset
+            raise ProducerClosedError("the producer is closed: no more records can be sent")
+
+    def close(self, timeout_s: float | None = None) -> None:
+        """Send what is queued and wait for it up to ``timeout_s`` (None: no limit); then, or at once with
+        ``timeout_s=0``, fail whatever is still pending with ProducerClosedError. Never aborts an open
+        transaction (see the module docstring). Calling it again does nothing."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._accumulator.close()
+        if timeout_s is None or timeout_s > 0:
+            self._thread.initiate_close()
+            self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            self._thread.force_close()
+            self._thread.join()
+        self._interceptors.close()
+
+    def __enter__(self) -> KafkaProducer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"KafkaProducer(client_id={self.config.client_id!r}, closed={self._closed})"
+

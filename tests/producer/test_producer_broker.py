@@ -1,0 +1,346 @@
+"""KafkaProducer against a real broker, everything read back with confluent-kafka (librdkafka)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from spark_kafka_sink import KafkaProducer, RecordMetadata
+from spark_kafka_sink.errors import (
+    BufferExhaustedError,
+    ProducerClosedError,
+    ProducerFencedError,
+    RecordTooLargeError,
+    SerializationError,
+)
+from spark_kafka_sink.producer import BatchSendResult, TransactionIdentity, end_transaction, fence_transactional_id
+from spark_kafka_sink.protocol.murmur2 import murmur2, partition_for_key
+from spark_kafka_sink.testing.broker import KafkaCluster
+
+from tests.conftest import ConsumedRecord
+
+pytestmark = pytest.mark.broker
+
+Readback = Callable[..., list[ConsumedRecord]]
+
+
+def producer(bootstrap: str, **options: Any) -> KafkaProducer:
+    return KafkaProducer({"bootstrap.servers": bootstrap, "max.block.ms": 20_000, **options})
+
+
+def test_send_reads_back_byte_for_byte(bootstrap: str, topic_factory: Callable[..., str],
+                                       readback: Readback) -> None:
+    topic = topic_factory(partitions=3)
+    sent: list[tuple[RecordMetadata, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]] = []
+    callbacks: list[tuple[RecordMetadata | None, BaseException | None]] = []
+    with producer(bootstrap, **{"linger.ms": 5, "compression.type": "lz4"}) as p:
+        futures = []
+        for i in range(300):
+            key = None if i % 10 == 0 else b"k%d" % i
+            value = None if i % 17 == 0 else os.urandom(i % 50)
+            headers = (("h", b"x%d" % i), ("empty", None)) if i % 3 == 0 else ()
+            cb = (lambda md, err: callbacks.append((md, err))) if i == 1 else None
+            futures.append((p.send(topic, value, key=key, headers=headers, timestamp_ms=1_700_000_000_000 + i,
+                                   callback=cb), key, value, headers))
+        p.flush()
+        for f, key, value, headers in futures:
+            sent.append((f.result(0), key, value, headers))
+    assert callbacks and callbacks[0][1] is None and callbacks[0][0] == sent[1][0]
+    by_position = {(r.partition, r.offset): r for r in readback(topic)}
+    assert len(by_position) == 300
+    for md, key, value, headers in sent:
+        got = by_position[(md.partition, md.offset)]
+        assert (got.key, got.value, got.headers, got.timestamp_ms) == (key, value, headers, md.timestamp_ms)
+
+
+def test_send_batch_reads_back_byte_for_byte(bootstrap: str, topic_factory: Callable[..., str],
+                                             readback: Readback) -> None:
+    topic = topic_factory(partitions=4)
+    n = 5000
+    rng = np.random.default_rng(1)
+    values = [rng.bytes(int(rng.integers(0, 200))) for _ in range(n)]
+    values[7] = None  # a tombstone
+    keys = [None if i % 5 == 0 else f"key-{i}" for i in range(n)]
+    headers = [[{"key": "a", "value": b"1"}, {"key": "b", "value": None}] if i % 4 == 0 else None
+               for i in range(n)]
+    table = pa.table({
+        "value": pa.array(values, pa.binary()),
+        "key": pa.array(keys, pa.string()),
+        "partition": pa.array([3 if i % 11 == 0 else None for i in range(n)], pa.int32()),
+        "headers": pa.array(headers, pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+        "timestamp": pa.array([1_600_000_000_000 + i for i in range(n)], pa.int64()),
+        "ignored": pa.array(range(n)),
+    })
+    with producer(bootstrap) as p:
+        result = p.send_batch(topic, table).result(60)
+    assert result.records == n and sum(s.records for s in result.partitions.values()) == n
+    records = readback(topic)
+    assert len(records) == n
+    by_ts = {r.timestamp_ms: r for r in records}
+    for i in range(n):
+        r = by_ts[1_600_000_000_000 + i]
+        assert r.value == values[i]
+        assert r.key == (None if keys[i] is None else keys[i].encode())
+        assert r.headers == ((("a", b"1"), ("b", None)) if i % 4 == 0 else ())
+        if i % 11 == 0:
+            assert r.partition == 3
+        elif keys[i] is not None:
+            assert r.partition == partition_for_key(murmur2(keys[i].encode()), 4)
+    for (t, part), stats in result.partitions.items():
+        offsets = [r.offset for r in records if r.partition == part]
+        assert (stats.first_offset, stats.last_offset, stats.records) == (min(offsets), max(offsets), len(offsets))
+
+
+def test_send_batch_per_row_topics_and_merge(bootstrap: str, topic_factory: Callable[..., str],
+                                             readback: Readback) -> None:
+    t1, t2 = topic_factory(partitions=1), topic_factory(partitions=2)
+    table = pa.table({"value": [b"a", b"b", b"c", b"d"], "topic": [t1, t2, t1, t2]})
+    with producer(bootstrap) as p:
+        r1 = p.send_batch(None, table).result(30)
+        r2 = p.send_batch(t1, pa.record_batch({"value": [b"e"]})).result(30)
+    merged = r1.merge(r2)
+    assert merged.partitions[(t1, 0)].records == 3 and merged.records == 5
+    assert merged.partitions[(t1, 0)].first_offset == 0 and merged.partitions[(t1, 0)].last_offset == 2
+    assert [r.value for r in readback(t1)] == [b"a", b"c", b"e"]
+    assert sorted(r.value for r in readback(t2)) == [b"b", b"d"]
+
+
+def test_send_batch_validation_names_the_column(bootstrap: str, topic_factory: Callable[..., str]) -> None:
+    topic = topic_factory(partitions=1)
+    with producer(bootstrap) as p:
+        with pytest.raises(SerializationError, match="'value' is required"):
+            p.send_batch(topic, pa.table({"key": [b"k"]}))
+        with pytest.raises(SerializationError, match="'key' must be string or binary"):
+            p.send_batch(topic, pa.table({"value": [b"v"], "key": [1]}))
+        with pytest.raises(SerializationError, match="'topic' is null at row 1"):
+            p.send_batch(None, pa.table({"value": [b"v", b"w"], "topic": [topic, None]}))
+        with pytest.raises(SerializationError, match="'headers'"):
+            p.send_batch(topic, pa.table({"value": [b"v"], "headers": [["x"]]}))
+        with pytest.raises(SerializationError, match="'timestamp'"):
+            p.send_batch(topic, pa.table({"value": [b"v"], "timestamp": ["now"]}))
+        with pytest.raises(RecordTooLargeError, match="row 1 .* max.request.size"):
+            p.send_batch(topic, pa.table({"value": [b"v", b"x" * 2_000_000]}))
+        with pytest.raises(RecordTooLargeError, match="2000.* max.request.size"):
+            p.send(topic, b"x" * 2_000_000)
+
+
+def test_keyed_records_land_where_librdkafka_murmur2_random_puts_them(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
+    # The partitioner's own tests compare 100,000 keys with librdkafka in-process; this checks they LAND there.
+    from tests.producer.test_partitioner import _librdkafka_murmur2_random
+
+    topic = topic_factory(partitions=7)
+    n = 100_000
+    rng = np.random.default_rng(7)
+    keys = [i.to_bytes(4, "big") + rng.bytes(i % 13) for i in range(n)]  # unique, 4-16 bytes
+    with producer(bootstrap, **{"linger.ms": 20}) as p:
+        p.send_batch(topic, pa.table({"key": pa.array(keys, pa.binary()),
+                                      "value": pa.array(range(n), pa.int64()).cast(pa.string())})).result(120)
+    fn = _librdkafka_murmur2_random()
+    landed = {r.key: r.partition for r in readback(topic)}
+    assert len(landed) == n
+    for key in keys:
+        assert landed[key] == fn(None, key, len(key), 7, None, None)
+
+
+def test_null_keys_spread_over_all_partitions_in_sticky_runs(bootstrap: str, topic_factory: Callable[..., str],
+                                                             readback: Readback) -> None:
+    topic = topic_factory(partitions=4)
+    with producer(bootstrap, **{"batch.size": 2000, "linger.ms": 0}) as p:
+        for i in range(4000):
+            p.send(topic, b"%06d" % i + b"." * 50)
+        p.flush()
+    records = sorted(readback(topic), key=lambda r: int(r.value[:6]))
+    partitions = [r.partition for r in records]
+    assert set(partitions) == {0, 1, 2, 3}
+    runs = [len(list(g)) for g in _groupby(partitions)]
+    # Sticky: a partition gets consecutive records until about batch.size bytes (~30 records of ~66 bytes).
+    assert len(runs) < 4000 / 10 and np.median(runs) >= 15
+
+
+def _groupby(xs: list[int]) -> list[list[int]]:
+    out: list[list[int]] = []
+    for x in xs:
+        if out and out[-1][0] == x:
+            out[-1].append(x)
+        else:
+            out.append([x])
+    return out
+
+
+def test_explicit_partitions_are_honoured(bootstrap: str, topic_factory: Callable[..., str],
+                                          readback: Readback) -> None:
+    topic = topic_factory(partitions=3)
+    with producer(bootstrap) as p:
+        mds = [p.send(topic, b"v%d" % i, key=b"same", partition=i % 3).result(30) for i in range(9)]
+        assert p.partitions_for(topic) == [0, 1, 2]
+    assert [md.partition for md in mds] == [i % 3 for i in range(9)]
+    assert Counter(r.partition for r in readback(topic)) == {0: 3, 1: 3, 2: 3}
+
+
+def test_metrics_and_interceptors(bootstrap: str, topic_factory: Callable[..., str]) -> None:
+    topic = topic_factory(partitions=1)
+    seen: list[Any] = []
+
+    class Interceptor:
+        def on_send(self, record: Any) -> Any:
+            return record
+
+        def on_acknowledgement(self, metadata: RecordMetadata, error: BaseException | None) -> None:
+            seen.append((metadata.offset, error))
+
+    with producer(bootstrap, **{"interceptor.classes": [Interceptor()]}) as p:
+        p.send(topic, b"a").result(30)
+        p.send(topic, b"b").result(30)
+        metrics = p.metrics()
+    assert seen == [(0, None), (1, None)]
+    assert metrics["record-send-total"] == 2 and metrics["request-latency-avg"] >= 0
+    assert metrics["buffer-total-bytes"] == 32 * 1024 * 1024
+
+
+# ------------------------------------------------------------------------------------------------ transactions
+
+
+def test_committed_visible_aborted_never(bootstrap: str, topic_factory: Callable[..., str],
+                                         readback: Readback) -> None:
+    topic = topic_factory(partitions=2)
+    with producer(bootstrap, **{"transactional.id": f"tx-{uuid.uuid4().hex}"}) as p:
+        p.init_transactions(30)
+        p.begin_transaction()
+        for i in range(100):
+            p.send(topic, b"commit-%d" % i)
+        p.send_batch(topic, pa.table({"value": [b"commit-batch"]}))
+        p.commit_transaction(30)
+        p.begin_transaction()
+        for i in range(50):
+            p.send(topic, b"abort-%d" % i)
+        p.flush()  # written to the log, then aborted
+        p.abort_transaction(30)
+        p.begin_transaction()
+        p.send(topic, b"commit-last")
+        p.commit_transaction(30)
+    committed = sorted(r.value or b"" for r in readback(topic))
+    assert committed == sorted([b"commit-%d" % i for i in range(100)] + [b"commit-batch", b"commit-last"])
+    everything = readback(topic, isolation="read_uncommitted")
+    assert sum(1 for r in everything if (r.value or b"").startswith(b"abort-")) == 50
+
+
+def test_second_producer_fences_the_first(bootstrap: str, topic_factory: Callable[..., str]) -> None:
+    topic = topic_factory(partitions=1)
+    txn_id = f"tx-{uuid.uuid4().hex}"
+    first = producer(bootstrap, **{"transactional.id": txn_id})
+    second = producer(bootstrap, **{"transactional.id": txn_id})
+    try:
+        first.init_transactions(30)
+        first.begin_transaction()
+        first.send(topic, b"zombie").result(30)
+        second.init_transactions(30)  # bumps the epoch: the first is fenced, its transaction aborted
+        with pytest.raises(ProducerFencedError):
+            first.send(topic, b"more").result(30)
+            first.commit_transaction(30)
+        with pytest.raises(ProducerFencedError):
+            first.begin_transaction()
+    finally:
+        first.close(5)
+        second.close(5)
+
+
+def test_end_transaction_from_a_fresh_process_commits(bootstrap: str, topic_factory: Callable[..., str],
+                                                     readback: Readback) -> None:
+    topic = topic_factory(partitions=2)
+    txn_id = f"tx-{uuid.uuid4().hex}"
+    p = producer(bootstrap, **{"transactional.id": txn_id})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(10):
+        p.send(topic, b"r%d" % i)
+    p.flush()
+    identity = p.transaction_identity()
+    p.close()  # close never aborts: the transaction stays open for the driver
+    assert readback(topic) == []
+    script = textwrap.dedent(f"""
+        from spark_kafka_sink.producer import TransactionIdentity, end_transaction
+        identity = TransactionIdentity({identity.transactional_id!r}, {identity.producer_id},
+                                       {identity.producer_epoch})
+        end_transaction({{"bootstrap.servers": {bootstrap!r}}}, identity, commit=True, timeout_s=30)
+        end_transaction({{"bootstrap.servers": {bootstrap!r}}}, identity, commit=True, timeout_s=30)  # repeat: NONE
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    assert sorted(r.value or b"" for r in readback(topic)) == sorted(b"r%d" % i for i in range(10))
+
+
+def test_end_transaction_after_fencing_explains(bootstrap: str, topic_factory: Callable[..., str],
+                                                readback: Readback) -> None:
+    topic = topic_factory(partitions=1)
+    txn_id = f"tx-{uuid.uuid4().hex}"
+    with producer(bootstrap, **{"transactional.id": txn_id}) as p:
+        p.init_transactions(30)
+        p.begin_transaction()
+        p.send(topic, b"lost").result(30)
+        identity = p.transaction_identity()
+    fence_transactional_id({"bootstrap.servers": bootstrap}, txn_id, 30)
+    with pytest.raises(ProducerFencedError, match="cannot be committed.*transaction.timeout.ms"):
+        end_transaction({"bootstrap.servers": bootstrap}, identity, commit=True, timeout_s=30)
+    assert readback(topic) == []
+    assert isinstance(identity, TransactionIdentity)
+
+
+# ------------------------------------------------------------------------------------------------ buffer.memory
+
+
+def test_buffer_memory_blocks_then_raises_with_the_broker_down(tmp_path: Any) -> None:
+    import psutil
+
+    buffer_memory = 4 * 1024 * 1024
+    with KafkaCluster(size=1) as cluster:
+        process = psutil.Process()
+        p = producer(cluster.bootstrap_servers, **{"buffer.memory": buffer_memory, "max.block.ms": 1500,
+                                                   "batch.size": 16384, "linger.ms": 0,
+                                                   "delivery.timeout.ms": 600_000, "request.timeout.ms": 30_000})
+        try:
+            p.send("buffered", b"x").result(30)  # the topic exists and its metadata is known
+            cluster.stop_node(1)
+            value = os.urandom(1000)
+            baseline = process.memory_info().rss
+            sent = 0
+            started = time.monotonic()
+            with pytest.raises(BufferExhaustedError, match="buffer.memory"):
+                while True:
+                    p.send("buffered", value)
+                    sent += 1
+            blocked = time.monotonic() - started
+            growth = process.memory_info().rss - baseline
+        finally:
+            p.close(0)
+    assert sent * 1000 <= buffer_memory
+    assert blocked >= 1.5
+    # Measured: RSS grows by about buffer.memory plus the futures and Python objects of ~4000 records.
+    print(f"\nbuffer.memory={buffer_memory} sent={sent} rss growth={growth} bytes")
+    assert growth <= buffer_memory + 8 * 1024 * 1024
+
+
+def test_close_zero_fails_pending_futures(tmp_path: Any) -> None:
+    with KafkaCluster(size=1) as cluster:
+        p = producer(cluster.bootstrap_servers)
+        p.send("pending", b"x").result(30)
+        cluster.stop_node(1)
+        future = p.send("pending", b"never")
+        p.close(0)
+    with pytest.raises(ProducerClosedError, match="closed"):
+        future.result(5)
+    with pytest.raises(ProducerClosedError):
+        p.send("pending", b"x")
+
+
+_ = BatchSendResult
