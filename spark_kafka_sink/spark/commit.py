@@ -169,9 +169,10 @@ def _commit_failure_text(options: SinkOptions, pending: Sequence[KafkaCommitMess
     committed = [m for m in pending if m.transactional_id not in failures]
     details = "; ".join(f"{tid}: {type(e).__name__}: {e}" for tid, e in sorted(failures.items()))
     timeout_ms = options.producer_options.get("transaction.timeout.ms")
-    text = (f"{len(failures)} of {len(pending)} Kafka transactions could not be committed ({details}). "
-            f"{len(committed)} were committed: their {sum(m.rows for m in committed)} rows are visible, the others' "
-            f"rows are not. A fenced producer or invalid epoch usually means the transaction outlived "
+    visible = (f"{len(committed)} were committed: their {sum(m.rows for m in committed)} rows are visible, the "
+               f"others' rows are not" if committed else "0 were committed: no row of this write is visible")
+    text = (f"{len(failures)} of {len(pending)} Kafka transactions could not be committed ({details}). {visible}. "
+            f"A fenced producer or invalid epoch usually means the transaction outlived "
             f"transaction.timeout.ms ({timeout_ms} ms) and the broker aborted it: raise kafka.transaction.timeout.ms "
             f"(at most the broker's transaction.max.timeout.ms) or write less per job.")
     return text
@@ -240,7 +241,7 @@ def _retrying(what: Callable[[float], None], timeout_s: float) -> None:
 
 
 def _end(options: SinkOptions, message: KafkaCommitMessage, *, commit: bool) -> None:
-    from spark_kafka_sink.producer.transactions import TransactionIdentity, end_transaction
+    from spark_kafka_sink.producer import TransactionIdentity, end_transaction
 
     identity = TransactionIdentity(str(message.transactional_id), message.producer_id, message.producer_epoch)
     config = options.producer_config()
@@ -248,7 +249,7 @@ def _end(options: SinkOptions, message: KafkaCommitMessage, *, commit: bool) -> 
 
 
 def _fence(options: SinkOptions, transactional_id: str) -> None:
-    from spark_kafka_sink.producer.transactions import fence_transactional_id
+    from spark_kafka_sink.producer import fence_transactional_id
 
     config = options.producer_config()
     _retrying(lambda remaining: fence_transactional_id(config, transactional_id, remaining),

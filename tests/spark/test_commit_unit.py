@@ -6,7 +6,6 @@ The real producer and broker are exercised in test_sink_*.py; this pins the prot
 from __future__ import annotations
 
 import pickle
-import sys
 import types
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -114,8 +113,6 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> list[FakeProducer]:
 @pytest.fixture
 def txn_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     calls: list[tuple[Any, ...]] = []
-    fake_module = types.ModuleType("spark_kafka_sink.producer.transactions")
-
     @dataclass(frozen=True)
     class TransactionIdentity:
         transactional_id: str
@@ -130,10 +127,10 @@ def txn_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     def fence_transactional_id(config: Any, transactional_id: str, timeout_s: float) -> None:
         calls.append(("fence", transactional_id))
 
-    fake_module.TransactionIdentity = TransactionIdentity  # type: ignore[attr-defined]
-    fake_module.end_transaction = end_transaction  # type: ignore[attr-defined]
-    fake_module.fence_transactional_id = fence_transactional_id  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "spark_kafka_sink.producer.transactions", fake_module)
+    import spark_kafka_sink.producer as producer_pkg
+    monkeypatch.setattr(producer_pkg, "TransactionIdentity", TransactionIdentity, raising=False)
+    monkeypatch.setattr(producer_pkg, "end_transaction", end_transaction, raising=False)
+    monkeypatch.setattr(producer_pkg, "fence_transactional_id", fence_transactional_id, raising=False)
     return calls
 
 

@@ -35,7 +35,7 @@ def failing_values(spark: Any, always: bool) -> Any:
             raise RuntimeError(f"injected failure at row {i}")
         return f"value-{i}"
 
-    udf = F.udf(compute, "string")
+    udf = F.udf(compute, "string", useArrow=False)  # Arrow UDFs need pandas, which the package does not use
     return spark.range(0, ROWS, 1, PARTITIONS).select(udf("id").alias("value"))
 
 
