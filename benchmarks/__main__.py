@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     started = time.time()
     signal.signal(signal.SIGTERM, _interrupt)  # unwind like Ctrl-C: the broker, Spark and topics are cleaned up
-    ctx = Context(rounds=a.rounds, quick=a.quick, bootstrap_arg=a.bootstrap)
+    ctx = Context(rounds=a.rounds, quick=a.quick, bootstrap_arg=a.bootstrap, spark_memory="1g" if a.quick else "4g")
     machine = machine_info(REPO_ROOT)
     print(f"machine: {machine['cpu_model']}, {machine['cores']} cores, {machine['memory_gb']} GB, "
           f"Python {machine['python']}, {machine['java']}")

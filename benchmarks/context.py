@@ -29,8 +29,10 @@ class Context:
     log: Callable[[str], None] = print
     bootstrap_arg: str | None = None
     spark_memory: str = "4g"
+    worker_reuse: bool = True  # spark.python.worker.reuse; the session restarts when it changes
     _cluster: KafkaCluster | None = None
     _spark: Any = None
+    _spark_reuse: bool = True
     _topics: list[str] = field(default_factory=list)
 
     # ------------------------------------------------------------------------------------------- broker
@@ -74,7 +76,9 @@ class Context:
         """Records in the topic by end offsets (counts transaction markers too, one per partition and commit)."""
         from confluent_kafka import Consumer, TopicPartition
 
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"bench-{uuid.uuid4().hex}"})
+        # read_uncommitted: the high watermark, not the last stable offset (which lags behind commit markers)
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
+                             "isolation.level": "read_uncommitted"})
         try:
             parts = consumer.list_topics(name, timeout=10).topics[name].partitions
             total = 0
@@ -94,8 +98,13 @@ class Context:
     # -------------------------------------------------------------------------------------------- spark
     @property
     def spark(self) -> Any:
+        if self._spark is not None and self._spark_reuse != self.worker_reuse:
+            self.log(f"  restarting Spark with spark.python.worker.reuse={str(self.worker_reuse).lower()} ...")
+            self._spark.stop()
+            self._spark = None
         if self._spark is None:
             self._spark = self._start_spark()
+            self._spark_reuse = self.worker_reuse
         return self._spark
 
     def _start_spark(self) -> Any:
@@ -113,9 +122,10 @@ class Context:
             .appName("spark-kafka-sink-bench")
             .config("spark.jars", jars)
             .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.memory", self.spark_memory)
             .config("spark.sql.shuffle.partitions", "12")
-            .config("spark.python.worker.reuse", "true")
+            .config("spark.python.worker.reuse", str(self.worker_reuse).lower())
             .config("spark.sql.session.timeZone", "UTC")
             .getOrCreate()
         )

@@ -181,7 +181,7 @@ def run_comparison(group: str, title: str, unit: str, contenders: Sequence[Conte
             try:
                 sample = contender.run()
             except Exception as exc:  # a broken contender must not take the whole run down
-                result.error = f"{type(exc).__name__}: {exc}"
+                result.error = f"{type(exc).__name__}: {_first_lines(str(exc))}"
                 log(f"    {contender.name}: FAILED {result.error}")
                 log("      " + traceback.format_exc(limit=3).replace("\n", "\n      "))
                 continue
@@ -195,6 +195,14 @@ def run_comparison(group: str, title: str, unit: str, contenders: Sequence[Conte
         if r.ok and base.ok and base.median > 0:
             r.ratio = round(r.median / base.median, 3)
     return comp
+
+
+def _first_lines(text: str, limit: int = 400) -> str:
+    """Spark errors carry whole Python tracebacks: keep their head and the last line (the actual error)."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    if len(lines) <= 2:
+        return text.strip()[:limit]
+    return (lines[0][:limit // 2] + " ... " + lines[-1].strip()[:limit // 2])
 
 
 def _fmt(x: float) -> str:

@@ -60,7 +60,9 @@ def producer_class() -> type | None:
 
 
 def sink_available() -> str | None:
-    """None if the ``pykafka-sink`` DataSource can be imported, else why not."""
+    """None if the ``pykafka-sink`` DataSource and the producer it needs can be imported, else why not."""
+    if producer_class() is None:
+        return "spark_kafka_sink.KafkaProducer (needed by the sink) is not written yet"
     try:
         module = importlib.import_module("pyspark_kafka_sink")
     except ImportError as exc:

@@ -1,0 +1,125 @@
+"""Spark sinks on one cached DataFrame: ``rows`` rows of 16-character string keys and ``value_size``-character
+random string values (``randstr``), 12 partitions, written by local[2] Spark to a fresh 12-partition topic per run.
+
+Contenders (the timer covers ``df.write...save()``; afterwards the topic's end offsets are checked):
+- ``Spark format(kafka)`` (baseline): Spark's built-in JVM sink (spark-sql-kafka-0-10 jars from Maven).
+- ``do-nothing Arrow writer``: a Python ``DataSourceArrowWriter`` that only counts rows (benchmarks.spark_writers):
+  the ceiling of the Spark -> Python handoff that every Python sink pays.
+- ``pykafka-sink at_least_once`` / ``pykafka-sink exactly_once``: this project's sink.
+- ``Arrow writer + send_batch`` / ``Arrow writer + send``: a bare Python writer around ``KafkaProducer`` (no sink
+  adapter), for the adapter's cost and the per-record path.
+All Kafka writers get acks=all, compression.type=<codec>, linger.ms=5, batch.size=16384.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from benchmarks.context import Context
+from benchmarks.harness import Comparison, Contender, Sample, run_comparison
+from benchmarks.targets import NOOP_WRITER, SINK_ALO, SINK_EOS, SPARK_BUILTIN, producer_class, sink_available
+from benchmarks.workload import Workload
+from spark_kafka_sink.testing.broker import spark_connector_jars
+
+__all__ = ["run", "dataframe", "kafka_options", "SINK_FORMAT"]
+
+SINK_FORMAT = "pykafka-sink"
+SEND_BATCH_WRITER = "Arrow writer + send_batch"
+SEND_WRITER = "Arrow writer + send"
+
+
+def dataframe(ctx: Context, w: Workload) -> Any:
+    """The workload as a cached DataFrame with ``key`` and ``value`` strings in ``w.partitions`` partitions."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    df = ctx.spark.range(0, w.rows, 1, w.partitions).select(
+        F.lpad(F.col("id").cast("string"), w.key_size, "0").alias("key"),
+        F.randstr(F.lit(w.value_size), F.lit(7)).alias("value"),
+    )
+    df = df.persist(StorageLevel.MEMORY_AND_DISK)
+    count = df.count()
+    if count != w.rows:
+        raise RuntimeError(f"cached DataFrame has {count} rows, expected {w.rows}")
+    return df
+
+
+def kafka_options(ctx: Context, w: Workload, topic: str) -> dict[str, str]:
+    return {"kafka.bootstrap.servers": ctx.bootstrap, "topic": topic, "kafka.acks": "all",
+            "kafka.compression.type": w.codec, "kafka.linger.ms": str(w.linger_ms),
+            "kafka.batch.size": str(w.batch_size)}
+
+
+def _timed_write(ctx: Context, w: Workload, save: Callable[[str], None], markers_ok: bool = False) -> Sample:
+    topic = ctx.create_topic(w.partitions)
+    try:
+        start = time.perf_counter()
+        save(topic)
+        seconds = time.perf_counter() - start
+        landed = ctx.topic_record_count(topic)
+    finally:
+        ctx.delete_topic(topic)
+    # exactly_once: each committed transaction also leaves one commit marker per partition it wrote.
+    slack = w.partitions * w.partitions if markers_ok else 0
+    if not w.rows <= landed <= w.rows + slack:
+        raise RuntimeError(f"topic holds {landed} offsets after writing {w.rows} rows")
+    return Sample(w.rows, seconds, extra={"MB_per_s": round(w.total_bytes / seconds / 1e6, 1)})
+
+
+def _writer(ctx: Context, w: Workload, df: Any, fmt: str, extra: dict[str, str] | None = None,
+            markers_ok: bool = False) -> Callable[[], Sample]:
+    def save(topic: str) -> None:
+        writer = df.write.format(fmt).mode("append")
+        for k, v in {**kafka_options(ctx, w, topic), **(extra or {})}.items():
+            writer = writer.option(k, v)
+        writer.save()
+
+    return lambda: _timed_write(ctx, w, save, markers_ok)
+
+
+def _noop(ctx: Context, w: Workload, df: Any) -> Callable[[], Sample]:
+    def run() -> Sample:
+        start = time.perf_counter()
+        df.write.format("bench-noop-arrow").mode("append").option("expectedRows", str(w.rows)).save()
+        return Sample(w.rows, time.perf_counter() - start)
+
+    return run
+
+
+def contenders(ctx: Context, w: Workload, df: Any) -> list[Contender]:
+    from benchmarks.spark_writers import register_all
+
+    register_all(ctx.spark)
+    builtin = Contender(SPARK_BUILTIN, _writer(ctx, w, df, "kafka"))
+    if not spark_connector_jars():
+        builtin.unavailable = "Spark's Kafka connector jars are missing: run `make jars`"
+    out = [builtin, Contender(NOOP_WRITER, _noop(ctx, w, df))]
+    why = sink_available()
+    for name, guarantee in ((SINK_ALO, "at_least_once"), (SINK_EOS, "exactly_once")):
+        out.append(Contender(name, _writer(ctx, w, df, SINK_FORMAT, {"deliveryGuarantee": guarantee},
+                                           markers_ok=guarantee == "exactly_once"), unavailable=why))
+    no_producer = None if producer_class() is not None else "spark_kafka_sink.KafkaProducer is not written yet"
+    out.append(Contender(SEND_BATCH_WRITER, _writer(ctx, w, df, "bench-send-batch"), unavailable=no_producer))
+    out.append(Contender(SEND_WRITER, _writer(ctx, w, df, "bench-send"), unavailable=no_producer))
+    return out
+
+
+def compare(ctx: Context, w: Workload, title: str) -> Comparison:
+    _ = ctx.bootstrap
+    ctx.worker_reuse = True  # as Spark's default: workers (and their imports) stay between tasks
+    ctx.log(f"  {title}: caching a {w.rows:,}-row DataFrame ...")
+    df = dataframe(ctx, w)
+    try:
+        return run_comparison("spark", title, "rows/s", contenders(ctx, w, df), ctx.rounds,
+                              params={**w.describe(), "spark_master": "local[2]"}, log=ctx.log)
+    finally:
+        df.unpersist()
+
+
+def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]]) -> list[Comparison]:
+    comps = [compare(ctx, base, f"spark {base.value_size} B {base.codec}")]
+    for label, w in sweep:
+        comps.append(compare(ctx, w, f"spark {label}"))
+    return comps

@@ -1,0 +1,119 @@
+"""Python DataSources used only by the Spark benchmarks. Spark's Python workers import this module (the benchmark
+puts the repo root on their PYTHONPATH), so it stays small and imports nothing heavy at module level.
+
+- ``bench-noop-arrow``: a ``DataSourceArrowWriter`` that iterates the Arrow batches Spark hands it and counts rows:
+  the ceiling of any Python sink (Spark -> Arrow -> Python, nothing else). The driver-side ``commit`` checks the
+  total against the ``expectedRows`` option, so a run that lost rows fails instead of looking fast.
+- ``bench-send-batch``: the same writer, but each batch goes to ``spark_kafka_sink.KafkaProducer.send_batch``:
+  the producer without the pykafka-sink adapter, to show what the adapter costs.
+- ``bench-send``: per-row ``KafkaProducer.send`` from the same batches (``to_pylist``), the per-record path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+__all__ = ["NoopArrowSource", "SendBatchSource", "SendSource", "register_all"]
+
+
+@dataclass
+class RowCount(WriterCommitMessage):
+    rows: int
+
+
+def _check(messages: list[WriterCommitMessage | None], options: dict[str, str]) -> None:
+    expected = options.get("expectedRows")
+    total = sum(m.rows for m in messages if isinstance(m, RowCount))
+    if expected is not None and total != int(expected):
+        raise RuntimeError(f"writers saw {total} rows, expected {expected}")
+
+
+class _NoopWriter(DataSourceArrowWriter):
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = dict(options)
+
+    def write(self, iterator: Iterator[Any]) -> RowCount:
+        rows = 0
+        for batch in iterator:
+            rows += batch.num_rows
+        return RowCount(rows)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        _check(messages, self.options)
+
+
+def _producer_config(options: dict[str, str]) -> dict[str, Any]:
+    """``kafka.*`` options, without the prefix, as the producer's Java-named config."""
+    return {k[len("kafka."):]: v for k, v in options.items() if k.lower().startswith("kafka.")}
+
+
+class _SendBatchWriter(_NoopWriter):
+    def write(self, iterator: Iterator[Any]) -> RowCount:
+        from spark_kafka_sink.producer import KafkaProducer
+
+        rows = 0
+        topic = self.options["topic"]
+        with KafkaProducer(_producer_config(self.options)) as producer:
+            futures = []
+            for batch in iterator:
+                futures.append(producer.send_batch(topic, batch))
+                rows += batch.num_rows
+            producer.flush()
+            for future in futures:
+                future.result()
+        return RowCount(rows)
+
+
+class _SendWriter(_NoopWriter):
+    def write(self, iterator: Iterator[Any]) -> RowCount:
+        from spark_kafka_sink.producer import KafkaProducer
+
+        rows = 0
+        topic = self.options["topic"]
+        with KafkaProducer(_producer_config(self.options)) as producer:
+            send = producer.send
+            for batch in iterator:
+                keys = batch.column("key").to_pylist()
+                values = batch.column("value").to_pylist()
+                for key, value in zip(keys, values):
+                    send(topic, value.encode() if isinstance(value, str) else value,
+                         key=key.encode() if isinstance(key, str) else key)
+                rows += batch.num_rows
+            producer.flush()
+        return RowCount(rows)
+
+
+class NoopArrowSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "bench-noop-arrow"
+
+    def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
+        return _NoopWriter(self.options)
+
+
+class SendBatchSource(NoopArrowSource):
+    @classmethod
+    def name(cls) -> str:
+        return "bench-send-batch"
+
+    def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
+        return _SendBatchWriter(self.options)
+
+
+class SendSource(NoopArrowSource):
+    @classmethod
+    def name(cls) -> str:
+        return "bench-send"
+
+    def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
+        return _SendWriter(self.options)
+
+
+def register_all(spark: Any) -> None:
+    for source in (NoopArrowSource, SendBatchSource, SendSource):
+        spark.dataSource.register(source)
