@@ -26,7 +26,8 @@ _TOPIC_PARTITIONS = 3
 
 
 def _create_topic(bootstrap: str, topic: str) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    # NewTopic is re-exported by confluent_kafka.admin without being listed in its stubs' __all__.
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, num_partitions=_TOPIC_PARTITIONS, replication_factor=1)])[topic].result(60)
@@ -47,13 +48,14 @@ def _read_back(bootstrap: str, topic: str, timeout_s: float = 60.0) -> list[tupl
         while len(at_end) < _TOPIC_PARTITIONS and time.monotonic() < deadline:
             for msg in consumer.consume(num_messages=10_000, timeout=1.0):
                 err = msg.error()
+                partition = int(msg.partition() or 0)  # typed optional; set on every consumed message
                 if err is not None and err.code() == KafkaError._PARTITION_EOF:
-                    at_end.add(msg.partition())
+                    at_end.add(partition)
                 elif err is not None:
                     raise RuntimeError(f"read-back failed: {err}")
                 else:
-                    at_end.discard(msg.partition())
-                    records.append((msg.partition(), msg.key(), msg.value()))
+                    at_end.discard(partition)
+                    records.append((partition, msg.key(), msg.value()))
         if len(at_end) < _TOPIC_PARTITIONS:
             raise RuntimeError(f"read-back did not reach the end of {topic} within {timeout_s:.0f}s")
         return records
