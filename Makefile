@@ -25,7 +25,13 @@ test: venv jars
 run: venv jars
 	@$(PY) -m spark_kafka_sink.testing run-demo
 
-bench: venv jars
+# Peer libraries (kafka-python, matplotlib, ...) for the benchmarks only: not runtime dependencies.
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP) benchmarks/requirements.txt
+	$(PY) -m pip install -q -r benchmarks/requirements.txt
+	@touch $(BENCH_STAMP)
+
+bench: venv jars $(BENCH_STAMP)
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
 kafka-up: venv jars

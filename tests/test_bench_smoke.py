@@ -1,0 +1,90 @@
+"""Smoke test of the benchmarks (``make bench``): the scripts run end to end at a tiny scale and write their
+results. Nothing here is timed or compared: speed is measured by ``make bench``, never asserted in ``make test``.
+
+Peer libraries (benchmarks/requirements.txt) may be missing from a test-only venv: their contenders are then
+reported as skipped, which this test accepts; a contender that fails is not accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.harness import Contender, Sample, Target, run_comparison
+from benchmarks.report import format_table, markdown_table
+from benchmarks.workload import Workload, arrow_table, python_chunks
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_harness_alternates_rounds_and_reports_ratios() -> None:
+    calls: list[str] = []
+
+    def contender(name: str, rate: float) -> Contender:
+        def run() -> Sample:
+            calls.append(name)
+            return Sample(units=rate, seconds=1.0)
+
+        return Contender(name, run)
+
+    def broken() -> Sample:
+        raise RuntimeError("boom")
+
+    comp = run_comparison("g", "g 1", "records/s",
+                          [contender("a", 100.0), contender("b", 300.0), Contender("c", broken),
+                           Contender("d", lambda: Sample(), unavailable="not built")],
+                          rounds=3, log=lambda _: None)
+    assert calls == ["a", "b", "b", "a", "a", "b"]  # each round starts one contender later
+    a, b, c, d = comp.results
+    assert (a.median, a.ratio, b.median, b.ratio) == (100.0, 1.0, 300.0, 3.0)
+    assert c.error is not None and "boom" in c.error and not c.samples
+    assert d.skipped == "not built" and not d.ok
+    met = Target("g", "b >= 2x a", "g 1", "b", "a", at_least=2.0).evaluate([comp])
+    assert met["status"] == "met" and met["actual"] == 3.0
+    missing = Target("g", "c >= a", "g 1", "c", "a", at_least=1.0).evaluate([comp])
+    assert missing["status"] == "not measured"
+    assert "b >= 2x a" in format_table([comp], [met, missing])
+    assert "| g 1 (records/s) | a |" in markdown_table([comp], [met])
+
+
+def test_workload_records_have_the_declared_sizes() -> None:
+    w = Workload(rows=2_500, key_size=16, value_size=100)
+    table = arrow_table(w)
+    assert table.num_rows == 2_500
+    keys, values = python_chunks(table)[0]
+    assert keys[1234] == b"0000000000001234"
+    assert {len(v) for v in values} == {100} and all(v.isalpha() and v.isupper() for v in values[:50])
+    assert arrow_table(w).equals(table)  # seeded: every contender sees the same records
+
+
+@pytest.mark.broker
+@pytest.mark.spark
+def test_make_bench_quick_runs_every_group(bootstrap: str, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "benchmarks", "--quick", "--rounds", "1", "--sweep", "encoder",
+           "--bootstrap", bootstrap, "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    tail = (proc.stdout + proc.stderr)[-4000:]
+    assert proc.returncode == 0, tail
+    (result,) = tmp_path.glob("*.json")
+    data = json.loads(result.read_text())
+    groups = {c["group"] for c in data["comparisons"]}
+    assert groups == {"encoder", "producer", "spark", "memory"}, tail
+    assert len([c for c in data["comparisons"] if c["group"] == "encoder"]) == 8  # base + 7 sweep points
+    for comp in data["comparisons"]:
+        for contender in comp["contenders"]:
+            assert "error" not in contender, (comp["title"], contender)
+            assert "skipped" in contender or len(contender["samples"]) == 1
+    assert data["machine"]["cores"] and data["machine"]["cpu_model"]
+    assert {t["target"] for t in data["targets"]}  # every target is listed, met or not
+    assert (tmp_path / result.with_suffix(".md").name).read_text().startswith("| comparison |")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    assert result.with_suffix(".png").stat().st_size > 0
