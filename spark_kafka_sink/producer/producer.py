@@ -82,6 +82,9 @@ def _to_bytes(value: _Bytes, what: str) -> bytes | None:
     raise SerializationError(f"{what} must be bytes or str (UTF-8), got {type(value).__name__}")
 
 
+_RECORD_OVERHEAD = 23  # a lone record's varints (length, deltas, key/value lengths, header count) at their widest
+
+
 def net_properties(options: Mapping[str, Any]) -> dict[str, Any]:
     """The user's options with keys normalised as ProducerConfig does, for NetConfig.from_properties."""
     return {str(k).strip().lower(): v for k, v in options.items() if v is not None}
@@ -111,6 +114,11 @@ class KafkaProducer:
         self._thread = SenderThread(self._sender, name=f"kafka-producer-network-thread | {cfg.client_id}")
         self._arrow = ArrowSender(cfg, self._accumulator, self._partitioner, self._tm, self._wait_on_metadata,
                                   self._thread.wakeup)
+        self._max_block_ms = cfg.max_block_ms
+        self._size_limit = min(cfg.max_request_size, cfg.buffer_memory)
+        # topic -> (metadata version, partition count, partitions with a leader or None): a cache written by any
+        # sending thread; whole-tuple dict writes are atomic, and a stale entry is only recomputed.
+        self._partition_cache: dict[str, tuple[int, int, list[int] | None]] = {}
         self._close_lock = threading.Lock()
         self._closed = False  # guarded by _close_lock
         # Only the sender thread touches the client from here on.
@@ -126,36 +134,43 @@ class KafkaProducer:
         ``callback(metadata, error)`` runs on the sender thread when it completes. Raises at once for local
         failures: closed producer, fatal/abortable transaction state, no metadata or memory within max.block.ms,
         a record too large."""
-        self._ensure_open()
-        if self._tm is not None:
-            self._tm.fail_if_not_ready_for_send()
-        record = ProducerRecord(topic, _to_bytes(value, "value"), _to_bytes(key, "key"),
-                                tuple((str(k), _to_bytes(v, f"header {k!r}")) for k, v in headers or ()),
-                                partition, timestamp_ms)
+        if self._closed:
+            raise ProducerClosedError("the producer is closed: no more records can be sent")
+        tm = self._tm
+        if tm is not None:
+            tm.fail_if_not_ready_for_send()
+        # The per-record path: plain bytes pass through untouched; only what is given is converted.
+        value_b = value if value is None or type(value) is bytes else _to_bytes(value, "value")
+        key_b = key if key is None or type(key) is bytes else _to_bytes(key, "key")
+        header_t: tuple[tuple[str, bytes | None], ...] = (
+            tuple((str(k), _to_bytes(v, f"header {k!r}")) for k, v in headers) if headers else ())
+        record: ProducerRecord | None = None
         if self._interceptors:
-            record = self._interceptors.on_send(record)
+            record = self._interceptors.on_send(ProducerRecord(topic, value_b, key_b, header_t, partition,
+                                                               timestamp_ms))
+            topic, value_b, key_b, partition, timestamp_ms = (record.topic, record.value, record.key,
+                                                               record.partition, record.timestamp_ms)
+            header_t = tuple(record.headers)
         tp: TopicPartition | None = None
         try:
             started = monotonic_ms()
-            num_partitions = self._wait_on_metadata(record.topic, self.config.max_block_ms)
-            size = HEADER_SIZE + record_size(0, 0, record.key, record.value, record.headers)
-            self._check_size(size)
-            choice = self._partitioner.partition(record.topic, record.key, num_partitions, record.partition,
-                                                 self._available(record.topic))
-            tp = TopicPartition(record.topic, choice.partition)
-            if self._tm is not None and self._tm.is_transactional:
-                self._tm.maybe_add_partition(tp)
+            num_partitions, available = self._partition_info(topic)
+            size = self._record_size(key_b, value_b, header_t)
+            choice = self._partitioner.partition(topic, key_b, num_partitions, partition, available)
+            tp = TopicPartition(topic, choice.partition)
+            if tm is not None and tm.is_transactional:
+                tm.maybe_add_partition(tp)
             now = monotonic_ms()
-            timestamp = record.timestamp_ms if record.timestamp_ms is not None else time.time_ns() // 1_000_000
-            remaining = max(0, self.config.max_block_ms - (now - started))
-            result = self._accumulator.append(tp, timestamp, record.key, record.value, record.headers, now,
-                                              remaining)
+            timestamp = timestamp_ms if timestamp_ms is not None else time.time_ns() // 1_000_000
+            remaining = max(0, self._max_block_ms - (now - started))
+            result = self._accumulator.append(tp, timestamp, key_b, value_b, header_t, now, remaining)
         except KafkaError as exc:
             if self._interceptors:
-                self._interceptors.on_send_error(record, tp, exc)
+                failed = record or ProducerRecord(topic, value_b, key_b, header_t, partition, timestamp_ms)
+                self._interceptors.on_send_error(failed, tp, exc)
             raise
         if choice.sticky:
-            self._partitioner.on_sticky_append(tp.topic, tp.partition, size, result.batch_is_full)
+            self._partitioner.on_sticky_append(topic, tp.partition, size, result.batch_is_full)
         if result.batch_is_full or result.new_batch_created:
             self._thread.wakeup()
         future = result.future
@@ -193,7 +208,16 @@ class KafkaProducer:
             data = self._interceptors.on_send_batch(topic or "", data)
         return self._arrow.send(topic, data, self._interceptors if self._interceptors else None)
 
-    def _check_size(self, size: int) -> None:
+    def _record_size(self, key: bytes | None, value: bytes | None,
+                     headers: tuple[tuple[str, bytes | None], ...]) -> int:
+        """The record's size in a batch of its own; raises RecordTooLargeError if it can never be sent. An upper
+        bound (varints at their widest) is enough unless it comes near a limit: then the exact size decides."""
+        size = HEADER_SIZE + _RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
+        for k, v in headers:
+            size += len(k) + (len(v) if v else 0) + 10
+        if size <= self._size_limit:
+            return size
+        size = HEADER_SIZE + record_size(0, 0, key, value, headers)
         if size > self.config.max_request_size:
             raise RecordTooLargeError(
                 f"the record is {size} bytes when serialized, larger than max.request.size "
@@ -202,11 +226,20 @@ class KafkaProducer:
             raise RecordTooLargeError(
                 f"the record is {size} bytes when serialized, larger than buffer.memory "
                 f"({self.config.buffer_memory}); send a smaller record or raise buffer.memory")
+        return size
 
-    def _available(self, topic: str) -> list[int] | None:
+    def _partition_info(self, topic: str) -> tuple[int, list[int] | None]:
+        """(partition count, partitions with a leader or None if all have one), cached per metadata version."""
+        version = self._metadata.version
+        cached = self._partition_cache.get(topic)
+        if cached is not None and cached[0] == version:
+            return cached[1], cached[2]
+        count = self._wait_on_metadata(topic, self._max_block_ms)
         parts = self._metadata.partitions_for(topic) or []
-        available = [p for p in parts if self._metadata.leader_for(topic, p) is not None]
-        return available if len(available) < len(parts) else None
+        led = [p for p in parts if self._metadata.leader_for(topic, p) is not None]
+        info = (count, led if len(led) < len(parts) else None)
+        self._partition_cache[topic] = (version, *info)
+        return info
 
     def _wait_on_metadata(self, topic: str, max_block_ms: int) -> int:
         """The topic's partition count, waiting up to ``max_block_ms`` for it to appear in the metadata."""

@@ -305,6 +305,8 @@ class TransactionManager(IdempotenceMixin, TxnResponseHandlers):
 
     def fail_if_not_ready_for_send(self) -> None:
         """Raise the fatal/abortable error, or IllegalStateError when a transactional send is out of place."""
+        if not self.is_transactional and self._state is not TxnState.FATAL_ERROR:
+            return  # per-record fast path: an unlocked read of one attribute; a race only delays the error a record
         with self._lock:
             self._raise_if_failed()
             if self.is_transactional:
