@@ -325,9 +325,11 @@ def test_buffer_memory_blocks_then_raises_with_the_broker_down(tmp_path: Any) ->
             p.close(0)
     assert sent * 1000 <= buffer_memory
     assert blocked >= 1.5
-    # Measured: RSS grows by about buffer.memory plus the futures and Python objects of ~4000 records.
-    print(f"\nbuffer.memory={buffer_memory} sent={sent} rss growth={growth} bytes")
-    assert growth <= buffer_memory + 8 * 1024 * 1024
+    # Measured (1000-byte values, 4 MiB buffer): RSS grows by buffer.memory plus ~1.3-1.6 MB, i.e. ~350 bytes per
+    # pending record of Python bookkeeping (its future and batch entry), which buffer.memory does not count.
+    print(f"\nbuffer.memory={buffer_memory} sent={sent} rss growth={growth} bytes "
+          f"({(growth - buffer_memory) / sent:.0f} bytes/record beyond buffer.memory)")
+    assert growth <= buffer_memory + 4 * 1024 * 1024
 
 
 def test_close_zero_fails_pending_futures(tmp_path: Any) -> None:

@@ -1,0 +1,50 @@
+"""RecordFuture behaves as a concurrent.futures.Future while costing a fraction of its memory."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import threading
+import tracemalloc
+
+import pytest
+
+from spark_kafka_sink.producer.record_future import RecordFuture
+
+
+def test_result_across_threads_callbacks_and_helpers() -> None:
+    future: RecordFuture[int] = RecordFuture()
+    seen: list[int] = []
+    future.add_done_callback(lambda f: seen.append(f.result()))
+    assert not future.cancel() and future.running() and not future.done()
+    with pytest.raises(cf.TimeoutError):
+        future.result(0.01)
+    worker = threading.Thread(target=future.set_result, args=(5,))
+    worker.start()
+    assert future.result(10) == 5
+    worker.join()
+    assert seen == [5] and future.done()
+    future.add_done_callback(lambda f: seen.append(-1))  # runs at once on a done future
+    assert seen == [5, -1]
+    failed: RecordFuture[int] = RecordFuture()
+    failed.set_exception(ValueError("x"))
+    with pytest.raises(ValueError):
+        failed.result(0)
+    pending: RecordFuture[int] = RecordFuture()
+    done, not_done = cf.wait([future, pending], timeout=0.01)
+    assert done == {future} and not_done == {pending}
+    assert list(cf.as_completed([future, failed])) in ([future, failed], [failed, future])
+
+
+def test_a_pending_record_future_is_light() -> None:
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        light = [RecordFuture() for _ in range(2000)]
+        middle = tracemalloc.take_snapshot()
+        heavy = [cf.Future() for _ in range(2000)]
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    light_each = sum(s.size_diff for s in middle.compare_to(before, "filename")) / len(light)
+    heavy_each = sum(s.size_diff for s in after.compare_to(middle, "filename")) / len(heavy)
+    assert light_each < 400 < 1000 < heavy_each, (light_each, heavy_each)
