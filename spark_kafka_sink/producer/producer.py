@@ -348,6 +348,11 @@ class KafkaProducer:
                 return
             self._closed = True
         self._accumulator.close()
+        if threading.current_thread() is self._thread:
+            # From a callback: the sender thread cannot wait for itself. As Java: close(0) without blocking.
+            _log.warning("close() called from a producer callback: pending records are failed, not sent")
+            self._thread.force_close()
+            return
         if timeout_s is None or timeout_s > 0:
             self._thread.initiate_close()
             self._thread.join(timeout_s)

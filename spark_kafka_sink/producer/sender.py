@@ -45,6 +45,7 @@ from spark_kafka_sink.producer.transactions import (
     TransactionAbortedError,
     TransactionManager,
     TxnRequest,
+    TxnState,
 )
 from spark_kafka_sink.protocol.messages import PRODUCE
 
@@ -53,7 +54,8 @@ __all__ = ["Sender", "SenderThread", "MAX_PRODUCE_VERSION"]
 _log = logging.getLogger(__name__)
 
 MAX_PRODUCE_VERSION = 12  # v13 names topics by id
-_MAX_POLL_MS = 1_000  # re-check timers at least this often even when nothing is due
+_MAX_POLL_MS = 1_000
+_ONGOING = frozenset({TxnState.IN_TRANSACTION, TxnState.COMMITTING_TRANSACTION, TxnState.ABORTING_TRANSACTION})  # re-check timers at least this often even when nothing is due
 
 
 class Sender(ResponseHandler):
@@ -215,8 +217,11 @@ class Sender(ResponseHandler):
     def has_pending_work(self) -> bool:
         """Anything left to send or answer (for a graceful close)."""
         tm = self._tm
+        # Coordinator requests count only inside a transaction (e.g. AddPartitionsToTxn for records still queued):
+        # a producer id that was never obtained must not keep a closing producer alive (as Java).
+        ongoing = tm is not None and tm.is_transactional and tm.state in _ONGOING
         return (self._acc.has_incomplete() or self._client.in_flight_count() > 0
-                or (tm is not None and not tm.has_fatal_error and tm.has_pending_requests()))
+                or (ongoing and tm is not None and tm.has_pending_requests()))
 
 
 class SenderThread(threading.Thread):

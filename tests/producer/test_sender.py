@@ -456,3 +456,30 @@ def test_abort_drops_unsent_batches() -> None:
     rig.client.respond(end, {"error_code": 0})
     rig.step()
     assert aborted.result(0) is None and not rig.client.produce_requests()
+
+
+def test_a_missing_producer_id_does_not_keep_a_closing_producer_alive() -> None:
+    rig = Rig()
+    rig.client.down.update({1, 2, 3})  # InitProducerId can go nowhere
+    rig.step()
+    assert rig.tm is not None and rig.tm.has_pending_requests()
+    assert not rig.sender.has_pending_work()
+    rig.send(T0, b"queued")
+    assert rig.sender.has_pending_work()  # records are, until they are sent or expire
+
+
+def test_sender_thread_force_close_fails_pending_records() -> None:
+    from spark_kafka_sink.errors import ProducerClosedError
+    from spark_kafka_sink.producer.sender import SenderThread
+
+    rig = Rig()
+    rig.client.down.update({1, 2, 3})
+    future = rig.send(T0, b"never")
+    thread = SenderThread(rig.sender, clock=lambda: rig.now)
+    thread.start()
+    rig.acc.close()
+    thread.force_close()
+    thread.join(10)
+    assert not thread.is_alive() and rig.client.closed
+    with pytest.raises(ProducerClosedError, match="closed"):
+        future.result(0)
