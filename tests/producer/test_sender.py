@@ -483,3 +483,18 @@ def test_sender_thread_force_close_fails_pending_records() -> None:
     assert not thread.is_alive() and rig.client.closed
     with pytest.raises(ProducerClosedError, match="closed"):
         future.result(0)
+
+
+def test_without_idempotence_max_in_flight_one_mutes_the_partition() -> None:
+    rig = Rig({"enable.idempotence": "false", "max.in.flight.requests.per.connection": 1, "acks": "1"})
+    rig.send(T0, b"a")
+    rig.step()
+    first = rig.produce()
+    rig.send(T0, b"b")
+    rig.send(T1, b"c")  # another partition (and node) is not held back
+    rig.step()
+    assert [r.node_id for r in rig.client.outstanding] == [1, 2]
+    rig.answer(first, codes={("t", 0): 6})  # retried first, before "b": order holds
+    rig.step()
+    rig.step(100)
+    assert [r.value for r in batches_of(rig.client.produce_requests()[-1])[("t", 0)].records] == [b"a"]
