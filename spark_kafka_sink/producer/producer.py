@@ -95,12 +95,15 @@ class KafkaProducer:
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self.config = cfg = ProducerConfig.from_dict(config)
-        self._client = NetworkClient(NetConfig.from_properties(net_properties(config)), handshakes=handshakes_for)
-        self._metadata = self._client.metadata
+        # Everything that can reject the config is built before the first socket exists, so a bad value never
+        # leaks a connection (or a ResourceWarning).
+        net_config = NetConfig.from_properties(net_properties(config))
+        self._interceptors = InterceptorChain(cfg.interceptor_classes)
+        self._partitioner = Partitioner.from_config(cfg)
         self._pool = BufferPool(cfg.buffer_memory)
         self._accumulator = RecordAccumulator.from_config(cfg, self._pool)
-        self._partitioner = Partitioner.from_config(cfg)
-        self._interceptors = InterceptorChain(cfg.interceptor_classes)
+        self._client = NetworkClient(net_config, handshakes=handshakes_for)
+        self._metadata = self._client.metadata
         self._metrics = ProducerMetrics()
         self._metrics.add_gauge("buffer-total-bytes", lambda: float(self._pool.total_memory))
         self._metrics.add_gauge("buffer-available-bytes", lambda: float(self._pool.available_memory))
