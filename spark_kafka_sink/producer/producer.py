@@ -173,6 +173,10 @@ class KafkaProducer:
                 self._interceptors.on_send_error(failed, tp, exc)
             raise
         if choice.sticky:
+            if result.batch_is_full and self.config.partitioner_adaptive_partitioning_enable:
+                # A batch boundary, where the sticky partition may move: weight the next draw by queue depth so
+                # slower brokers get less (KIP-794). Once per batch, not per record.
+                self._partitioner.update_partition_load(topic, self._accumulator.queue_sizes(topic))
             self._partitioner.on_sticky_append(topic, tp.partition, size, result.batch_is_full)
         if result.batch_is_full or result.new_batch_created:
             self._thread.wakeup()
