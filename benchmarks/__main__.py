@@ -39,9 +39,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, help="rounds per comparison (default 3)")
     p.add_argument("--rows", type=int, help="rows of the main encoder and Spark workload (default 10,000,000)")
     p.add_argument("--producer-rows", type=int,
-                   help="rows of the main producer workload (default: --rows / 5, see README)")
-    p.add_argument("--sweep-rows", type=int, help="max rows per sweep point (default 1,000,000)")
-    p.add_argument("--sweep-mb", type=int, help="max MB per sweep point (default 256)")
+                   help="rows of the main producer workload (default: --rows / 10, see README)")
+    p.add_argument("--sweep-rows", type=int, help="max rows per encoder sweep point (default 1,000,000)")
+    p.add_argument("--sweep-mb", type=int, help="max MB per encoder sweep point (default 256)")
+    p.add_argument("--producer-sweep-rows", type=int, help="max rows per producer sweep point (default 100,000)")
+    p.add_argument("--producer-sweep-mb", type=int, help="max MB per producer sweep point (default 32)")
+    p.add_argument("--spark-send", action="store_true",
+                   help="add the per-record 'Arrow writer + send' contender to the Spark comparisons (slow)")
     p.add_argument("--sweep", default=None,
                    help="groups that sweep value size and codec (default encoder,producer; 'none' for none)")
     p.add_argument("--memory-gb", type=float, help="volume written by the memory benchmark (default 5)")
@@ -53,9 +57,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     quick = a.quick
     a.rounds = a.rounds or 3
     a.rows = a.rows or (20_000 if quick else 10_000_000)
-    a.producer_rows = a.producer_rows or (a.rows if quick else max(1, a.rows // 5))
+    a.producer_rows = a.producer_rows or (a.rows if quick else max(1, a.rows // 10))
     a.sweep_rows = a.sweep_rows or (5_000 if quick else 1_000_000)
     a.sweep_mb = a.sweep_mb or (4 if quick else 256)
+    a.producer_sweep_rows = a.producer_sweep_rows or (5_000 if quick else 100_000)
+    a.producer_sweep_mb = a.producer_sweep_mb or (4 if quick else 32)
+    a.spark_send = a.spark_send or quick
     a.memory_gb = a.memory_gb or (0.02 if quick else 5.0)
     a.sweep = a.sweep if a.sweep is not None else "encoder,producer"
     a.groups = [g for g in a.only.split(",") if g]
@@ -81,17 +88,18 @@ def sweep_points(base: Workload, rows: int, max_bytes: int) -> list[tuple[str, W
 
 def _run_group(group: str, ctx: Context, a: argparse.Namespace, sweeps: set[str]) -> list[Comparison]:
     base = Workload(rows=a.rows)
-    sweep = sweep_points(base, a.sweep_rows, a.sweep_mb << 20)
+    sweep = sweep_points(base, a.sweep_rows, a.sweep_mb << 20) if group in sweeps else []
     if group == "encoder":
         from benchmarks import bench_encoder
-        return bench_encoder.run(ctx, base, sweep if group in sweeps else [])
+        return bench_encoder.run(ctx, base, sweep)
     if group == "producer":
         from benchmarks import bench_producer
         pbase = base.with_(rows=a.producer_rows)
-        return bench_producer.run(ctx, pbase, sweep if group in sweeps else [], a.buffer_memory_mb)
+        psweep = sweep_points(base, a.producer_sweep_rows, a.producer_sweep_mb << 20) if group in sweeps else []
+        return bench_producer.run(ctx, pbase, psweep, a.buffer_memory_mb)
     if group == "spark":
         from benchmarks import bench_spark
-        return bench_spark.run(ctx, base, sweep if group in sweeps else [])
+        return bench_spark.run(ctx, base, sweep, with_send=a.spark_send)
     from benchmarks import bench_memory
     return bench_memory.run(ctx, base, int(a.memory_gb * (1 << 30)), a.buffer_memory_mb)
 
@@ -130,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         "duration_s": round(time.time() - started, 1),
         "group_seconds": group_seconds,
         "scale": {"rounds": a.rounds, "rows": a.rows, "producer_rows": a.producer_rows,
-                  "sweep_rows": a.sweep_rows, "sweep_mb": a.sweep_mb, "sweep_groups": sorted(sweeps),
+                  "sweep_rows": a.sweep_rows, "sweep_mb": a.sweep_mb, "producer_sweep_rows": a.producer_sweep_rows,
+                  "producer_sweep_mb": a.producer_sweep_mb, "sweep_groups": sorted(sweeps),
+                  "spark_send": a.spark_send,
                   "memory_gb": a.memory_gb, "buffer_memory_mb": a.buffer_memory_mb, "quick": a.quick},
         "machine": machine,
         "load_at_end": load_average(),
@@ -144,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     png = plot(comps, out_dir / f"{stem}.png",
                f"spark-kafka-sink benchmarks {payload['date']} - {machine['cpu_model']}, {machine['cores']} cores, "
                f"load {machine['uptime_at_start'].split('load average:')[-1].strip()}")
-    print(f"\nwrote {out_dir / (stem + '.json')}, {stem}.md" + (f", {png.name}" if png else " (no matplotlib: no plot)"))
+    plotted = f", {png.name}" if png else " (no matplotlib: no plot)"
+    print(f"\nwrote {out_dir / (stem + '.json')}, {stem}.md{plotted}")
     print(f"total {payload['duration_s']:.0f} s; load at end: {payload['uptime_at_end']}")
     failed = [r.name for c in comps for r in c.results if r.error]
     return 1 if failed else 0

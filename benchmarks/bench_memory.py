@@ -7,8 +7,8 @@ How the peak is measured: Spark runs with ``spark.python.worker.reuse=false`` he
 worker forked by ``pyspark.daemon`` (no modules or heap left over from another contender's run). A sampler thread
 reads the kernel's peak-RSS counter (VmHWM) of every ``pyspark.worker`` process every 50 ms; the kernel keeps the
 true peak between reads, so only growth in a worker's last 50 ms before it exits can be missed. (Workers alive
-when a run starts get their counter reset with ``echo 5 > /proc/<pid>/clear_refs``.) The value of a run is the largest single worker's
-peak, in MB. Contenders:
+when a run starts get their counter reset with ``echo 5 > /proc/<pid>/clear_refs``.) The value of a run is the
+largest single worker's peak, in MB. Contenders:
 - ``do-nothing Arrow writer worker`` (baseline): the worker's own cost (interpreter, pyspark, pyarrow, Spark's
   Arrow batches) with a writer that only counts rows.
 - ``pykafka-sink worker``: the same DataFrame through ``pykafka-sink`` (at_least_once, buffer.memory set).

@@ -86,7 +86,7 @@ def _confluent(ctx: Context, w: Workload, chunks: Chunks) -> Contender:
 
 def _kafka_python(ctx: Context, w: Workload, chunks: Chunks) -> Contender:
     try:
-        from kafka import KafkaProducer as KPProducer
+        from kafka import KafkaProducer as KPProducer  # type: ignore[import-untyped]
     except ImportError:
         return Contender(KAFKA_PYTHON, lambda: Sample(), unavailable=f"kafka-python missing: {PEER_HINT}")
 

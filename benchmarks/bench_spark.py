@@ -6,8 +6,9 @@ Contenders (the timer covers ``df.write...save()``; afterwards the topic's end o
 - ``do-nothing Arrow writer``: a Python ``DataSourceArrowWriter`` that only counts rows (benchmarks.spark_writers):
   the ceiling of the Spark -> Python handoff that every Python sink pays.
 - ``pykafka-sink at_least_once`` / ``pykafka-sink exactly_once``: this project's sink.
-- ``Arrow writer + send_batch`` / ``Arrow writer + send``: a bare Python writer around ``KafkaProducer`` (no sink
-  adapter), for the adapter's cost and the per-record path.
+- ``Arrow writer + send_batch``: a bare Python writer around ``KafkaProducer.send_batch`` (no sink adapter), for
+  the adapter's cost; ``Arrow writer + send`` (per-record path, about 3x slower than the rest: only with
+  ``--spark-send``, and in ``--quick``).
 All Kafka writers get acks=all, compression.type=<codec>, linger.ms=5, batch.size=16384.
 """
 
@@ -88,7 +89,7 @@ def _noop(ctx: Context, w: Workload, df: Any) -> Callable[[], Sample]:
     return run
 
 
-def contenders(ctx: Context, w: Workload, df: Any) -> list[Contender]:
+def contenders(ctx: Context, w: Workload, df: Any, with_send: bool) -> list[Contender]:
     from benchmarks.spark_writers import register_all
 
     register_all(ctx.spark)
@@ -102,24 +103,25 @@ def contenders(ctx: Context, w: Workload, df: Any) -> list[Contender]:
                                            markers_ok=guarantee == "exactly_once"), unavailable=why))
     no_producer = None if producer_class() is not None else "spark_kafka_sink.KafkaProducer is not written yet"
     out.append(Contender(SEND_BATCH_WRITER, _writer(ctx, w, df, "bench-send-batch"), unavailable=no_producer))
-    out.append(Contender(SEND_WRITER, _writer(ctx, w, df, "bench-send"), unavailable=no_producer))
+    if with_send:
+        out.append(Contender(SEND_WRITER, _writer(ctx, w, df, "bench-send"), unavailable=no_producer))
     return out
 
 
-def compare(ctx: Context, w: Workload, title: str) -> Comparison:
+def compare(ctx: Context, w: Workload, title: str, with_send: bool) -> Comparison:
     _ = ctx.bootstrap
     ctx.worker_reuse = True  # as Spark's default: workers (and their imports) stay between tasks
     ctx.log(f"  {title}: caching a {w.rows:,}-row DataFrame ...")
     df = dataframe(ctx, w)
     try:
-        return run_comparison("spark", title, "rows/s", contenders(ctx, w, df), ctx.rounds,
+        return run_comparison("spark", title, "rows/s", contenders(ctx, w, df, with_send), ctx.rounds,
                               params={**w.describe(), "spark_master": "local[2]"}, log=ctx.log)
     finally:
         df.unpersist()
 
 
-def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]]) -> list[Comparison]:
-    comps = [compare(ctx, base, f"spark {base.value_size} B {base.codec}")]
+def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]], with_send: bool) -> list[Comparison]:
+    comps = [compare(ctx, base, f"spark {base.value_size} B {base.codec}", with_send)]
     for label, w in sweep:
-        comps.append(compare(ctx, w, f"spark {label}"))
+        comps.append(compare(ctx, w, f"spark {label}", with_send))
     return comps

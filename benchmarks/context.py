@@ -56,7 +56,7 @@ class Context:
         return AdminClient({"bootstrap.servers": self.bootstrap})
 
     def create_topic(self, partitions: int, prefix: str = "bench") -> str:
-        from confluent_kafka.admin import NewTopic
+        from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
         name = f"{prefix}-{uuid.uuid4().hex[:10]}"
         admin = self._admin()

@@ -147,11 +147,11 @@ class Target:
         value = subj.median
         if self.at_least_abs is not None:
             return {**out, "status": "met" if value >= self.at_least_abs else "missed", "actual": value,
-                    "required": f">= {self.at_least_abs:g}"}
+                    "required": f">= {self.at_least_abs:,.0f}"}
         if self.at_most_abs is None:
             raise ValueError(f"target {self.name} has no bound")
         return {**out, "status": "met" if value <= self.at_most_abs else "missed", "actual": value,
-                "required": f"<= {self.at_most_abs:g}"}
+                "required": f"<= {self.at_most_abs:,.0f}"}
 
 
 def load_average() -> tuple[float, float, float]:

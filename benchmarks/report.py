@@ -22,6 +22,14 @@ def human(x: float, unit: str = "") -> str:
     return f"{x:.1f}"
 
 
+def _shown(actual: Any) -> str:
+    if actual is None:
+        return "-"
+    if isinstance(actual, (int, float)):
+        return human(float(actual)) if abs(actual) >= 1000 else f"{actual:.2f}"
+    return str(actual)
+
+
 def _rows(comp: Comparison) -> list[tuple[str, str, str, str]]:
     rows = []
     for r in comp.results:
@@ -51,8 +59,7 @@ def format_table(comps: Sequence[Comparison], targets: Sequence[dict[str, Any]])
     if targets:
         lines.append("\n== targets")
         for t in targets:
-            actual = t.get("actual")
-            shown = f"{actual:.2f}" if isinstance(actual, float) else str(actual) if actual is not None else "-"
+            shown = _shown(t.get("actual"))
             extra = f" ({t['why']})" if "why" in t else ""
             lines.append(f"  [{t['status']:>12}] {t['target']}: {shown} (required {t.get('required', '-')})"
                          f"{extra}")
@@ -68,8 +75,7 @@ def markdown_table(comps: Sequence[Comparison], targets: Sequence[dict[str, Any]
     if targets:
         out += ["", "| target | result | required | status |", "|---|---:|---|---|"]
         for t in targets:
-            actual = t.get("actual")
-            shown = f"{actual:.2f}" if isinstance(actual, float) else "-" if actual is None else str(actual)
+            shown = _shown(t.get("actual"))
             status = t["status"] + (f" ({t['why']})" if "why" in t else "")
             out.append(f"| {t['target']} | {shown} | {t.get('required', '-')} | {status} |")
     return "\n".join(out)

@@ -11,7 +11,7 @@ puts the repo root on their PYTHONPATH), so it stays small and imports nothing h
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ class RowCount(WriterCommitMessage):
     rows: int
 
 
-def _check(messages: list[WriterCommitMessage | None], options: dict[str, str]) -> None:
+def _check(messages: list[WriterCommitMessage | None], options: Mapping[str, str]) -> None:
     expected = options.get("expectedRows")
     total = sum(m.rows for m in messages if isinstance(m, RowCount))
     if expected is not None and total != int(expected):
@@ -33,7 +33,7 @@ def _check(messages: list[WriterCommitMessage | None], options: dict[str, str]) 
 
 
 class _NoopWriter(DataSourceArrowWriter):
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str]) -> None:
         self.options = dict(options)
 
     def write(self, iterator: Iterator[Any]) -> RowCount:
@@ -46,7 +46,7 @@ class _NoopWriter(DataSourceArrowWriter):
         _check(messages, self.options)
 
 
-def _producer_config(options: dict[str, str]) -> dict[str, Any]:
+def _producer_config(options: Mapping[str, str]) -> dict[str, Any]:
     """``kafka.*`` options, without the prefix, as the producer's Java-named config."""
     return {k[len("kafka."):]: v for k, v in options.items() if k.lower().startswith("kafka.")}
 
