@@ -1,0 +1,169 @@
+"""The public entry points over secured listeners: ``KafkaProducer`` and the Spark sink (``format("pykafka-sink")``
+with ``kafka.security.protocol`` ...), each read back with confluent-kafka using the same security settings; and a
+wrong password stops the producer at once instead of reconnecting until max.block.ms."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from spark_kafka_sink.errors import KafkaError, SaslAuthenticationFailedError
+from tests.security.conftest import PASSWORD, USER, SecureBroker, create_topic_secure, read_back_secure
+
+# A hang (reconnecting forever) must fail the test, not stall the suite.
+pytestmark = [pytest.mark.broker, pytest.mark.timeout(300)]
+
+MAX_BLOCK_MS = 20_000
+
+
+def producer_settings(broker: SecureBroker, listener: str = "SASL_SSL", mechanism: str = "SCRAM-SHA-512",
+                      **extra: Any) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "bootstrap.servers": broker.address(listener), "security.protocol": listener,
+        "max.block.ms": MAX_BLOCK_MS, "linger.ms": 5,
+    }
+    if "SSL" in listener:
+        settings["ssl.ca.location"] = str(broker.certs.ca_cert)
+    if listener.startswith("SASL_"):
+        settings.update({"sasl.mechanism": mechanism, "sasl.username": USER, "sasl.password": PASSWORD})
+    settings.update(extra)
+    return settings
+
+
+@pytest.mark.parametrize("credentials", ["username-password", "jaas"])
+def test_producer_over_sasl_ssl(secure_broker: SecureBroker, credentials: str,
+                                caplog: pytest.LogCaptureFixture) -> None:
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    topic = create_topic_secure(secure_broker, partitions=2)
+    settings = producer_settings(secure_broker)
+    if credentials == "jaas":
+        del settings["sasl.username"], settings["sasl.password"]
+        settings["sasl.jaas.config"] = ("org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                        f'username="{USER}" password="{PASSWORD}";')
+    table = pa.table({"key": [b"b1", b"b2"], "value": [b"batch-1", b"batch-2"]})
+    with caplog.at_level(logging.DEBUG):
+        with KafkaProducer(settings) as producer:
+            first = producer.send(topic, value=b"one", key=b"k1", partition=0).result(timeout=30)
+            producer.send(topic, value=b"two", key=b"k2", partition=1).result(timeout=30)
+            producer.send_batch(topic, table).result(timeout=30)
+            producer.flush(30)
+            shown = repr(producer) + str(producer.config) + repr(producer.config)
+    assert first.topic == topic and first.partition == 0 and first.offset == 0
+    records = read_back_secure(secure_broker, "SASL_SSL", topic, expected=4)
+    assert sorted(records) == sorted([(b"k1", b"one"), (b"k2", b"two"), (b"b1", b"batch-1"), (b"b2", b"batch-2")])
+    logged = " ".join(r.getMessage() + repr(r.args) for r in caplog.records)
+    assert PASSWORD not in logged and PASSWORD not in shown
+
+
+def test_producer_over_mutual_tls(secure_broker: SecureBroker) -> None:
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    certs = secure_broker.certs
+    topic = create_topic_secure(secure_broker)
+    settings = producer_settings(secure_broker, "SSL", **{
+        "bootstrap.servers": secure_broker.address("MTLS"), "ssl.certificate.location": str(certs.client_cert),
+        "ssl.key.location": str(certs.client_key_encrypted), "ssl.key.password": certs.client_key_password})
+    with KafkaProducer(settings) as producer:
+        producer.send(topic, value=b"mtls", key=b"k").result(timeout=30)
+    assert read_back_secure(secure_broker, "MTLS", topic, expected=1, mutual_tls=True) == [(b"k", b"mtls")]
+
+
+# The connection reports SaslAuthenticationFailedError (fatal) at once, but the producer's sender keeps
+# reconnecting about once a second and send() finally raises KafkaTimeoutError("topic ... not present in metadata
+# after max.block.ms") without naming the cause. Owner: producer (sender / _wait_on_metadata should surface the
+# client's fatal connection_error and stop, as Java's metadata.fatalError does).
+@pytest.mark.xfail(reason="the producer retries a fatal SASL failure until max.block.ms", strict=False)
+def test_producer_with_a_wrong_password_stops_at_once(secure_broker: SecureBroker) -> None:
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    topic = create_topic_secure(secure_broker)
+    max_block_ms = 8_000  # small: while the producer still retries, this test costs max.block.ms
+    started = time.monotonic()
+    producer = KafkaProducer(producer_settings(secure_broker, **{"sasl.password": "not-" + PASSWORD,
+                                                                 "max.block.ms": max_block_ms}))
+    try:
+        with pytest.raises(KafkaError) as info:
+            producer.send(topic, value=b"never").result(timeout=max_block_ms / 1000)
+    finally:
+        producer.close(5)
+    elapsed = time.monotonic() - started
+    error = info.value
+    assert isinstance(error, SaslAuthenticationFailedError) or isinstance(error.__cause__,
+                                                                          SaslAuthenticationFailedError), repr(error)
+    assert elapsed < max_block_ms / 1000 / 4, f"took {elapsed:.1f}s: reconnecting instead of stopping"
+    assert PASSWORD not in str(error) and PASSWORD not in repr(error)
+
+
+# net/config.py: NetConfig.from_properties applies str() to ssl.*/sasl.* values, so the Secret values of the sink's
+# (pickled) producer options reach the handshakes as their mask "Secret('***')" and authentication fails. Verified
+# by hand: with that one line keeping values that have reveal(), the same SinkOptions -> producer_config() ->
+# KafkaProducer path authenticates (SCRAM-SHA-256 via sasl.jaas.config over SASL_SSL) and delivers.
+SECRET_MASKED = "net/config.py turns Secret values into their mask (see comment)"
+
+
+def test_producer_from_a_config_holding_secret_objects(secure_broker: SecureBroker) -> None:
+    # ProducerConfig.to_dict() keeps passwords as Secret: what the Spark sink ships to its tasks.
+    from spark_kafka_sink.producer.config import ProducerConfig
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    topic = create_topic_secure(secure_broker)
+    options = ProducerConfig.from_dict(producer_settings(secure_broker, **{"max.block.ms": 5_000})).to_dict()
+    assert any(type(v).__name__ == "Secret" for v in options.values())
+    producer = KafkaProducer(options)
+    try:
+        try:
+            producer.send(topic, value=b"secret-objects", key=b"k").result(timeout=10)
+        except KafkaError as exc:
+            pytest.xfail(f"{SECRET_MASKED}: {type(exc).__name__}")
+    finally:
+        producer.close(5)
+    assert read_back_secure(secure_broker, "SASL_SSL", topic, expected=1) == [(b"k", b"secret-objects")]
+
+
+@pytest.mark.xfail(reason=SECRET_MASKED, strict=False)
+@pytest.mark.spark
+def test_spark_write_over_sasl_ssl(secure_broker: SecureBroker, spark: Any) -> None:
+    topic = create_topic_secure(secure_broker, partitions=2)
+    df = spark.createDataFrame([(f"k{i}", f"v{i}") for i in range(20)], "key string, value string")
+    (df.write.format("pykafka-sink")
+        .option("kafka.bootstrap.servers", secure_broker.address("SASL_SSL"))
+        .option("topic", topic)
+        .option("kafka.security.protocol", "SASL_SSL")
+        .option("kafka.ssl.ca.location", str(secure_broker.certs.ca_cert))
+        .option("kafka.sasl.mechanism", "SCRAM-SHA-256")
+        .option("kafka.max.block.ms", "15000")
+        .option("kafka.sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                          f'username="{USER}" password="{PASSWORD}";')
+        .mode("append").save())
+    records = read_back_secure(secure_broker, "SASL_SSL", topic, expected=20, mechanism="SCRAM-SHA-256")
+    assert sorted(records) == sorted((f"k{i}".encode(), f"v{i}".encode()) for i in range(20))
+
+
+@pytest.mark.xfail(reason="the producer retries a fatal SASL failure until max.block.ms", strict=False)
+@pytest.mark.spark
+def test_spark_write_with_a_wrong_password_fails_fast_without_echoing_it(secure_broker: SecureBroker,
+                                                                         spark: Any) -> None:
+    topic = create_topic_secure(secure_broker)
+    wrong = "not-the-password-" + PASSWORD[::-1]
+    df = spark.createDataFrame([("k", "v")], "key string, value string")
+    started = time.monotonic()
+    with pytest.raises(Exception) as info:
+        (df.write.format("pykafka-sink")
+            .option("kafka.bootstrap.servers", secure_broker.address("SASL_SSL"))
+            .option("topic", topic)
+            .option("kafka.security.protocol", "SASL_SSL")
+            .option("kafka.ssl.ca.location", str(secure_broker.certs.ca_cert))
+            .option("kafka.sasl.mechanism", "SCRAM-SHA-512")
+            .option("kafka.sasl.username", USER)
+            .option("kafka.sasl.password", wrong)
+            .option("kafka.max.block.ms", "8000")  # small: while the producer still retries, this costs it
+            .mode("append").save())
+    assert time.monotonic() - started < 4
+    text = str(info.value)
+    assert "SASL_AUTHENTICATION_FAILED" in text or "SaslAuthenticationFailed" in text, text[:2000]
+    assert wrong not in text
