@@ -21,7 +21,7 @@ MAX_BLOCK_MS = 20_000
 
 
 def producer_settings(broker: SecureBroker, listener: str = "SASL_SSL", mechanism: str = "SCRAM-SHA-512",
-                      **extra: Any) -> dict[str, Any]:
+                      extra: dict[str, Any] | None = None) -> dict[str, Any]:
     settings: dict[str, Any] = {
         "bootstrap.servers": broker.address(listener), "security.protocol": listener,
         "max.block.ms": MAX_BLOCK_MS, "linger.ms": 5,
@@ -30,7 +30,7 @@ def producer_settings(broker: SecureBroker, listener: str = "SASL_SSL", mechanis
         settings["ssl.ca.location"] = str(broker.certs.ca_cert)
     if listener.startswith("SASL_"):
         settings.update({"sasl.mechanism": mechanism, "sasl.username": USER, "sasl.password": PASSWORD})
-    settings.update(extra)
+    settings.update(extra or {})
     return settings
 
 
@@ -65,7 +65,7 @@ def test_producer_over_mutual_tls(secure_broker: SecureBroker) -> None:
 
     certs = secure_broker.certs
     topic = create_topic_secure(secure_broker)
-    settings = producer_settings(secure_broker, "SSL", **{
+    settings = producer_settings(secure_broker, "SSL", extra={
         "bootstrap.servers": secure_broker.address("MTLS"), "ssl.certificate.location": str(certs.client_cert),
         "ssl.key.location": str(certs.client_key_encrypted), "ssl.key.password": certs.client_key_password})
     with KafkaProducer(settings) as producer:
@@ -84,7 +84,7 @@ def test_producer_with_a_wrong_password_stops_at_once(secure_broker: SecureBroke
     topic = create_topic_secure(secure_broker)
     max_block_ms = 8_000  # small: while the producer still retries, this test costs max.block.ms
     started = time.monotonic()
-    producer = KafkaProducer(producer_settings(secure_broker, **{"sasl.password": "not-" + PASSWORD,
+    producer = KafkaProducer(producer_settings(secure_broker, extra={"sasl.password": "not-" + PASSWORD,
                                                                  "max.block.ms": max_block_ms}))
     try:
         with pytest.raises(KafkaError) as info:
@@ -112,7 +112,7 @@ def test_producer_from_a_config_holding_secret_objects(secure_broker: SecureBrok
     from spark_kafka_sink.producer.producer import KafkaProducer
 
     topic = create_topic_secure(secure_broker)
-    options = ProducerConfig.from_dict(producer_settings(secure_broker, **{"max.block.ms": 5_000})).to_dict()
+    options = ProducerConfig.from_dict(producer_settings(secure_broker, extra={"max.block.ms": 5_000})).to_dict()
     assert any(type(v).__name__ == "Secret" for v in options.values())
     producer = KafkaProducer(options)
     try:

@@ -11,7 +11,7 @@ import pytest
 from spark_kafka_sink.errors import KafkaError
 from spark_kafka_sink.net.client import NetworkClient
 from spark_kafka_sink.net.config import NetConfig
-from spark_kafka_sink.net.security import SecuritySettings, handshakes_for
+from spark_kafka_sink.net.security import SecuritySettings, handshakes_for, handshakes_of
 from spark_kafka_sink.producer.config import ProducerConfig, Secret
 from spark_kafka_sink.protocol.messages import PRODUCE
 from spark_kafka_sink.protocol.record_batch import Record, encode_batch
@@ -101,7 +101,7 @@ def test_settings_and_producer_config_reprs_hide_secrets(certs: TestCertificates
     }
     settings = SecuritySettings.from_options(options)
     producer_config = ProducerConfig.from_dict(options)
-    handshakes = settings.handshakes("127.0.0.1")  # loads the encrypted key: the password really is used
+    handshakes = handshakes_of(settings, "127.0.0.1")  # loads the encrypted key: the password really is used
     for obj in (settings, handshakes, producer_config, settings.sasl_password, settings.key_password):
         for secret in (PASSWORD, key_password):
             assert secret not in repr(obj) and secret not in str(obj)

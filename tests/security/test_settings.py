@@ -11,7 +11,7 @@ import pytest
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.security import (
-    Hidden, SaslAuthentication, SecuritySettings, TlsHandshake, handshakes_for,
+    Hidden, SaslAuthentication, SecuritySettings, TlsHandshake, handshakes_for, handshakes_of,
 )
 from spark_kafka_sink.producer.config import Secret
 from spark_kafka_sink.testing.certs import TestCertificates
@@ -24,7 +24,7 @@ def settings(**options: object) -> SecuritySettings:
 
 
 def test_plaintext_has_no_handshakes() -> None:
-    assert SecuritySettings.from_options({}).handshakes("h") == []
+    assert handshakes_of(SecuritySettings.from_options({}), "h") == []
     config = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092"})
     assert handshakes_for("127.0.0.1", 9092, config) == []
 
@@ -35,7 +35,7 @@ def test_verification_is_on_by_default(certs: TestCertificates) -> None:
     assert context.verify_mode is ssl.CERT_REQUIRED and context.check_hostname
     assert context.minimum_version >= ssl.TLSVersion.TLSv1_2
     assert s.ssl_context() is context  # built once per settings object
-    steps = s.handshakes("127.0.0.1")
+    steps = handshakes_of(s, "127.0.0.1")
     assert [type(h) for h in steps] == [TlsHandshake]
 
 
@@ -148,7 +148,7 @@ def test_sasl_from_username_and_password() -> None:
     s = SecuritySettings.from_options({"security.protocol": "SASL_SSL", "sasl.mechanism": "scram-sha-512",
                                        "sasl.username": "alice", "sasl.password": PASSWORD})
     assert s.sasl_mechanism == "SCRAM-SHA-512" and s.sasl_username == "alice"
-    steps = s.handshakes("127.0.0.1")
+    steps = handshakes_of(s, "127.0.0.1")
     assert [type(h) for h in steps] == [TlsHandshake, SaslAuthentication]
     assert steps[1].name == "SASL/SCRAM-SHA-512"
 
@@ -196,6 +196,22 @@ def test_reprs_hide_secrets(certs: TestCertificates) -> None:
         "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.username": "alice",
         "sasl.password": PASSWORD, "ssl.certificate.location": str(certs.client_cert),
         "ssl.key.location": str(certs.client_key_encrypted), "ssl.key.password": certs.client_key_password})
-    shown = repr(s) + str(s) + repr(s.handshakes("127.0.0.1")) + repr(s.sasl_password) + str(s.key_password)
+    shown = repr(s) + str(s) + repr(handshakes_of(s, "127.0.0.1"))
+    shown += repr(s.sasl_password) + str(s.key_password)
     assert PASSWORD not in shown and certs.client_key_password not in shown
     assert "alice" in repr(s)
+
+
+def test_check_security_loads_files_at_construction(certs: TestCertificates) -> None:
+    from spark_kafka_sink.net.security import check_security
+
+    good = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SSL",
+                                      "ssl.ca.location": str(certs.ca_cert)})
+    assert check_security(good).uses_tls
+    bad = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SSL",
+                                     "ssl.certificate.location": str(certs.client_cert),
+                                     "ssl.key.location": str(certs.client_key_encrypted),
+                                     "ssl.key.password": PASSWORD})
+    with pytest.raises(ConfigError, match="does not decrypt") as info:
+        check_security(bad)
+    assert PASSWORD not in str(info.value)
