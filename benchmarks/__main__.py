@@ -49,6 +49,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--sweep", default=None,
                    help="groups that sweep value size and codec (default encoder,producer; 'none' for none)")
     p.add_argument("--memory-gb", type=float, help="volume written by the memory benchmark (default 5)")
+    p.add_argument("--batch-size", type=int, default=16384,
+                   help="batch.size for every producer and encoder (default 16384, the Java client's default)")
     p.add_argument("--buffer-memory-mb", type=int, default=32, help="producer buffer.memory (default 32 MB)")
     p.add_argument("--bootstrap", help="use this broker instead of starting one")
     p.add_argument("--out", type=Path, help="results directory (default benchmarks/results)")
@@ -87,7 +89,7 @@ def sweep_points(base: Workload, rows: int, max_bytes: int) -> list[tuple[str, W
 
 
 def _run_group(group: str, ctx: Context, a: argparse.Namespace, sweeps: set[str]) -> list[Comparison]:
-    base = Workload(rows=a.rows)
+    base = Workload(rows=a.rows, batch_size=a.batch_size)
     sweep = sweep_points(base, a.sweep_rows, a.sweep_mb << 20) if group in sweeps else []
     if group == "encoder":
         from benchmarks import bench_encoder
@@ -141,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
                   "sweep_rows": a.sweep_rows, "sweep_mb": a.sweep_mb, "producer_sweep_rows": a.producer_sweep_rows,
                   "producer_sweep_mb": a.producer_sweep_mb, "sweep_groups": sorted(sweeps),
                   "spark_send": a.spark_send,
-                  "memory_gb": a.memory_gb, "buffer_memory_mb": a.buffer_memory_mb, "quick": a.quick},
+                  "memory_gb": a.memory_gb, "buffer_memory_mb": a.buffer_memory_mb, "batch_size": a.batch_size,
+                  "quick": a.quick},
         "machine": machine,
         "load_at_end": load_average(),
         "uptime_at_end": uptime_line(),
