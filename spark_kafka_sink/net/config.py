@@ -7,8 +7,11 @@
 producer's own config object validates the full key set (and suggests names for typos); this module validates
 the values of the keys it uses and names the key in each :class:`~spark_kafka_sink.errors.ConfigError`.
 
-Security settings (``security.protocol``, ``ssl.*``, ``sasl.*``) are carried through untouched in
-``security_options``; ``net/security.py`` interprets them and builds the connection handshakes.
+Security settings (``security.protocol``, ``ssl.*``, ``sasl.*``) are carried through in ``security_options``;
+``net/security.py`` interprets them and builds the connection handshakes. Secret values (``sasl.password``,
+``sasl.jaas.config``, ``ssl.key.password`` ... see :func:`~spark_kafka_sink.secret.is_secret_name`) stay
+:class:`~spark_kafka_sink.secret.Secret` objects -- or become one if they arrive as text -- so the config's
+``repr`` shows ``Secret('***')`` and only the SASL / TLS code that uses a value reveals it.
 """
 
 from __future__ import annotations
@@ -18,8 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.secret import Secret, is_secret_name
 
-__all__ = ["NetConfig", "NET_CONFIG_KEYS", "parse_bootstrap_servers", "format_address"]
+__all__ = ["NetConfig", "NET_CONFIG_KEYS", "SecurityValue", "parse_bootstrap_servers", "format_address"]
+
+#: The value of one ``ssl.*`` / ``sasl.*`` setting: text, or a Secret for the keys that hold one.
+SecurityValue = str | Secret
 
 # Java key -> NetConfig attribute, for the integer (milliseconds / counts / bytes) settings.
 _INT_KEYS: dict[str, str] = {
@@ -88,11 +95,13 @@ class NetConfig:
     send_buffer_bytes: int = 131_072  # SO_SNDBUF; -1 = OS default
     receive_buffer_bytes: int = 32_768  # SO_RCVBUF; -1 = OS default
     security_protocol: str = "PLAINTEXT"
-    security_options: tuple[tuple[str, str], ...] = ()  # ssl.* / sasl.* settings, for net/security.py
+    security_options: tuple[tuple[str, SecurityValue], ...] = ()  # ssl.* / sasl.* settings, for net/security.py
     client_software_name: str = "spark-kafka-sink"  # ApiVersions v3+; must match [a-zA-Z0-9](...)
     client_software_version: str = "0.1.0"
 
     def __post_init__(self) -> None:
+        # Also for a hand-built NetConfig: a secret given as text is wrapped, so no repr can show it.
+        object.__setattr__(self, "security_options", _security_options(self.security_options))
         if not self.bootstrap_servers:
             raise ConfigError("bootstrap.servers is empty: give at least one host:port", key="bootstrap.servers")
         for key, attr in _INT_KEYS.items():
@@ -112,8 +121,8 @@ class NetConfig:
         """The bootstrap servers as ``host:port`` strings, in the user's order."""
         return [format_address(h, p) for h, p in self.bootstrap_servers]
 
-    def security_option(self, key: str, default: str | None = None) -> str | None:
-        """The value of one ``ssl.*`` / ``sasl.*`` setting, or ``default``."""
+    def security_option(self, key: str, default: SecurityValue | None = None) -> SecurityValue | None:
+        """The value of one ``ssl.*`` / ``sasl.*`` setting (a :class:`Secret` for secret keys), or ``default``."""
         for k, v in self.security_options:
             if k == key:
                 return v
@@ -132,10 +141,24 @@ class NetConfig:
         for key, attr in _INT_KEYS.items():
             if key in props:
                 kwargs[attr] = _to_int(key, props[key])
-        kwargs["security_options"] = tuple(
-            sorted((k, str(v)) for k, v in props.items() if k.startswith(_SECURITY_PREFIXES))
-        )
+        kwargs["security_options"] = tuple((k, v) for k, v in props.items() if k.startswith(_SECURITY_PREFIXES))
         return cls(**kwargs)
+
+
+def _security_options(options: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, SecurityValue], ...]:
+    """Sorted (a stable, hashable key for the settings cache in security_settings). A Secret stays a Secret, text
+    under a secret key becomes one, None is dropped, anything else becomes text (Spark options are text anyway)."""
+    out: list[tuple[str, SecurityValue]] = []
+    for key, value in options:
+        if value is None:
+            continue  # None means "not set", as in the producer's config
+        if isinstance(value, Secret):
+            out.append((key, value))
+        elif is_secret_name(key):
+            out.append((key, Secret(str(value))))
+        else:
+            out.append((key, str(value)))
+    return tuple(sorted(out, key=lambda item: item[0]))
 
 
 def _to_int(key: str, value: Any) -> int:

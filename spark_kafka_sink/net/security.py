@@ -25,8 +25,9 @@ SASL: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (:mod:`spark_kafka_sink.protocol.sasl`
 and SaslAuthenticate v0-2, so the versions are fixed rather than negotiated (the Java client does the same
 before it has seen ApiVersions).
 
-Failures that retrying cannot fix are ``fatal`` (see :mod:`spark_kafka_sink.net.security_errors`). Secrets (SASL
-password, key password) are held in :class:`~.security_settings.Hidden` and never reach a log record, a repr or
+Failures that retrying cannot fix are ``fatal`` (see :mod:`spark_kafka_sink.net.security_errors`); the network
+client reports them on its metadata and the producer stops with them. Secrets (SASL password, key password) stay
+:class:`~spark_kafka_sink.secret.Secret` until the exchange that sends them and never reach a log record, a repr or
 an error message; the SASL tokens (PLAIN's carries the password) are never logged.
 """
 
@@ -42,11 +43,12 @@ from spark_kafka_sink.errors import BrokerError, ConfigError, IllegalSaslStateEr
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.handshake import Handshake, HandshakeContext, HandshakeStatus
 from spark_kafka_sink.net.security_errors import tls_handshake_error
-from spark_kafka_sink.net.security_settings import Hidden, SecuritySettings
+from spark_kafka_sink.net.security_settings import SecuritySettings
 from spark_kafka_sink.protocol.messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from spark_kafka_sink.protocol.sasl import SaslClient, sasl_client
+from spark_kafka_sink.secret import Secret
 
-__all__ = ["Hidden", "SecuritySettings", "TlsHandshake", "SaslAuthentication", "handshakes_for", "handshakes_of",
+__all__ = ["SecuritySettings", "TlsHandshake", "SaslAuthentication", "handshakes_for", "handshakes_of",
            "check_security", "SASL_HANDSHAKE_VERSION", "SASL_AUTHENTICATE_VERSION"]
 
 log = logging.getLogger(__name__)
@@ -98,7 +100,7 @@ class _SaslPhase(enum.Enum):
 class SaslAuthentication:
     """SaslHandshake v1 (pick the mechanism), then SaslAuthenticate requests carrying the mechanism's tokens."""
 
-    def __init__(self, mechanism: str, username: str, password: Hidden) -> None:
+    def __init__(self, mechanism: str, username: str, password: Secret) -> None:
         self.mechanism = mechanism
         self.name = f"SASL/{mechanism}"
         self._username = username

@@ -1,8 +1,10 @@
 """The security settings of a connection (``security.protocol``, ``ssl.*``, ``sasl.*``), validated once, and the
 ``ssl.SSLContext`` built from them. :mod:`spark_kafka_sink.net.security` turns them into handshakes.
 
-Values arrive as strings (Spark options, dicts) or as secret wrappers with ``reveal()`` (the producer's
-``Secret``); secrets are kept in :class:`Hidden`, whose ``repr`` and ``str`` are ``***``. Every
+Values arrive as strings (Spark options, dicts) or, for the secret keys, as :class:`~spark_kafka_sink.secret.Secret`
+(what :class:`~spark_kafka_sink.net.config.NetConfig` and the producer's config hold). Passwords stay ``Secret``
+objects here too: ``reveal()`` runs only where a value is used -- the SASL exchange, the key password callback,
+and parsing ``sasl.jaas.config`` (whose password is wrapped again at once). Every
 :class:`~spark_kafka_sink.errors.ConfigError` names its key and never quotes a secret.
 """
 
@@ -19,8 +21,9 @@ from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.protocol.jaas import jaas_credentials
 from spark_kafka_sink.protocol.sasl import SUPPORTED_MECHANISMS
+from spark_kafka_sink.secret import Secret
 
-__all__ = ["Hidden", "SecuritySettings", "settings_for"]
+__all__ = ["SecuritySettings", "settings_for"]
 
 _Getter = Callable[..., "str | None"]  # get(key, default=None): an option's text, stripped
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -29,33 +32,12 @@ _NOT_PEM = ("convert it to PEM and point ssl.truststore.location (or ssl.ca.loca
             "openssl pkcs12 -in <truststore.p12> -nokeys -out ca.pem  (PKCS12)")
 
 
-class Hidden:
-    """A secret string that never shows itself (``repr`` and ``str`` are ``***``); ``reveal()`` where it is used."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Hidden('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Hidden) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash((Hidden, self._value))
-
-
-def _text(value: Any) -> str:
-    # A value is a str (Spark options, dicts) or a secret wrapper with reveal() (ProducerConfig's Secret).
-    reveal = getattr(value, "reveal", None)
-    return str(reveal()) if callable(reveal) else str(value)
+def _secret(value: Any) -> Secret | None:
+    """The setting as a Secret without revealing it; None for empty text (unset, as the producer's config has it)."""
+    if isinstance(value, Secret):
+        return value
+    text = str(value)
+    return Secret(text) if text else None
 
 
 @dataclass(frozen=True)
@@ -66,11 +48,11 @@ class SecuritySettings:
     ca_location: str | None = None
     certificate_location: str | None = None
     key_location: str | None = None
-    key_password: Hidden | None = None
+    key_password: Secret | None = None
     check_hostname: bool = True
     sasl_mechanism: str = "PLAIN"
     sasl_username: str | None = None
-    sasl_password: Hidden | None = None
+    sasl_password: Secret | None = None
 
     @property
     def uses_tls(self) -> bool:
@@ -88,11 +70,15 @@ class SecuritySettings:
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> SecuritySettings:
         """From Java-named settings (``security.protocol``, ``ssl.*``, ``sasl.*``; other keys are ignored).
-        Values are strings or secret wrappers with ``reveal()``; :class:`ConfigError` names the bad key."""
+        Values are strings, or :class:`Secret` for secret keys; :class:`ConfigError` names the bad key."""
         opts = {k.strip().lower(): v for k, v in options.items() if v is not None}
 
         def get(key: str, default: str | None = None) -> str | None:
-            return _text(opts[key]).strip() if key in opts else default
+            if key not in opts:
+                return default
+            if isinstance(opts[key], Secret):  # str() would give the mask, never the value
+                raise ConfigError(f"{key} is not a secret setting: give its value as text", key=key)
+            return str(opts[key]).strip()
 
         protocol = (get("security.protocol") or "PLAINTEXT").upper()
         if protocol not in _PROTOCOLS:
@@ -100,7 +86,7 @@ class SecuritySettings:
                               key="security.protocol")
         kwargs: dict[str, Any] = {"protocol": protocol}
         if protocol in ("SSL", "SASL_SSL"):
-            kwargs.update(_tls_options(get))
+            kwargs.update(_tls_options(get, opts))
         if protocol.startswith("SASL_"):
             kwargs.update(_sasl_options(get, opts))
         return cls(**kwargs)
@@ -158,10 +144,10 @@ class SecuritySettings:
             raise ConfigError(f"ssl.certificate.location / ssl.key.location: not a PEM certificate and private key "
                               f"({exc.reason or 'unreadable'})", key="ssl.certificate.location") from None
 
-def _tls_options(get: _Getter) -> dict[str, Any]:
+def _tls_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in ("ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password"):
-        if get(key):
+        if opts.get(key) not in (None, ""):  # presence only: the password is a Secret, never read
             raise ConfigError(f"{key} is not supported: give the client certificate and key as PEM files with "
                               "ssl.certificate.location and ssl.key.location (and ssl.key.password)", key=key)
     store_type = (get("ssl.truststore.type") or "PEM").upper()
@@ -189,8 +175,7 @@ def _tls_options(get: _Getter) -> dict[str, Any]:
         raise ConfigError("ssl.key.location is set without ssl.certificate.location: mutual TLS needs both",
                           key="ssl.certificate.location")
     out.update(certificate_location=cert, key_location=key_file)
-    password = get("ssl.key.password")
-    out["key_password"] = Hidden(password) if password else None
+    out["key_password"] = _secret(opts["ssl.key.password"]) if "ssl.key.password" in opts else None
     return out
 
 
@@ -199,18 +184,20 @@ def _sasl_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
     if mechanism not in SUPPORTED_MECHANISMS:
         raise ConfigError(f"sasl.mechanism={mechanism} is not supported: use one of {', '.join(SUPPORTED_MECHANISMS)}",
                           key="sasl.mechanism")
-    jaas = _text(opts["sasl.jaas.config"]) if "sasl.jaas.config" in opts else None
-    username, password = get("sasl.username"), (_text(opts["sasl.password"]) if "sasl.password" in opts else None)
+    jaas = _secret(opts["sasl.jaas.config"]) if "sasl.jaas.config" in opts else None
+    username = get("sasl.username")
+    password = _secret(opts["sasl.password"]) if "sasl.password" in opts else None
     if jaas is not None:
         if username is not None or password is not None:
             raise ConfigError("set either sasl.jaas.config or sasl.username/sasl.password, not both",
                               key="sasl.jaas.config")
-        username, password = jaas_credentials(jaas, mechanism)
+        username, revealed = jaas_credentials(jaas.reveal(), mechanism)
+        password = Secret(revealed)
     if not username:
         raise ConfigError("SASL needs a user name: set sasl.username (or sasl.jaas.config)", key="sasl.username")
     if password is None:
         raise ConfigError("SASL needs a password: set sasl.password (or sasl.jaas.config)", key="sasl.password")
-    return {"sasl_mechanism": mechanism, "sasl_username": username, "sasl_password": Hidden(password)}
+    return {"sasl_mechanism": mechanism, "sasl_username": username, "sasl_password": password}
 
 
 def _readable(path: str, key: str) -> None:

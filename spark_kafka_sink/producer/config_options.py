@@ -1,7 +1,8 @@
 """The producer's configuration keys, declared once: name, type, default, validator, doc.
 
 ``OPTIONS`` is the single table every other piece reads: ``ProducerConfig.from_dict`` parses with it, the README's
-options table is generated from it (``options_markdown()``), and secrets are recognised by name here.
+options table is generated from it (``options_markdown()``), and secrets are recognised by
+name (``is_secret_name``, re-exported here with ``Secret`` from :mod:`spark_kafka_sink.secret`).
 
 Values may arrive as Python objects or as strings (Spark options are always strings): every parser accepts both.
 A parser raises ``ConfigError`` naming the key, the value (never for a secret) and what is allowed.
@@ -9,7 +10,6 @@ A parser raises ``ConfigError`` naming the key, the value (never for a secret) a
 
 from __future__ import annotations
 
-import hmac
 import importlib
 import re
 from collections.abc import Callable, Sequence
@@ -17,48 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.secret import Secret, is_secret_name
 
 __all__ = ["Secret", "OptionSpec", "OPTIONS", "OPTIONS_BY_NAME", "UNSUPPORTED_OPTIONS", "is_secret_name",
            "options_markdown", "MAX_INT32"]
 
 MAX_INT32 = 2**31 - 1
 _MAX_INT64 = 2**63 - 1
-
-
-class Secret:
-    """A password-like string that never shows itself: ``repr`` is ``Secret('***')``, ``str`` is ``***``.
-
-    ``reveal()`` returns the value, for the one place that must send it (SASL, TLS key loading). Equality compares
-    the values in constant time. Pickles with its value (Spark ships the config to executors)."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and hmac.compare_digest(self._value.encode(), other._value.encode())
-
-    def __hash__(self) -> int:
-        return hash(("Secret", self._value))
-
-    def __reduce__(self) -> tuple[type[Secret], tuple[str]]:
-        return (Secret, (self._value,))
-
-
-def is_secret_name(name: str) -> bool:
-    """Keys whose values must never be printed: anything about passwords, secrets or JAAS login config."""
-    lowered = name.lower()
-    return any(word in lowered for word in ("password", "secret", "jaas"))
-
 
 Parser = Callable[[str, Any], Any]
 

@@ -58,3 +58,20 @@ def test_bad_values_name_the_key(key: str, value: Any) -> None:
 def test_bootstrap_servers_is_required() -> None:
     with pytest.raises(ConfigError, match="bootstrap.servers is required"):
         NetConfig.from_properties({})
+
+
+def test_secret_settings_stay_secret_objects() -> None:
+    from spark_kafka_sink.secret import Secret
+
+    given = Secret("pw-from-the-producer")
+    config = NetConfig.from_properties({"bootstrap.servers": "h:1", "security.protocol": "SASL_SSL",
+                                        "sasl.password": given, "ssl.key.password": "pw-as-text",
+                                        "sasl.jaas.config": None, "ssl.check.hostname": False})
+    assert config.security_option("sasl.password") is given  # the same object: never turned into text
+    key_password = config.security_option("ssl.key.password")
+    assert isinstance(key_password, Secret) and key_password.reveal() == "pw-as-text"
+    assert config.security_option("ssl.check.hostname") == "False"  # not secret: text, as Spark gives it
+    assert config.security_option("sasl.jaas.config") is None  # None means unset
+    hand_built = NetConfig(bootstrap_servers=(("h", 1),), security_options=(("sasl.password", "pw-by-hand"),))
+    for shown in (repr(config), str(config), repr(hand_built)):
+        assert "pw-" not in shown and "Secret('***')" in shown

@@ -107,16 +107,12 @@ def test_settings_and_producer_config_reprs_hide_secrets(certs: TestCertificates
             assert secret not in repr(obj) and secret not in str(obj)
 
 
-@pytest.mark.xfail(reason="net/config.py: NetConfig.security_options is a plain tuple field, so the dataclass "
-                          "repr shows sasl.password / ssl.key.password (owner: net layer)", strict=False)
 def test_net_config_repr_hides_secrets() -> None:
     config = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SASL_SSL",
                                         "sasl.username": "alice", "sasl.password": PASSWORD})
     assert PASSWORD not in repr(config) and PASSWORD not in str(config)
 
 
-@pytest.mark.xfail(reason="net/config.py: NetConfig.from_properties applies str() to every ssl.*/sasl.* value, "
-                          "which turns a producer Secret into its mask (owner: net layer)", strict=False)
 def test_secret_wrappers_survive_net_config() -> None:
     config = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SASL_SSL",
                                         "sasl.username": "alice", "sasl.password": Secret(PASSWORD)})

@@ -11,7 +11,7 @@ import pytest
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.security import (
-    Hidden, SaslAuthentication, SecuritySettings, TlsHandshake, handshakes_for, handshakes_of,
+    SaslAuthentication, SecuritySettings, TlsHandshake, handshakes_for, handshakes_of,
 )
 from spark_kafka_sink.producer.config import Secret
 from spark_kafka_sink.testing.certs import TestCertificates
@@ -158,7 +158,7 @@ def test_sasl_from_jaas_config_and_secret_wrappers() -> None:
             f'username="alice" password="{PASSWORD}";')
     s = SecuritySettings.from_options({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
                                        "sasl.jaas.config": Secret(jaas)})
-    assert s.sasl_username == "alice" and s.sasl_password == Hidden(PASSWORD)
+    assert s.sasl_username == "alice" and s.sasl_password == Secret(PASSWORD)
     s2 = SecuritySettings.from_options({"security.protocol": "SASL_PLAINTEXT", "sasl.username": "alice",
                                         "sasl.password": Secret(PASSWORD)})
     assert s2.sasl_password is not None and s2.sasl_password.reveal() == PASSWORD
