@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import logging
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,13 +37,13 @@ from spark_kafka_sink.producer.config_options import (
     UNSUPPORTED_OPTIONS,
     Secret,
 )
+from spark_kafka_sink.protocol.jaas import jaas_credentials
 
 __all__ = ["ProducerConfig", "Secret", "SaslCredentials"]
 
 _log = logging.getLogger(__name__)
 
 _MAX_IDEMPOTENT_IN_FLIGHT = 5
-_JAAS_FIELD = re.compile(r'\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
 @dataclass(frozen=True)
@@ -187,7 +186,7 @@ class ProducerConfig:
         if not self.uses_sasl:
             return None
         if self.sasl_jaas_config is not None:
-            username, password = _parse_jaas(self.sasl_jaas_config)
+            username, password = _parse_jaas(self.sasl_jaas_config, self.sasl_mechanism)
             return SaslCredentials(self.sasl_mechanism, username, password)
         if self.sasl_username is None or self.sasl_password is None:  # from_dict refuses this; direct init may not
             raise ConfigError("SASL needs sasl.username and sasl.password (or sasl.jaas.config)", key="sasl.username")
@@ -280,21 +279,17 @@ def _sasl_rules(v: dict[str, Any], explicit: set[str]) -> None:
         if has_pair:
             raise _conflict("set either sasl.jaas.config or sasl.username/sasl.password, not both",
                             "sasl.jaas.config")
-        _parse_jaas(v["sasl_jaas_config"])  # fail now, not at connect time
+        _parse_jaas(v["sasl_jaas_config"], v["sasl_mechanism"])  # fail now, not at connect time
     elif v["sasl_username"] is None or v["sasl_password"] is None:
         missing = "sasl.username" if v["sasl_username"] is None else "sasl.password"
         raise _conflict(f"security.protocol={v['security_protocol']} needs credentials: {missing} is missing "
                         "(or use sasl.jaas.config)", missing)
 
 
-def _parse_jaas(jaas: Secret) -> tuple[str, Secret]:
-    fields = {name: value.replace('\\"', '"').replace("\\\\", "\\")
-              for name, value in _JAAS_FIELD.findall(jaas.reveal())}
-    if "username" not in fields or "password" not in fields:
-        # Never echo the value: it holds the password.
-        raise ConfigError('sasl.jaas.config needs username="..." and password="..." (value hidden)',
-                          key="sasl.jaas.config")
-    return fields["username"], Secret(fields["password"])
+def _parse_jaas(jaas: Secret, mechanism: str) -> tuple[str, Secret]:
+    # The Java grammar and the login module check live in protocol/jaas.py (its errors never quote the text).
+    username, password = jaas_credentials(jaas.reveal(), mechanism)
+    return username, Secret(password)
 
 
 def _check_table_matches_dataclass() -> None:

@@ -174,7 +174,7 @@ def test_sasl_rules() -> None:
 
 def test_secrets_never_appear_in_repr_str_or_errors() -> None:
     password = "hunter2-password"
-    jaas = f'x required username="u" password="{password}";'
+    jaas = f'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="{password}";'
     configs = [cfg(SASL), cfg({"security.protocol": "SASL_SSL", "sasl.jaas.config": jaas}),
                cfg({"security.protocol": "SSL", "ssl.key.password": password, "ssl.key.location": "k.pem",
                     "ssl.certificate.location": "c.pem"})]
