@@ -17,6 +17,11 @@ Local failures::
     │   ├── BufferExhaustedError        buffer.memory full for max.block.ms
     │   └── DeliveryTimeoutError        not acknowledged within delivery.timeout.ms
     ├── KafkaConnectionError            connecting / talking to a broker failed (retriable)
+    ├── SecuritySetupError              TLS / security.protocol setup failed; fatal: fix the configuration
+    │   ├── UntrustedCertificateError       the broker's certificate does not chain to a trusted CA
+    │   ├── HostnameMismatchError           the certificate does not name the host we connected to
+    │   ├── TlsHandshakeError               another lasting TLS failure (client certificate refused ...)
+    │   └── SecurityProtocolMismatchError   one side speaks TLS and the other does not
     ├── ProducerClosedError, IllegalStateError, SerializationError
     ├── PartitionOutOfRangeError (also ValueError)   a record's partition is not in [0, partitions)
     ├── RecordTooLargeError (also ValueError)  a record larger than max.request.size or buffer.memory
@@ -40,8 +45,9 @@ from typing import Any, ClassVar, NoReturn
 
 __all__ = [
     "KafkaError", "ConfigError", "ProtocolError", "UnsupportedVersionError", "KafkaTimeoutError",
-    "KafkaConnectionError", "BufferExhaustedError", "DeliveryTimeoutError", "ProducerClosedError",
-    "IllegalStateError", "SerializationError", "PartitionOutOfRangeError", "RecordTooLargeError",
+    "KafkaConnectionError", "SecuritySetupError", "UntrustedCertificateError", "HostnameMismatchError",
+    "TlsHandshakeError", "SecurityProtocolMismatchError", "BufferExhaustedError", "DeliveryTimeoutError",
+    "ProducerClosedError", "IllegalStateError", "SerializationError", "PartitionOutOfRangeError", "RecordTooLargeError",
     "TransactionAbortedError", "BrokerError", "UnknownBrokerError", "error_for_code",
     "raise_for_code", "broker_error_classes",
     "UnknownServerError", "OffsetOutOfRangeError", "CorruptMessageError", "UnknownTopicOrPartitionError",
@@ -120,10 +126,8 @@ class KafkaTimeoutError(KafkaError):
     retriable = True
 
 
-class KafkaConnectionError(KafkaError):
-    """Connecting to, or talking with, a broker failed; retriable. The message names the address."""
-
-    retriable = True
+class _AddressedError(KafkaError):
+    # Base of the errors about one broker address: keeps it, and puts it in front of a message that lacks it.
 
     def __init__(self, message: str, *, address: str | None = None) -> None:
         super().__init__(message)
@@ -132,6 +136,36 @@ class KafkaConnectionError(KafkaError):
     def __str__(self) -> str:
         text = super().__str__()
         return text if self.address is None or self.address in text else f"{self.address}: {text}"
+
+
+class KafkaConnectionError(_AddressedError):
+    """Connecting to, or talking with, a broker failed; retriable. The message names the address."""
+
+    retriable = True
+
+
+class SecuritySetupError(_AddressedError):
+    """TLS or security-protocol setup failed in a way retrying cannot fix (``fatal``): change the configuration
+    (or the broker's) and restart. The mapping from ``ssl`` failures is in ``net/security_errors.py``; SASL
+    failures keep the broker's classes (``SaslAuthenticationFailedError`` ..., also fatal)."""
+
+    fatal = True
+
+
+class UntrustedCertificateError(SecuritySetupError):
+    """The broker's certificate is not signed by a CA this client trusts (set ssl.ca.location)."""
+
+
+class HostnameMismatchError(SecuritySetupError):
+    """The broker's certificate does not name the host this client connected to."""
+
+
+class TlsHandshakeError(SecuritySetupError):
+    """The TLS handshake failed for another lasting reason (client certificate refused, no common protocol...)."""
+
+
+class SecurityProtocolMismatchError(SecuritySetupError):
+    """security.protocol does not match the listener: one side speaks TLS, the other does not."""
 
 
 class BufferExhaustedError(KafkaTimeoutError):

@@ -1,15 +1,11 @@
-"""Errors of TLS and security-protocol setup that retrying cannot fix, and how raw failures map onto them.
+"""How raw TLS and security-protocol failures map onto the package's errors.
 
 SASL failures keep the broker's own classes (:class:`~spark_kafka_sink.errors.SaslAuthenticationFailedError`,
 ``UnsupportedSaslMechanismError``, ``IllegalSaslStateError``: all ``fatal``). TLS failures have no broker error
-code, so they are declared here::
-
-    KafkaError
-    └── SecuritySetupError            fatal, not retriable: fix the configuration (or the broker's) and restart
-        ├── UntrustedCertificateError       the broker's certificate does not chain to a trusted CA
-        ├── HostnameMismatchError           the certificate does not name the host we connected to
-        ├── TlsHandshakeError               any other TLS failure (client certificate refused, no common version)
-        └── SecurityProtocolMismatchError   one side speaks TLS and the other does not
+code: they map onto :class:`~spark_kafka_sink.errors.SecuritySetupError` and its subclasses (declared in
+:mod:`spark_kafka_sink.errors`, the one hierarchy, and re-exported here):
+:class:`~spark_kafka_sink.errors.UntrustedCertificateError`, ``HostnameMismatchError``, ``TlsHandshakeError``,
+``SecurityProtocolMismatchError``.
 
 Each is ``fatal`` (the producer stops instead of reconnecting forever) and ``retriable = False``. A connection
 that merely closed during the handshake stays a retriable ``KafkaConnectionError`` (as in the Java client): a
@@ -20,7 +16,15 @@ from __future__ import annotations
 
 import ssl
 
-from spark_kafka_sink.errors import KafkaConnectionError, KafkaError
+from spark_kafka_sink.errors import (
+    HostnameMismatchError,
+    KafkaConnectionError,
+    KafkaError,
+    SecurityProtocolMismatchError,
+    SecuritySetupError,
+    TlsHandshakeError,
+    UntrustedCertificateError,
+)
 
 __all__ = [
     "SecuritySetupError",
@@ -48,37 +52,6 @@ _MISMATCH_CODES = frozenset({62, 64})  # HOSTNAME_MISMATCH, IP_ADDRESS_MISMATCH
 _CLIENT_CERT_ALERTS = ("CERTIFICATE_REQUIRED", "BAD_CERTIFICATE", "UNKNOWN_CA", "CERTIFICATE_UNKNOWN",
                        "UNSUPPORTED_CERTIFICATE", "CERTIFICATE_REVOKED", "CERTIFICATE_EXPIRED", "ACCESS_DENIED")
 _CA_OPTIONS = "ssl.ca.location (or ssl.truststore.location with ssl.truststore.type=PEM)"
-
-
-class SecuritySetupError(KafkaError):
-    """TLS or security-protocol setup failed in a way retrying cannot fix: change the configuration."""
-
-    fatal = True
-    retriable = False
-
-    def __init__(self, message: str, *, address: str | None = None) -> None:
-        super().__init__(message)
-        self.address = address
-
-    def __str__(self) -> str:
-        text = super().__str__()
-        return text if self.address is None or self.address in text else f"{self.address}: {text}"
-
-
-class UntrustedCertificateError(SecuritySetupError):
-    """The broker's certificate is not signed by a CA this client trusts (set ssl.ca.location)."""
-
-
-class HostnameMismatchError(SecuritySetupError):
-    """The broker's certificate does not name the host this client connected to."""
-
-
-class TlsHandshakeError(SecuritySetupError):
-    """The TLS handshake failed for another lasting reason (client certificate refused, no common protocol...)."""
-
-
-class SecurityProtocolMismatchError(SecuritySetupError):
-    """security.protocol does not match the listener: one side speaks TLS, the other does not."""
 
 
 def looks_like_tls_record(head: bytes | bytearray | memoryview) -> bool:
