@@ -62,7 +62,12 @@ class Peer:
 
     def read_frame(self) -> bytes:
         while not self._frames:
-            data = self.sock.recv(65536)
+            try:
+                data = self.sock.recv(65536)
+            except ConnectionResetError:
+                # The client closed while an answer it no longer wanted sat unread in its buffer: the kernel
+                # resets instead of a clean close. For the script it is the same thing.
+                raise PeerClosed("the client closed the connection (reset)") from None
             if not data:
                 raise PeerClosed("the client closed the connection")
             self._frames.extend(self._decoder.feed(data))
