@@ -18,6 +18,12 @@ Metadata: ``client.metadata`` (:class:`~spark_kafka_sink.net.metadata.Metadata`)
 whenever it is due (requested, or older than metadata.max.age.ms), on the least loaded node; those responses are
 consumed internally. A failed connection also requests a refresh (the leader may have moved).
 
+Fatal connection errors: an attempt that fails with an error whose ``fatal`` flag is set (SASL authentication,
+untrusted certificate, host name mismatch, security.protocol mismatch) is recorded with
+``metadata.set_fatal_error`` -- where the producer's sender and its waiting user threads see it -- and ``poll``
+stops refreshing metadata on its own: reconnecting about once a second would only repeat the failure (and, for a
+wrong password, fill the broker's log). ``connection_error(node_id)`` still says why each node failed.
+
 Blocking conveniences for control-plane calls and tools (same thread as poll, never concurrently with it):
 ``request(node_id or None, api, body, timeout_ms)`` returns the response body or raises, and
 ``fetch_metadata(topics, timeout_ms)``. Responses to other requests that arrive meanwhile are kept and returned
@@ -324,6 +330,10 @@ class NetworkClient:
         elif conn.state is ConnectionState.DISCONNECTED and node.active:
             node.active = False
             node.last_error = conn.last_error
+            if node.last_error is not None and node.last_error.fatal:
+                log.error("connection to %s failed and reconnecting cannot fix it: %s", conn.address,
+                          node.last_error)
+                self.metadata.set_fatal_error(node.last_error)
             node.failures += 1
             backoff = min(self.config.reconnect_backoff_ms * 2 ** (node.failures - 1),
                           self.config.reconnect_backoff_max_ms)
@@ -348,6 +358,8 @@ class NetworkClient:
         """Send a metadata refresh if due; returns how long poll may wait as far as metadata is concerned."""
         if self._metadata_in_flight:
             return self.config.request_timeout_ms
+        if self.metadata.fatal_error is not None:
+            return self.config.request_timeout_ms  # no refresh: see "Fatal connection errors" above
         wait = self.metadata.time_to_next_update(now_ms)
         if wait > 0:
             return wait

@@ -409,8 +409,9 @@ class BrokerConnection:
         self._transition(ConnectionState.DISCONNECTED)
 
     def _fail_pending(self, error: KafkaError, now_ms: int, culprit: InFlightRequest | None) -> None:
-        # The culprit gets the error itself; every other pending request a retriable connection error.
-        if isinstance(error, KafkaConnectionError):
+        # The culprit gets the error itself; every other pending request a retriable connection error -- unless
+        # the error is fatal (e.g. a TLS alert refusing this client): then they all get it, retrying cannot help.
+        if isinstance(error, KafkaConnectionError) or error.fatal:
             others: KafkaError = error
         else:
             others = KafkaConnectionError(f"connection to {self.address} closed: {error}", address=self.address)

@@ -8,10 +8,17 @@
     md.request_update() -> version             # ask for a refresh; wait_for_update(version, timeout_ms) blocks
     md.needs_update(now_ms) / time_to_next_update(now_ms)   # metadata.max.age.ms, retry.backoff.ms
     md.update(response_body, now_ms)           # a decoded Metadata response (any version)
+    md.fatal_error -> KafkaError | None        # a connection failed in a way reconnecting cannot fix
 
 The network client refreshes the cache from ``poll()`` when it is due (as Java's NetworkClient does) and from the
 blocking ``fetch_metadata``. Refreshes ask for the topics of interest with allow_auto_topic_creation=True (the
 Java producer's default), so the first send to a new topic can create it where the broker allows that.
+
+Fatal errors (as the Java client's ``Metadata.fatalError``): when a connection fails with an error whose ``fatal``
+flag is set -- SASL authentication failed, untrusted certificate, host name mismatch, TLS against a plaintext
+port -- the network client records it here with :meth:`Metadata.set_fatal_error`. It stays (the configuration is
+wrong; reconnecting would only repeat it), wakes every thread waiting for an update, and the producer raises it
+from the waiting call instead of a timeout that would not say why.
 
 Thread-safety: producer user threads read the cache and wait for updates while the sender thread updates it,
 so every field below is guarded by ``_lock`` (an RLock under the ``_updated`` condition).
@@ -24,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from spark_kafka_sink.errors import BrokerError, error_for_code
+from spark_kafka_sink.errors import BrokerError, KafkaError, error_for_code
 from spark_kafka_sink.net.config import NetConfig, format_address
 
 __all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Metadata"]
@@ -82,6 +89,7 @@ class Metadata:
         self._last_success_ms: int | None = None
         self._version = 0  # bumped by every successful update
         self._closed = False
+        self._fatal_error: KafkaError | None = None  # written once (under _lock); see fatal_error
 
     # ----------------------------------------------------------------------------------------- reading
 
@@ -201,10 +209,25 @@ class Metadata:
             self._updated.notify_all()
 
     def wait_for_update(self, version: int, timeout_ms: int) -> bool:
-        """Block until the version exceeds ``version`` (True) or ``timeout_ms`` passes / the cache closes (False)."""
+        """Block until the version exceeds ``version`` (True) or ``timeout_ms`` passes / the cache closes / a fatal
+        error is recorded (False)."""
         with self._updated:
-            return self._updated.wait_for(lambda: self._version > version or self._closed, timeout_ms / 1000) and (
-                self._version > version)
+            return self._updated.wait_for(
+                lambda: self._version > version or self._closed or self._fatal_error is not None,
+                timeout_ms / 1000) and self._version > version
+
+    @property
+    def fatal_error(self) -> KafkaError | None:
+        """The first connection error that reconnecting cannot fix, else None (see the module docstring)."""
+        # Read without the lock: one reference, written once; the producer checks it on every send.
+        return self._fatal_error
+
+    def set_fatal_error(self, error: KafkaError) -> None:
+        """Record a fatal connection error (the first one wins) and wake every waiter."""
+        with self._updated:
+            if self._fatal_error is None:
+                self._fatal_error = error
+            self._updated.notify_all()
 
     def close(self) -> None:
         """Wake every waiter; they see no new version."""

@@ -16,6 +16,13 @@ Blocking: ``send`` / ``send_batch`` block up to max.block.ms in total for metada
 memory, then raise (KafkaTimeoutError / BufferExhaustedError). A record that can never be sent (larger than
 max.request.size or buffer.memory) raises RecordTooLargeError at once, naming its size and the option.
 
+Fatal errors: a connection setup failure that reconnecting cannot fix -- wrong SASL password or unknown user,
+untrusted CA, host name mismatch, TLS against a plaintext port or the reverse -- stops the producer at once, as
+in the Java client: every pending future fails with that error, and ``send`` / ``send_batch`` / ``flush`` /
+``partitions_for`` raise it (same class, same message), as do ``init_transactions`` and the other transaction
+calls; the producer can only be closed. Bad TLS files or a wrong key password are a ConfigError from the
+constructor, naming the option.
+
 Closing: ``close(timeout_s)`` stops new sends, sends what is queued and waits for the answers up to ``timeout_s``
 (None: no limit); ``close(0)`` -- or a timeout that runs out -- fails every pending future with
 ProducerClosedError. close NEVER aborts an open transaction: in the Spark sink the driver ends it (EndTxn by
@@ -30,6 +37,7 @@ immutable after ``__init__`` or thread-safe on its own.
 from __future__ import annotations
 
 import concurrent.futures
+import copy
 import logging
 import threading
 import time
@@ -50,7 +58,7 @@ from spark_kafka_sink.errors import (
 from spark_kafka_sink.net.client import NetworkClient
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.connection import monotonic_ms
-from spark_kafka_sink.net.security import handshakes_for
+from spark_kafka_sink.net.security import check_security, handshakes_for
 from spark_kafka_sink.producer.accumulator import RecordAccumulator
 from spark_kafka_sink.producer.arrow_send import ArrowSender, BatchSendResult, PartitionWriteStats
 from spark_kafka_sink.producer.buffer_pool import BufferPool
@@ -98,6 +106,7 @@ class KafkaProducer:
         # Everything that can reject the config is built before the first socket exists, so a bad value never
         # leaks a connection (or a ResourceWarning).
         net_config = NetConfig.from_properties(net_properties(config))
+        check_security(net_config)  # TLS files and key password: a ConfigError naming the option, now
         self._interceptors = InterceptorChain(cfg.interceptor_classes)
         self._partitioner = Partitioner.from_config(cfg)
         self._pool = BufferPool(cfg.buffer_memory)
@@ -139,6 +148,8 @@ class KafkaProducer:
         a record too large."""
         if self._closed:
             raise ProducerClosedError("the producer is closed: no more records can be sent")
+        if self._metadata.fatal_error is not None:
+            self._raise_if_fatal()
         tm = self._tm
         if tm is not None:
             tm.fail_if_not_ready_for_send()
@@ -209,6 +220,7 @@ class KafkaProducer:
         (list<struct<key: string, value: binary>>), ``timestamp`` (timestamp or int64 ms; default: send time).
         Other columns are ignored. A bad column raises SerializationError naming it, before anything is queued."""
         self._ensure_open()
+        self._raise_if_fatal()
         if self._tm is not None:
             self._tm.fail_if_not_ready_for_send()
         if self._interceptors:
@@ -258,6 +270,7 @@ class KafkaProducer:
             return len(partitions)
         deadline = monotonic_ms() + max_block_ms
         while True:
+            self._raise_if_fatal()  # e.g. SASL authentication failed: say so now, not at max.block.ms
             error = metadata.topic_error(topic)
             if error is not None and not error.retriable:
                 raise error
@@ -278,16 +291,18 @@ class KafkaProducer:
     def partitions_for(self, topic: str) -> list[int]:
         """The topic's partition numbers (waits up to max.block.ms for metadata)."""
         self._ensure_open()
+        self._raise_if_fatal()
         self._wait_on_metadata(topic, self.config.max_block_ms)
         return self._metadata.partitions_for(topic) or []
 
     def flush(self, timeout_s: float | None = None) -> None:
         """Send everything queued now (ignoring linger.ms) and wait until all of it completed, successfully or
-        not. Raises KafkaTimeoutError if ``timeout_s`` passes first."""
+        not. Raises KafkaTimeoutError if ``timeout_s`` passes first, or the fatal error that stopped the producer."""
         self._accumulator.begin_flush()
         self._thread.wakeup()
         if not self._accumulator.await_flush_completion(timeout_s):
             raise KafkaTimeoutError(f"flush did not complete within {timeout_s} s")
+        self._raise_if_fatal()  # the records failed with it; the producer cannot send any more either
 
     def metrics(self) -> dict[str, float]:
         """Metrics by their Java names (record-send-rate, byte-rate, batch-size-avg, request-latency-avg,
@@ -341,6 +356,13 @@ class KafkaProducer:
         return self._transactional("transaction_identity()").transaction_identity()
 
     # ------------------------------------------------------------------------------------------ closing
+
+    def _raise_if_fatal(self) -> None:
+        """Raise the fatal connection error that stopped this producer, if any (see the module docstring)."""
+        error = self._metadata.fatal_error
+        if error is not None:
+            # A copy per raise: raising one instance from many threads would chain their tracebacks together.
+            raise copy.copy(error).with_traceback(None)
 
     def _ensure_open(self) -> None:
         if self._closed:  # a plain read: set once under _close_lock, never reset

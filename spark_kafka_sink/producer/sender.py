@@ -2,9 +2,15 @@
 
 A round (after the Java client's Sender.runOnce):
 
-1. transaction manager first: resolve sequences; on a fatal error abort every batch; fetch a producer id (or a new
-   epoch); if a coordinator request is due (FindCoordinator, InitProducerId, AddPartitionsToTxn, EndTxn), send it
-   and only poll this round -- one such request is in flight at a time;
+1. fatal errors first: a connection error reconnecting cannot fix (``client.metadata.fatal_error``: wrong SASL
+   password, untrusted certificate, host name mismatch, security.protocol mismatch -- the network client records
+   it there) or the transaction manager's fatal state. Either stops the producer: the transaction manager goes to
+   FATAL_ERROR with it (a pending ``init_transactions`` / commit fails with it), every incomplete batch fails
+   with it, and the round only polls. The producer's user threads see the same error on the metadata and raise it
+   from ``send`` / ``flush`` instead of waiting for max.block.ms;
+   then the transaction manager: resolve sequences; fetch a producer id (or a new epoch); if a coordinator
+   request is due (FindCoordinator, InitProducerId, AddPartitionsToTxn, EndTxn), send it and only poll this
+   round -- one such request is in flight at a time;
 2. ``accumulator.ready`` -> unknown leaders: add the topic to the metadata and request an update (the network
    client refreshes from ``poll``);
 3. ``client.ready`` per ready node (connects if needed; False while max.in.flight requests are out);
@@ -32,7 +38,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from spark_kafka_sink.errors import ProducerClosedError
+from spark_kafka_sink.errors import KafkaError, ProducerClosedError
 from spark_kafka_sink.net.connection import monotonic_ms
 from spark_kafka_sink.producer.accumulator import NO_DELAY_LIMIT_MS, RecordAccumulator
 from spark_kafka_sink.producer.batch import ProducerBatch
@@ -54,8 +60,8 @@ __all__ = ["Sender", "SenderThread", "MAX_PRODUCE_VERSION"]
 _log = logging.getLogger(__name__)
 
 MAX_PRODUCE_VERSION = 12  # v13 names topics by id
-_MAX_POLL_MS = 1_000
-_ONGOING = frozenset({TxnState.IN_TRANSACTION, TxnState.COMMITTING_TRANSACTION, TxnState.ABORTING_TRANSACTION})  # re-check timers at least this often even when nothing is due
+_MAX_POLL_MS = 1_000  # re-check timers at least this often even when nothing is due
+_ONGOING = frozenset({TxnState.IN_TRANSACTION, TxnState.COMMITTING_TRANSACTION, TxnState.ABORTING_TRANSACTION})
 
 
 class Sender(ResponseHandler):
@@ -75,21 +81,34 @@ class Sender(ResponseHandler):
     # ------------------------------------------------------------------------------------------ one round
 
     def run_once(self, now_ms: int) -> None:
+        error = self._fatal_error()
+        if error is not None:
+            # Nothing can be sent any more: fail what is pending with the reason (again each round: a send may
+            # have raced with the last abort), keep answering what is in flight.
+            if self._acc.has_incomplete():
+                self._acc.abort_incomplete_batches(error)
+            self._poll(self._config.retry_backoff_ms, now_ms)
+            return
         tm = self._tm
         if tm is not None:
-            tm.maybe_resolve_sequences()
-            if tm.has_fatal_error:
-                # Nothing can be sent any more: fail what is pending with the reason, keep answering the rest.
-                error = tm.last_error
-                if error is not None and self._acc.has_incomplete():
-                    self._acc.abort_incomplete_batches(error)
-                self._poll(self._config.retry_backoff_ms, now_ms)
-                return
             tm.maybe_request_producer_id()
             if self._maybe_send_transactional_request(now_ms):
                 return
         timeout = self._send_producer_data(now_ms)
         self._poll(timeout, now_ms)
+
+    def _fatal_error(self) -> KafkaError | None:
+        """What stops this producer, if anything: a fatal connection error, or the transaction manager's."""
+        connection_error: KafkaError | None = self._client.metadata.fatal_error
+        tm = self._tm
+        if tm is None:
+            return connection_error
+        if connection_error is not None:
+            tm.transition_to_fatal_error(connection_error)  # no-op once fatal; fails init/commit/abort calls
+        tm.maybe_resolve_sequences()
+        if not tm.has_fatal_error:
+            return None
+        return tm.last_error or KafkaError("the producer is in a fatal state: close it")
 
     def _leader(self, tp: TopicPartition) -> int | None:
         leader: int | None = self._client.metadata.leader_for(tp.topic, tp.partition)

@@ -19,6 +19,7 @@ anything else                      fail the batch with the named broker error
 
 A request that failed as a whole (disconnected, request.timeout.ms passed, unreadable answer) counts as
 NETWORK_EXCEPTION for each of its batches: retriable, refreshes metadata, and the batch "may have been written".
+One that failed with a ``fatal`` error (a TLS alert refusing this client) fails its batches with that error.
 
 Threads: runs on the sender thread only (inside ``Sender.run_once``).
 """
@@ -94,6 +95,12 @@ class ResponseHandler:
 
     def _handle_produce(self, context: ProduceContext, body: dict[str, Any] | None, error: KafkaError | None,
                         now_ms: int) -> None:
+        if error is not None and error.fatal:
+            # E.g. the broker refused our TLS client certificate after the handshake (TLS 1.3): a retry would meet
+            # the same refusal. The network client also records it, so the next round stops the producer.
+            for batch in context.batches.values():
+                self.fail_batch(batch, error, now_ms, maybe_written=True)
+            return
         if error is not None:
             _log.info("Produce to node %s failed (%s); %d batch(es) will be retried if allowed", context.node_id,
                       error, len(context.batches))

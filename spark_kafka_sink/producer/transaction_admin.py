@@ -38,7 +38,7 @@ from spark_kafka_sink.errors import (
 )
 from spark_kafka_sink.net.client import NetworkClient
 from spark_kafka_sink.net.config import NetConfig
-from spark_kafka_sink.net.security import handshakes_for
+from spark_kafka_sink.net.security import check_security, handshakes_for
 from spark_kafka_sink.protocol.messages import END_TXN, FIND_COORDINATOR, INIT_PRODUCER_ID, ApiSpec
 
 __all__ = ["TransactionIdentity", "end_transaction", "fence_transactional_id"]
@@ -129,7 +129,9 @@ def _call_coordinator(config: Mapping[str, Any], transactional_id: str, what: st
     backoff_s = _int_option(config, "retry.backoff.ms", _DEFAULT_RETRY_BACKOFF_MS) / 1000
     deadline = time.monotonic() + timeout_s
     last_error: BaseException | None = None
-    with NetworkClient(NetConfig.from_properties(config), handshakes=handshakes_for) as client:
+    net_config = NetConfig.from_properties(config)
+    check_security(net_config)  # bad TLS files or key password: a ConfigError naming the option, before any socket
+    with NetworkClient(net_config, handshakes=handshakes_for) as client:
         request_timeout_ms = client.config.request_timeout_ms
 
         def remaining_ms() -> int:

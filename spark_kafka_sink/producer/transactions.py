@@ -207,6 +207,13 @@ class TransactionManager(IdempotenceMixin, TxnResponseHandlers):
         _log.debug("transaction manager %s -> %s", self._state.name, target.name)
         self._state = target
 
+    def transition_to_fatal_error(self, error: KafkaError) -> None:
+        """Enter FATAL_ERROR with ``error`` (from the sender: e.g. a SASL authentication failure), failing every
+        queued or pending user call with it. Does nothing if already fatal: the first error is the one reported."""
+        with self._lock:
+            if self._state is not TxnState.FATAL_ERROR:
+                self._fatal(error)
+
     def _fatal(self, error: KafkaError) -> None:
         # Caller holds _lock. Every queued or in-flight user call fails with it too.
         if self._state is not TxnState.FATAL_ERROR:

@@ -283,22 +283,29 @@ def test_poll_refreshes_metadata_and_least_loaded_moves_to_brokers(clients: list
         client.close()
 
 
-def test_blocking_request_gives_up_at_once_on_a_non_retriable_setup_error(clients: list[NetworkClient]) -> None:
-    attempts: list[str] = []
+class RejectingAuth:
+    """A handshake that fails as a wrong SASL password does."""
 
-    class RejectingAuth:
-        name = "REJECTING"
+    name = "REJECTING"
 
-        def start(self, ctx: HandshakeContext, now_ms: int) -> HandshakeStatus:
-            raise SaslAuthenticationFailedError("bad password", context=f"SASL with {ctx.address}")
+    def start(self, ctx: HandshakeContext, now_ms: int) -> HandshakeStatus:
+        raise SaslAuthenticationFailedError("bad password", context=f"SASL with {ctx.address}")
 
-        def step(self, ctx: HandshakeContext, now_ms: int) -> HandshakeStatus:
-            raise AssertionError("not reached")
+    def step(self, ctx: HandshakeContext, now_ms: int) -> HandshakeStatus:
+        raise AssertionError("not reached")
 
+
+def rejecting(attempts: list[str]) -> Callable[[str, int, NetConfig], list[Handshake]]:
     def factory(host: str, port: int, config: NetConfig) -> list[Handshake]:
         attempts.append(f"{host}:{port}")
         return [RejectingAuth()]
 
+    return factory
+
+
+def test_blocking_request_gives_up_at_once_on_a_non_retriable_setup_error(clients: list[NetworkClient]) -> None:
+    attempts: list[str] = []
+    factory = rejecting(attempts)
     with FakeBroker(lambda peer: peer.wait_closed()) as broker:
         client = NetworkClient(NetConfig(bootstrap_servers=((broker.host, broker.port),)), handshakes=factory)
         clients.append(client)
@@ -310,6 +317,33 @@ def test_blocking_request_gives_up_at_once_on_a_non_retriable_setup_error(client
         assert error is not None and error.fatal
         client.close()
     assert attempts == [broker.address]
+
+
+def test_a_fatal_setup_error_is_reported_on_the_metadata_and_ends_the_reconnecting(
+        clients: list[NetworkClient]) -> None:
+    # The sender's way of driving the client: poll only; the client connects for its own metadata refresh.
+    attempts: list[str] = []
+    with FakeBroker(lambda peer: peer.wait_closed()) as broker:
+        client = NetworkClient(NetConfig(bootstrap_servers=((broker.host, broker.port),), reconnect_backoff_ms=1,
+                                         reconnect_backoff_max_ms=1), handshakes=rejecting(attempts))
+        clients.append(client)
+        metadata = client.metadata
+        metadata.add_topic("t")
+        woken: list[bool] = []
+        waiter = threading.Thread(target=lambda: woken.append(metadata.wait_for_update(metadata.version, 60_000)))
+        waiter.start()  # a producer thread waiting for the topic's metadata
+        deadline = time.monotonic() + 10
+        while metadata.fatal_error is None:
+            assert time.monotonic() < deadline, "no fatal error recorded"
+            client.poll(100, monotonic_ms())
+        assert isinstance(metadata.fatal_error, SaslAuthenticationFailedError)
+        assert metadata.fatal_error is client.connection_error(-1)
+        waiter.join(10)
+        assert woken == [False]  # woken by the error, not by a new version or the timeout
+        for later in range(1, 6):  # far past every backoff and metadata.max.age.ms: still no new attempt
+            client.poll(0, monotonic_ms() + later * 600_000)
+        assert attempts == [broker.address]
+        client.close()
 
 
 def test_a_silent_bootstrap_address_does_not_hide_a_good_one(clients: list[NetworkClient]) -> None:

@@ -58,6 +58,8 @@ class FakeClient:
         self.next_metadata: dict[str, Any] | None = None  # applied by poll when a refresh is due
         self.max_in_flight = max_in_flight
         self.down: set[int] = set()  # nodes that never become ready
+        self.errors: dict[int, KafkaError] = {}  # why a down node failed (fail_connection), else a generic error
+        self.attempts: list[int] = []  # ready() calls on down nodes: each would be a connection attempt
         self.sent: list[ClientRequest] = []  # every request, in order
         self.outstanding: list[ClientRequest] = []  # sent, not yet answered
         self._answers: list[ClientResponse] = []
@@ -68,13 +70,18 @@ class FakeClient:
     # ------------------------------------------------------------------------------------------ NetworkClient API
 
     def ready(self, node_id: int, now_ms: int) -> bool:
-        return node_id not in self.down and self.in_flight_count(node_id) < self.max_in_flight
+        if node_id in self.down:
+            self.attempts.append(node_id)
+            return False
+        return self.in_flight_count(node_id) < self.max_in_flight
 
     def in_flight_count(self, node_id: int | None = None) -> int:
         return sum(1 for r in self.outstanding if node_id is None or r.node_id == node_id)
 
     def connection_error(self, node_id: int) -> KafkaError | None:
-        return KafkaError(f"node {node_id} is down") if node_id in self.down else None
+        if node_id not in self.down:
+            return None
+        return self.errors.get(node_id) or KafkaError(f"node {node_id} is down")
 
     def connection_delay(self, node_id: int, now_ms: int) -> int:
         return 50 if node_id in self.down else 0
@@ -116,6 +123,14 @@ class FakeClient:
         self.closed = True
 
     # ------------------------------------------------------------------------------------------ scripting
+
+    def fail_connection(self, node_id: int, error: KafkaError) -> None:
+        """An attempt to connect to ``node_id`` failed with ``error``; the node stays down. A ``fatal`` error is
+        recorded on the metadata, as NetworkClient does (that is where the sender and user threads look)."""
+        self.down.add(node_id)
+        self.errors[node_id] = error
+        if error.fatal:
+            self.metadata.set_fatal_error(error)
 
     def respond(self, request: ClientRequest, body: dict[str, Any], now_ms: int = 0) -> None:
         self.outstanding.remove(request)
