@@ -34,13 +34,15 @@ class Attempt:
 
 
 @contextmanager
-def connect(address: str, **props: Any) -> Iterator[Attempt]:
-    """Connect to ``address`` with our security handshakes until READY or failed; always closes."""
+def connect(address: str, tls_host: str | None = None, **props: Any) -> Iterator[Attempt]:
+    """Connect to ``address`` with our security handshakes until READY or failed; always closes. ``tls_host``:
+    the host name TLS checks the certificate against, if not the address's host (no DNS lookup of it)."""
     host, _, port_text = address.rpartition(":")
     port = int(port_text)
     config = NetConfig.from_properties({
         "bootstrap.servers": address, "socket.connection.setup.timeout.ms": SETUP_TIMEOUT_MS, **props})
-    conn = BrokerConnection(-1, host, port, config, handshakes=lambda: handshakes_for(host, port, config))
+    conn = BrokerConnection(-1, host, port, config,
+                            handshakes=lambda: handshakes_for(tls_host or host, port, config))
     started = time.monotonic()
     try:
         conn.connect(monotonic_ms())
