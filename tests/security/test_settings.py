@@ -215,3 +215,22 @@ def test_check_security_loads_files_at_construction(certs: TestCertificates) -> 
     with pytest.raises(ConfigError, match="does not decrypt") as info:
         check_security(bad)
     assert PASSWORD not in str(info.value)
+
+
+@pytest.mark.parametrize(("changes", "key", "message"), [
+    ({"ssl.key.password": PASSWORD}, "ssl.key.password", "does not decrypt"),
+    ({"ssl.ca.location": "/nonexistent/ca.pem"}, "ssl.ca.location", "does not exist"),
+    ({"ssl.key.location": "/nonexistent/key.pem"}, "ssl.key.location", "does not exist"),
+])
+def test_producer_construction_checks_the_tls_files(certs: TestCertificates, changes: dict[str, str], key: str,
+                                                    message: str) -> None:
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    options = {"bootstrap.servers": "127.0.0.1:9", "security.protocol": "SSL", "ssl.ca.location": str(certs.ca_cert),
+               "ssl.certificate.location": str(certs.client_cert),
+               "ssl.key.location": str(certs.client_key_encrypted), "ssl.key.password": certs.client_key_password,
+               **changes}
+    with pytest.raises(ConfigError, match=message) as info:
+        KafkaProducer(options)  # raises before any thread or socket exists (a leak would warn: warnings are errors)
+    assert info.value.key == key
+    assert PASSWORD not in str(info.value) and certs.client_key_password not in str(info.value)
