@@ -23,7 +23,8 @@ A round (after the Java client's Sender.runOnce):
 
 The network client is a seam: anything with the :class:`~spark_kafka_sink.net.client.NetworkClient` methods used
 here (``ready``, ``send``, ``poll``, ``least_loaded_node``, ``connection_error``, ``connection_delay``,
-``in_flight_count``, ``wakeup``, ``close``, ``metadata``) works, so tests drive ``run_once`` against a scripted fake.
+``in_flight_count``, ``wakeup``, ``close``, ``metadata`` with its ``fatal_error``) works, so tests drive ``run_once``
+against a scripted fake.
 
 Threads: a ``Sender`` and its client are owned by the sender thread (``SenderThread``) -- or by the test stepping
 it. Other threads only call ``SenderThread.wakeup`` / ``initiate_close`` / ``force_close``, which set the
