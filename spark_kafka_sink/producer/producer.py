@@ -16,12 +16,10 @@ Blocking: ``send`` / ``send_batch`` block up to max.block.ms in total for metada
 memory, then raise (KafkaTimeoutError / BufferExhaustedError). A record that can never be sent (larger than
 max.request.size or buffer.memory) raises RecordTooLargeError at once, naming its size and the option.
 
-Fatal errors: a connection setup failure that reconnecting cannot fix -- wrong SASL password or unknown user,
-untrusted CA, host name mismatch, TLS against a plaintext port or the reverse -- stops the producer at once, as
-in the Java client: every pending future fails with that error, and ``send`` / ``send_batch`` / ``flush`` /
-``partitions_for`` raise it (same class, same message), as do ``init_transactions`` and the other transaction
-calls; the producer can only be closed. Bad TLS files or a wrong key password are a ConfigError from the
-constructor, naming the option.
+Fatal errors: a connection failure that reconnecting cannot fix (wrong SASL password, untrusted CA, host name
+mismatch, plaintext client on a TLS port) stops the producer at once, as in the Java client: pending futures fail
+with it; ``send`` / ``send_batch`` / ``flush`` / ``partitions_for`` and the transaction calls raise it (same class
+and message); the producer can only be closed. Bad TLS files or key password: ConfigError from the constructor.
 
 Closing: ``close(timeout_s)`` stops new sends, sends what is queued and waits for the answers up to ``timeout_s``
 (None: no limit); ``close(0)`` -- or a timeout that runs out -- fails every pending future with
