@@ -9,7 +9,8 @@ exactly_once: transactional.id ``<prefix>-<partitionId>``. ``init_transactions``
 partition (its open transaction is aborted), then one transaction holds all the partition's rows; the task
 flushes and returns the transaction's identity WITHOUT committing: the driver commits all of them in
 ``commit()``. A task that fails aborts its own transaction on the way out (a killed one cannot: the next attempt's
-fencing, or the driver's ``abort()``, ends it).
+fencing, or the driver's ``abort()``, ends it). That includes an attempt Spark failed upstream while its worker
+still ran: its input ends early but cleanly, which ``task_input`` tells apart from a complete input.
 
 Speculative execution is refused with exactly_once: a speculative copy of a task would fence the original's
 transaction after the driver may already have accepted the original's message, so the commit would fail.
@@ -28,7 +29,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter
 
-from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.errors import ConfigError, KafkaError
 from spark_kafka_sink.spark.commit import (
     KafkaCommitMessage,
     PartitionWrite,
@@ -37,12 +38,17 @@ from spark_kafka_sink.spark.commit import (
 )
 from spark_kafka_sink.spark.options import SinkOptions
 from spark_kafka_sink.spark.schema import ColumnPlan, to_producer_batch
+from spark_kafka_sink.spark.task_input import input_was_cut_off
 
-__all__ = ["KafkaBatchWriter", "KafkaStreamWriter", "write_partition"]
+__all__ = ["KafkaBatchWriter", "KafkaStreamWriter", "TaskInputCutOffError", "write_partition"]
 
 _log = logging.getLogger(__name__)
 _CLOSE_TIMEOUT_S = 30.0
 _DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
+
+
+class TaskInputCutOffError(KafkaError):
+    """Spark failed this task attempt upstream while its writer still ran; the writer stops without committing."""
 
 
 def _flush_timeout_s(options: SinkOptions) -> float:
@@ -94,6 +100,12 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
             producer.init_transactions()  # fences and aborts an earlier attempt of this partition
             producer.begin_transaction()
         futures = _send_all(producer, options, plan, batches)
+        if input_was_cut_off():
+            # A failed task attempt whose worker still ran: never leave its transaction open (see task_input).
+            raise TaskInputCutOffError(
+                f"Spark ended task attempt {attempt} of partition {partition_id} before its input was complete "
+                "(Spark reports the task's own error); "
+                + ("its transaction is aborted" if transactional_id else "rows it sent stay (at_least_once)"))
         producer.flush(_flush_timeout_s(options))
         writes = _collect(futures, _flush_timeout_s(options))
         producer_id, epoch = -1, -1

@@ -24,7 +24,10 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     """Each partition's high watermark: counts every record ever written, committed, aborted or open."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"wm-{uuid.uuid4().hex}"})
+    # read_uncommitted: the log end offset. (At read_committed, librdkafka reports the last stable offset, which
+    # an open transaction holds back.)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"wm-{uuid.uuid4().hex}",
+                         "isolation.level": "read_uncommitted"})
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in sorted(partitions)}

@@ -7,6 +7,7 @@ transaction that the retry fences; under at_least_once they stay.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -23,17 +24,32 @@ ROWS = 40_000
 PARTITIONS = 2  # spark.range splits 0..ROWS-1 into two halves; the second half holds FAIL_AT
 FAIL_AT = 35_000  # 15,000 rows into the second partition
 BATCH_ROWS = "1000"  # small Arrow batches: the sink has sent many batches before the UDF fails
+VALUE_BYTES = 200
 
 
-def failing_values(spark: Any, always: bool) -> Any:
-    """A DataFrame whose value column comes from a UDF failing at row FAIL_AT (first attempt only, or always)."""
+def value_of(i: int) -> str:
+    return f"value-{i}-".ljust(VALUE_BYTES, "x")
+
+
+def failing_values(spark: Any, bootstrap: str, topic: str, always: bool) -> Any:
+    """The rows, computed by a UDF that fails at row FAIL_AT (on the first attempt only, or always).
+
+    Before raising, the UDF waits until records of its own partition reached the topic, so the failing attempt has
+    really sent some. (The large values make the UDF worker's output leave its buffer while it waits.)
+    """
 
     def compute(i: int) -> str:
         from pyspark import TaskContext
 
         if i == FAIL_AT and (always or TaskContext.get().attemptNumber() == 0):
+            from tests.spark.conftest import end_offsets
+
+            deadline = time.monotonic() + 60
+            # More records than the other Spark partition holds: some come from this partition's writer.
+            while sum(end_offsets(bootstrap, topic).values()) <= ROWS // PARTITIONS and time.monotonic() < deadline:
+                time.sleep(0.05)  # polling interval of the condition: this attempt's records arrived
             raise RuntimeError(f"injected failure at row {i}")
-        return f"value-{i}"
+        return value_of(i)
 
     udf = F.udf(compute, "string", useArrow=False)  # Arrow UDFs need pandas, which the package does not use
     return spark.range(0, ROWS, 1, PARTITIONS).select(udf("id").alias("value"))
@@ -51,14 +67,14 @@ def values(records: list[ConsumedRecord]) -> Counter[bytes | None]:
     return Counter(r.value for r in records)
 
 
-EXPECTED = Counter(f"value-{i}".encode() for i in range(ROWS))
+EXPECTED = Counter(value_of(i).encode() for i in range(ROWS))
 
 
 @pytest.mark.usefixtures("small_batches")
 def test_exactly_once_survives_a_retried_task(spark: Any, bootstrap: str, topic_factory: Callable[..., str],
                                               readback: Callable[..., list[ConsumedRecord]]) -> None:
     topic = topic_factory(partitions=3)
-    write_df(failing_values(spark, always=False), bootstrap, topic=topic, deliveryGuarantee="exactly_once")
+    write_df(failing_values(spark, bootstrap, topic, always=False), bootstrap, topic=topic, deliveryGuarantee="exactly_once")
     assert values(readback(topic, "read_committed")) == EXPECTED  # every row exactly once
     # The failed attempt really had sent rows before it died: read_uncommitted still shows its aborted records.
     assert len(readback(topic, "read_uncommitted")) > ROWS
@@ -69,7 +85,7 @@ def test_at_least_once_keeps_every_row_through_a_retry(spark: Any, bootstrap: st
                                                        topic_factory: Callable[..., str],
                                                        readback: Callable[..., list[ConsumedRecord]]) -> None:
     topic = topic_factory(partitions=3)
-    write_df(failing_values(spark, always=False), bootstrap, topic=topic)
+    write_df(failing_values(spark, bootstrap, topic, always=False), bootstrap, topic=topic)
     seen = values(readback(topic, "read_committed"))
     assert set(seen) == set(EXPECTED)  # nothing lost
     assert sum(seen.values()) > ROWS  # the failed attempt's rows stay: duplicates are at_least_once's price
@@ -81,7 +97,7 @@ def test_exactly_once_job_failing_every_attempt_leaves_nothing_open(
         readback: Callable[..., list[ConsumedRecord]]) -> None:
     topic = topic_factory(partitions=3)
     with pytest.raises(Exception, match="injected failure at row 35000"):
-        write_df(failing_values(spark, always=True), bootstrap, topic=topic, deliveryGuarantee="exactly_once")
+        write_df(failing_values(spark, bootstrap, topic, always=True), bootstrap, topic=topic, deliveryGuarantee="exactly_once")
     assert readback(topic, "read_committed") == []  # the successful partition's transaction was aborted too
     assert len(readback(topic, "read_uncommitted")) > 0  # ... and records had been sent
 
