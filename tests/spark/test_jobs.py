@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -29,16 +30,27 @@ def test_help_lists_arguments(job: str) -> None:
 
 @pytest.mark.spark
 @pytest.mark.broker
-def test_batch_job_through_spark_submit(bootstrap: str, topic_factory: Callable[..., str],
-                                        readback: Callable[..., list[ConsumedRecord]]) -> None:
+def test_batch_job_through_spark_submit_as_installed(bootstrap: str, topic_factory: Callable[..., str],
+                                                     readback: Callable[..., list[ConsumedRecord]],
+                                                     tmp_path: Path) -> None:
+    """spark-submit of the bundled job, started outside the repository, finds the format with no register call.
+
+    ``pyspark_kafka_sink.py`` sits alone in a site-packages-like folder on PYTHONPATH, where ``pip install`` puts a
+    top-level module; Spark's scan of its workers' sys.path must find it there. (From inside the repository the
+    workers' current folder would supply it, hiding a packaging mistake.)
+    """
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    shutil.copy(REPO_ROOT / "pyspark_kafka_sink.py", site)
+    env = {**ENV, "PYTHONPATH": str(site)}
     topic = topic_factory(partitions=3)
-    help_proc = subprocess.run([str(SPARK_SUBMIT), str(JOBS / "batch_to_kafka.py"), "--help"], env=ENV,
-                               capture_output=True, text=True, timeout=120)
+    help_proc = subprocess.run([str(SPARK_SUBMIT), str(JOBS / "batch_to_kafka.py"), "--help"], env=env,
+                               cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert help_proc.returncode == 0 and "--guarantee" in help_proc.stdout, help_proc.stderr[-2000:]
     proc = subprocess.run(
         [str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false", str(JOBS / "batch_to_kafka.py"),
          "--bootstrap-servers", bootstrap, "--topic", topic, "--rows", "3000", "--guarantee", "exactly_once"],
-        cwd=REPO_ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "batch_to_kafka: wrote 3000 rows" in proc.stdout
     assert "pykafka-sink committed 3000 rows" in proc.stderr  # the driver's summary line
