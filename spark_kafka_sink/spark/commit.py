@@ -92,9 +92,12 @@ class WriteSummary:
     tasks: int
     partitions: tuple[PartitionWrite, ...]  # merged per topic-partition; offsets = lowest first, highest last
     batch_id: int | None = None
+    write_id: int | None = None
 
     def line(self) -> str:
         where = f"micro-batch {self.batch_id}: " if self.batch_id is not None else ""
+        if self.write_id is not None:
+            where += f"writeId {self.write_id}: "
         ranges = ", ".join(f"{p.topic}[{p.partition}] {p.first_offset}-{p.last_offset} ({p.records} rows)"
                            for p in self.partitions[:_SUMMARY_PARTITIONS])
         more = len(self.partitions) - _SUMMARY_PARTITIONS
@@ -122,6 +125,7 @@ def summarize(options: SinkOptions, messages: Sequence[KafkaCommitMessage], batc
         tasks=len(messages),
         partitions=tuple(merged[k] for k in sorted(merged)),
         batch_id=batch_id,
+        write_id=options.write_id,
     )
 
 
