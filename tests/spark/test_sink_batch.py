@@ -137,6 +137,7 @@ def test_one_million_rows(spark: Any, bootstrap: str, topic_factory: Callable[..
         F.concat(F.lit("value-"), F.col("id").cast("string"), F.lit("-" + "x" * 80)).alias("value"),
     ).cache()
     df.count()  # materialize, so the timing below measures the write, not the generation
+    write_df(df.limit(1), bootstrap, topic=topic_factory(partitions=1))  # warm Python workers: first-use imports
     started = time.perf_counter()
     write_df(df, bootstrap, topic=topic)
     seconds = time.perf_counter() - started
