@@ -134,6 +134,17 @@ def fetch_jars() -> None:
     _copy_dependencies(CONF_DIR / "spark" / "pom.xml", kafka_home() / "spark-jars", SPARK_CONNECTOR_ARTIFACTS)
 
 
+def _new_cluster_id() -> str:
+    """A KRaft cluster id: base64url of 16 random bytes, no padding, as ``StorageTool random-uuid`` prints.
+
+    One starting with '-' would be read by StorageTool as an option, so such ids are drawn again.
+    """
+    while True:
+        cluster_id = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -263,7 +274,7 @@ class KafkaCluster:
                 node_id, port, free_port(), {name: free_port() for name in self.listeners},
                 self.base_dir / f"node-{node_id}",
             )
-        cluster_id = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = _new_cluster_id()
         for node in self.nodes.values():
             self._write_config(node)
             self._format(java, node, cluster_id)
