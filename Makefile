@@ -13,7 +13,8 @@ $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found: install Python 3.10+"; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,zstd,snappy]'
+	# compat mode: a plain path entry, so Spark's scan for pyspark_* modules (pkgutil) finds pyspark_kafka_sink
+	$(PY) -m pip install -q -e '.[test,zstd,snappy]' --config-settings editable_mode=compat
 	@touch $(STAMP)
 
 jars: venv
