@@ -56,9 +56,11 @@ def kafka_options(ctx: Context, w: Workload, topic: str) -> dict[str, str]:
 def _timed_write(ctx: Context, w: Workload, save: Callable[[str], None], markers_ok: bool = False) -> Sample:
     topic = ctx.create_topic(w.partitions)
     try:
+        cpu_before = ctx.cpu_seconds()
         start = time.perf_counter()
         save(topic)
         seconds = time.perf_counter() - start
+        cpu = _cpu_us_per_row(cpu_before, ctx.cpu_seconds(), w.rows)
         landed = ctx.topic_record_count(topic)
     finally:
         ctx.delete_topic(topic)
@@ -66,7 +68,12 @@ def _timed_write(ctx: Context, w: Workload, save: Callable[[str], None], markers
     slack = w.partitions * w.partitions if markers_ok else 0
     if not w.rows <= landed <= w.rows + slack:
         raise RuntimeError(f"topic holds {landed} offsets after writing {w.rows} rows")
-    return Sample(w.rows, seconds, extra={"MB_per_s": round(w.total_bytes / seconds / 1e6, 1)})
+    return Sample(w.rows, seconds, extra={"MB_per_s": round(w.total_bytes / seconds / 1e6, 1),
+                                          "cpu_us_per_row": cpu})
+
+
+def _cpu_us_per_row(before: dict[str, float], after: dict[str, float], rows: int) -> dict[str, float]:
+    return {k: round((after[k] - before.get(k, 0.0)) * 1e6 / rows, 2) for k in after}
 
 
 def _writer(ctx: Context, w: Workload, df: Any, fmt: str, extra: dict[str, str] | None = None,
@@ -82,9 +89,12 @@ def _writer(ctx: Context, w: Workload, df: Any, fmt: str, extra: dict[str, str] 
 
 def _noop(ctx: Context, w: Workload, df: Any) -> Callable[[], Sample]:
     def run() -> Sample:
+        cpu_before = ctx.cpu_seconds()
         start = time.perf_counter()
         df.write.format("bench-noop-arrow").mode("append").option("expectedRows", str(w.rows)).save()
-        return Sample(w.rows, time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        return Sample(w.rows, seconds, extra={"cpu_us_per_row": _cpu_us_per_row(cpu_before, ctx.cpu_seconds(),
+                                                                                  w.rows)})
 
     return run
 

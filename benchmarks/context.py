@@ -132,6 +132,32 @@ class Context:
         session.sparkContext.setLogLevel("ERROR")
         return session
 
+    # -------------------------------------------------------------------------------------------- CPU
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds (user + system) used so far by: the broker JVM, Spark's JVM, Spark's Python workers (with
+        the workers they have reaped), and this driver process. Differences of two snapshots say where a run's
+        CPU went, which on a 2-core machine is what bounds every contender."""
+        import psutil
+
+        me = psutil.Process()
+        broker = set(self.broker_pids())
+        out = {"broker": 0.0, "spark_jvm": 0.0, "python_workers": 0.0, "driver": 0.0}
+        t = me.cpu_times()
+        out["driver"] = t.user + t.system
+        for proc in me.children(recursive=True):
+            try:
+                t = proc.cpu_times()
+                cmd = proc.cmdline()
+            except psutil.Error:
+                continue
+            if proc.pid in broker:
+                out["broker"] += t.user + t.system
+            elif "pyspark.daemon" in cmd:
+                out["python_workers"] += t.user + t.system + t.children_user + t.children_system
+            elif cmd and cmd[0].endswith("java") and "org.apache.spark.deploy.SparkSubmit" in cmd:
+                out["spark_jvm"] += t.user + t.system
+        return out
+
     # ------------------------------------------------------------------------------------------ cleanup
     def close(self) -> None:
         for name in list(self._topics):

@@ -2,9 +2,10 @@
 
 A contender is a callable that does one complete measured run and returns a ``Sample`` (how many units it moved
 and how long the measured part took; set-up such as building inputs or creating topics happens outside its own
-timer). ``run_comparison`` calls every contender once per round, rotating the starting contender each round so no
-contender always runs first (cold caches) or last (a busy broker still compacting the previous run), and reports the
-median and the min..max spread of the rates, and each contender's median as a ratio of the baseline's median.
+timer). ``run_comparison`` calls every contender once per round, changing the order each round (forward, reversed,
+rotated: see ``_round_order``) so no contender always runs first (cold caches) or always after the same neighbour,
+and reports the median and the min..max spread of the rates, and each contender's median as a ratio of the
+baseline's median.
 
 Rates are "units per second" (records/s, rows/s) unless a comparison is a "lower is better" one (memory): then
 the value is the sample's ``value`` (e.g. peak RSS in MB) and the ratio is still ``median / baseline median``.
@@ -174,19 +175,15 @@ def run_comparison(group: str, title: str, unit: str, contenders: Sequence[Conte
                       load_before=load_average())
     start = time.monotonic()
     for rnd in range(rounds):
-        shift = rnd % len(live) if live else 0
-        for contender, result in live[shift:] + live[:shift]:
+        for contender, result in _round_order(live, rnd):
             if result.error is not None:
-                continue  # a contender that failed once is not retried: its error is the result
-            try:
-                sample = contender.run()
-            except Exception as exc:  # a broken contender must not take the whole run down
-                result.error = f"{type(exc).__name__}: {_first_lines(str(exc))}"
-                log(f"    {contender.name}: FAILED {result.error}")
-                log("      " + traceback.format_exc(limit=3).replace("\n", "\n      "))
+                continue  # a contender that failed twice in a row is not run again: its error is the result
+            sample, failures = _run_once(contender, log)
+            if sample is None:
+                result.error = failures[-1]
                 continue
             result.samples.append(sample.measure)
-            result.extras.append(sample.extra)
+            result.extras.append({**sample.extra, "failed_first": failures[0]} if failures else sample.extra)
             log(f"    round {rnd + 1}/{rounds} {contender.name}: {_fmt(sample.measure)} {unit}")
     comp.wall_seconds = time.monotonic() - start
     comp.load_after = load_average()
@@ -195,6 +192,31 @@ def run_comparison(group: str, title: str, unit: str, contenders: Sequence[Conte
         if r.ok and base.ok and base.median > 0:
             r.ratio = round(r.median / base.median, 3)
     return comp
+
+
+def _run_once(contender: Contender, log: Callable[[str], None]) -> tuple[Sample | None, list[str]]:
+    """One measured run; a run that fails is tried once more (a shared machine can stall a broker long enough
+    for a delivery timeout), and the failure is kept in the sample's extras. Two failures in a row: the error."""
+    failures: list[str] = []
+    for _ in range(2):
+        try:
+            return contender.run(), failures
+        except Exception as exc:  # a broken contender must not take the whole run down
+            failures.append(f"{type(exc).__name__}: {_first_lines(str(exc))}")
+            log(f"    {contender.name}: FAILED {failures[-1]}")
+            log("      " + traceback.format_exc(limit=3).replace("\n", "\n      "))
+    return None, failures
+
+
+def _round_order(live: list[Any], rnd: int) -> list[Any]:
+    """Round 0 in the given order, round 1 reversed, round 2 rotated by one, round 3 that reversed, ...: no
+    contender always goes first, and no contender always follows the same neighbour (whose leftovers, such as a
+    broker still deleting the previous topic's files, it would otherwise always inherit)."""
+    if not live:
+        return []
+    k = (rnd // 2) % len(live)
+    order = live[k:] + live[:k]
+    return order[::-1] if rnd % 2 else order
 
 
 def _first_lines(text: str, limit: int = 400) -> str:

@@ -20,6 +20,7 @@ import collections
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 __all__ = ["main", "summarize"]
 
@@ -53,6 +54,30 @@ def summarize(path: Path, top: int = 25) -> str:
     return "\n".join(out)
 
 
+def _write(mode: str, guarantee: str, options: dict[str, str], topic: str, batches: list[Any]) -> float:
+    start = time.perf_counter()
+    if mode == "sink":
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        from spark_kafka_sink.spark.options import SinkOptions
+        from spark_kafka_sink.spark.schema import plan_columns
+        from spark_kafka_sink.spark.writer import write_partition
+
+        schema = StructType([StructField("key", StringType()), StructField("value", StringType())])
+        parsed = SinkOptions.parse({**options, "deliveryGuarantee": guarantee}, streaming=False)
+        write_partition(parsed, plan_columns(schema, topic), iter(batches))
+    else:
+        from spark_kafka_sink.producer import KafkaProducer
+
+        config = {k[len("kafka."):]: v for k, v in options.items() if k.startswith("kafka.")}
+        with KafkaProducer(config) as producer:
+            futures = [producer.send_batch(topic, b) for b in batches]
+            producer.flush()
+            for f in futures:
+                f.result()
+    return time.perf_counter() - start
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.profile_sink", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -61,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--value-size", type=int, default=100)
     p.add_argument("--batch-size", type=int, default=16384)
     p.add_argument("--codec", default="lz4")
+    p.add_argument("--guarantee", choices=("at_least_once", "exactly_once"), default="at_least_once",
+                   help="deliveryGuarantee of --mode sink (exactly_once: the transaction is left open, as a task does)")
+    p.add_argument("--repeat", type=int, default=1, help="measure this many times (fresh topic each)")
     p.add_argument("--bootstrap")
     p.add_argument("--summarize", type=Path, help="print the summary of a py-spy raw file and exit")
     a = p.parse_args(argv)
@@ -80,32 +108,15 @@ def main(argv: list[str] | None = None) -> int:
         if a.mode == "sink":  # Spark hands string columns
             table = pa.table({c: table.column(c).cast(pa.string()) for c in ("key", "value")})
         batches = table.to_batches(max_chunksize=10_000)
-        topic = ctx.create_topic(w.partitions)
-        options = {"kafka.bootstrap.servers": ctx.bootstrap, "topic": topic, "kafka.acks": "all",
-                   "kafka.compression.type": w.codec, "kafka.linger.ms": str(w.linger_ms),
-                   "kafka.batch.size": str(w.batch_size)}
-        start = time.perf_counter()
-        if a.mode == "sink":
-            from pyspark.sql.types import StringType, StructField, StructType
-
-            from spark_kafka_sink.spark.options import SinkOptions
-            from spark_kafka_sink.spark.schema import plan_columns
-            from spark_kafka_sink.spark.writer import write_partition
-
-            schema = StructType([StructField("key", StringType()), StructField("value", StringType())])
-            write_partition(SinkOptions.parse(options, streaming=False), plan_columns(schema, topic), iter(batches))
-        else:
-            from spark_kafka_sink.producer import KafkaProducer
-
-            config = {k[len("kafka."):]: v for k, v in options.items() if k.startswith("kafka.")}
-            with KafkaProducer(config) as producer:
-                futures = [producer.send_batch(topic, b) for b in batches]
-                producer.flush()
-                for f in futures:
-                    f.result()
-        seconds = time.perf_counter() - start
-        print(f"{a.mode}: {w.rows:,} rows in {seconds:.2f} s = {w.rows / seconds:,.0f} rows/s "
-              f"(batch.size={w.batch_size}, {w.codec})")
+        for _ in range(a.repeat):
+            topic = ctx.create_topic(w.partitions)
+            options = {"kafka.bootstrap.servers": ctx.bootstrap, "topic": topic, "kafka.acks": "all",
+                       "kafka.compression.type": w.codec, "kafka.linger.ms": str(w.linger_ms),
+                       "kafka.batch.size": str(w.batch_size)}
+            seconds = _write(a.mode, a.guarantee, options, topic, batches)
+            ctx.delete_topic(topic)
+            print(f"{a.mode} {a.guarantee if a.mode == 'sink' else ''}: {w.rows:,} rows in {seconds:.2f} s = "
+                  f"{w.rows / seconds:,.0f} rows/s (batch.size={w.batch_size}, {w.codec})", flush=True)
     finally:
         ctx.close()
     return 0

@@ -101,9 +101,9 @@ def plot(comps: Sequence[Comparison], path: Path, title: str) -> Path | None:
     cols = min(3, len(shown))
     nrows = math.ceil(len(shown) / cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(6.0 * cols, 3.6 * nrows), squeeze=False)
-    palette = plt.get_cmap("tab10")
-    names = sorted({r.name for c in shown for r in c.results})
-    color = {n: palette(i % 10) for i, n in enumerate(names)}
+    palette = plt.get_cmap("tab20")
+    names = list(dict.fromkeys(r.name for c in shown for r in c.results))  # first-seen order: stable colours
+    color = {n: palette(i % 20) for i, n in enumerate(names)}
     for ax, comp in zip(axes.flat, shown):
         ok = [r for r in comp.results if r.ok]
         medians = [r.median for r in ok]
@@ -122,7 +122,7 @@ def plot(comps: Sequence[Comparison], path: Path, title: str) -> Path | None:
     for ax in list(axes.flat)[len(shown):]:
         ax.axis("off")
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0.0, 0.0, 1.0, 1.0 - 0.35 / (3.6 * nrows)))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
     plt.close(fig)

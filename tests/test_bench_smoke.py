@@ -39,7 +39,7 @@ def test_harness_alternates_rounds_and_reports_ratios() -> None:
                           [contender("a", 100.0), contender("b", 300.0), Contender("c", broken),
                            Contender("d", lambda: Sample(), unavailable="not built")],
                           rounds=3, log=lambda _: None)
-    assert calls == ["a", "b", "b", "a", "a", "b"]  # each round starts one contender later
+    assert calls == ["a", "b", "b", "a", "b", "a"]  # forward, reversed, rotated by one (c failed: not retried)
     a, b, c, d = comp.results
     assert (a.median, a.ratio, b.median, b.ratio) == (100.0, 1.0, 300.0, 3.0)
     assert c.error is not None and "boom" in c.error and not c.samples
