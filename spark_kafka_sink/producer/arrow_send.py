@@ -11,7 +11,8 @@ Columns, as Spark's Kafka sink (other columns are ignored)::
 
 Per topic: metadata (waits up to max.block.ms) -> ``Partitioner.partition_arrow`` (explicit, murmur2 keys,
 sticky runs) -> one stable ``argsort`` + one ``take`` per column groups rows by partition, keeping their order ->
-zero-copy slices -> ``encode_arrow_batches`` (batch.size each) -> ``accumulator.append_encoded``. The result
+one ``encode_arrow_batches`` call for all partitions (``segment_starts``; batch.size each) ->
+``accumulator.append_encoded`` per partition. The result
 future completes with :class:`BatchSendResult` once every batch was acknowledged (or with the first failure).
 
 Bad input raises SerializationError (or RecordTooLargeError) naming the column / row before anything is queued.
@@ -40,7 +41,7 @@ from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.partitioner import Partitioner
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET, BatchMetadata, TopicPartition
 from spark_kafka_sink.producer.transactions import TransactionManager
-from spark_kafka_sink.protocol.arrow_encoder import encode_arrow_batches
+from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, encode_arrow_batches
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE
 
 __all__ = ["BatchSendResult", "PartitionWriteStats", "ArrowSender"]
@@ -259,26 +260,34 @@ class ArrowSender:
         key = _take(cols.key, idx)
         headers = _take(cols.headers, idx)
         ts = cols.timestamp if idx is None else cols.timestamp[np.asarray(idx)]
-        start = 0
-        for partition in np.flatnonzero(counts):
-            count = int(counts[partition])
-            tp = TopicPartition(topic, int(partition))
-            encoded = encode_arrow_batches(
-                value.slice(start, count), key=None if key is None else key.slice(start, count),
-                timestamp_ms=ts[start:start + count],
-                headers=None if headers is None else headers.slice(start, count),
-                max_batch_bytes=self._config.batch_size, compression=self._config.compression_type,
-                transactional=self._transactional)
+        # One encoder call for the whole topic: the per-call overhead (~0.15 ms plus numpy set-up per array) paid
+        # once per partition was ~40% of send_batch's caller-thread time with 12 partitions and 10k-row inputs.
+        present = np.flatnonzero(counts)
+        seg_starts = np.concatenate([[0], np.cumsum(counts[present])[:-1]]).astype(np.int64)
+        encoded = encode_arrow_batches(
+            value, key=key, timestamp_ms=ts, headers=headers, max_batch_bytes=self._config.batch_size,
+            compression=self._config.compression_type, transactional=self._transactional,
+            segment_starts=seg_starts)
+        # Batches come out in row order and never span two segments: batch -> partition by where it starts.
+        owner = np.searchsorted(seg_starts, [e.first_row for e in encoded], side="right") - 1
+        cuts = np.searchsorted(owner, np.arange(len(present) + 1), side="left").tolist()
+        for i, partition in enumerate(present.tolist()):
+            seg = int(seg_starts[i])
+            # first_row stays relative to the partition's rows, as when each partition was encoded on its own.
+            mine = encoded[cuts[i]:cuts[i + 1]]
+            if seg:  # (the constructor directly: dataclasses.replace costs ~8 us a batch)
+                mine = [EncodedBatch(e.data, e.record_count, e.first_row - seg, e.base_timestamp, e.max_timestamp,
+                                     e.uncompressed_size) for e in mine]
+            tp = TopicPartition(topic, partition)
             if self._transactional and self._tm is not None:
                 self._tm.maybe_add_partition(tp)
             remaining = max(0, max_block - (monotonic_ms() - started))
-            batch_futures = self._acc.append_encoded(tp, encoded, monotonic_ms(), remaining)
+            batch_futures = self._acc.append_encoded(tp, mine, monotonic_ms(), remaining)
             futures.extend(batch_futures)
-            sizes.extend(len(e.data) for e in encoded)
+            sizes.extend(len(e.data) for e in mine)
             if interceptors:
                 for f in batch_futures:
                     f.add_done_callback(functools.partial(_acknowledge, tp=tp, interceptors=interceptors))
-            start += count
 
 
 def _acknowledge(future: Future[BatchMetadata], tp: TopicPartition, interceptors: Any) -> None:
