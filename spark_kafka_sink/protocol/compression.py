@@ -56,6 +56,8 @@ _XERIAL_BLOCK_INPUT = 32 * 1024  # uncompressed bytes per block (xerial's defaul
 
 def codec_id(name: str | int) -> Codec:
     """'none' / 'gzip' / 'snappy' / 'lz4' / 'zstd' (any case) or an id 0-4 -> Codec; anything else: ConfigError."""
+    if type(name) is Codec:  # already resolved (the hot path: ~3 calls per encoded batch)
+        return name
     if isinstance(name, int):
         try:
             return Codec(name)
