@@ -26,6 +26,8 @@ from spark_kafka_sink.protocol.messages import (
     write_request_body,
 )
 from spark_kafka_sink.protocol.messages.codec import write_struct
+from spark_kafka_sink.protocol.messages.produce import PRODUCE
+from spark_kafka_sink.protocol.messages.produce_fast import decode_produce_response, produce_request_parts
 from spark_kafka_sink.protocol.primitives import Reader, write_nullable_string
 
 __all__ = [
@@ -72,6 +74,10 @@ def encode_request(
     buf += write_nullable_string(client_id)
     if api.request_header_version(version) >= 2:
         buf += _EMPTY_TAGGED_FIELDS  # we send no header tags
+    parts = produce_request_parts(version, body) if api is PRODUCE and api.supports(version) else None
+    if parts is not None:  # the hot path: records are copied once, by the join
+        _SIZE.pack_into(buf, 0, len(buf) - 4 + sum(map(len, parts)))
+        return b"".join((buf, *parts))
     write_request_body(buf, api, version, body)  # checks the version is one we implement
     _SIZE.pack_into(buf, 0, len(buf) - 4)
     return bytes(buf)
@@ -106,6 +112,10 @@ def decode_response(
     if api.response_header_version(version) >= 1:
         reader.tagged_fields()  # no response header tags are defined for clients; skip any
     body_bytes = memoryview(frame_payload)[reader.position :]
+    if api is PRODUCE and api.supports(version):
+        body = decode_produce_response(version, body_bytes)  # None: not the plain shape, decode generically
+        if body is not None:
+            return correlation_id, body
     try:
         return correlation_id, decode_response_body(api, version, body_bytes)
     except ProtocolError:
