@@ -8,7 +8,7 @@ import pytest
 
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.producer.config_options import Secret
-from spark_kafka_sink.spark.options import DEFAULT_TRANSACTION_TIMEOUT_MS, DeliveryGuarantee, SinkOptions
+from spark_kafka_sink.spark.options import DEFAULT_BATCH_SIZE, DEFAULT_TRANSACTION_TIMEOUT_MS, DeliveryGuarantee, SinkOptions
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "topic": "t"}
 
@@ -39,6 +39,12 @@ def test_exactly_once_prefix_ids_and_timeout_default() -> None:
     assert opts.producer_config("job-7-3")["transactional.id"] == "job-7-3"
     assert opts.producer_options["transaction.timeout.ms"] == DEFAULT_TRANSACTION_TIMEOUT_MS
     assert "transactional.id" not in opts.producer_options
+
+
+def test_batch_size_defaults_to_256_kib_and_the_user_value_wins() -> None:
+    assert parse().producer_options["batch.size"] == DEFAULT_BATCH_SIZE == 262_144
+    assert parse(deliveryGuarantee="exactly_once").producer_config("p-0")["batch.size"] == DEFAULT_BATCH_SIZE
+    assert parse(**{"kafka.batch.size": "16384"}).producer_options["batch.size"] == 16384
 
 
 def test_user_transaction_timeout_wins() -> None:
