@@ -62,14 +62,16 @@ def create_topic(bootstrap_servers: str, name: str, partitions: int = 3, replica
     )
     futures[name].result(timeout=60)
     # Creation is acknowledged by the controller before every broker has the metadata: wait until it is visible.
-    for _ in range(100):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
         md = admin.list_topics(name, timeout=10)
         topic = md.topics.get(name)
         if topic is not None and topic.error is None and len(topic.partitions) == partitions and all(
             p.leader >= 0 for p in topic.partitions.values()
         ):
             return name
-    raise AssertionError(f"topic {name} never became visible with {partitions} partitions")
+        time.sleep(0.05)  # poll interval of a condition wait
+    raise AssertionError(f"topic {name} never became visible with {partitions} partitions within 60 s")
 
 
 @pytest.fixture

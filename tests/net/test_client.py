@@ -210,7 +210,9 @@ def test_unreachable_bootstrap_fails_within_the_timeout_naming_every_address(
     message = str(info.value)
     assert f"127.0.0.1:{refused}" in message and f"127.0.0.1:{silent_port}" in message
     assert "refused" in message.lower() and "socket.connection.setup.timeout.ms" in message
-    assert 1.49 <= elapsed < 3.0, elapsed  # 1.49: the client clock counts whole milliseconds
+    # 1.49: the client clock counts whole milliseconds. The upper bound leaves room for a loaded 2-core CI machine
+    # descheduling the test; what it rules out is waiting for a default timeout (60 s) or hanging.
+    assert 1.49 <= elapsed < 4.5, elapsed
 
 
 def test_blocking_request_keeps_other_responses_for_poll(clients: list[NetworkClient]) -> None:
