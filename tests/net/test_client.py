@@ -197,9 +197,9 @@ def test_connection_failure_backs_off_and_is_reported(clients: list[NetworkClien
 
 def test_unreachable_bootstrap_fails_within_the_timeout_naming_every_address(
         clients: list[NetworkClient]) -> None:
-    refused = unused_port()
     with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts in the kernel, never answers
         silent_port = silent.getsockname()[1]
+        refused = unused_port()  # drawn while the silent port is taken, so the two cannot be the same port
         client = make_client(("127.0.0.1", refused), ("127.0.0.1", silent_port),
                              socket_connection_setup_timeout_ms=400)
         clients.append(client)
