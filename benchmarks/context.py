@@ -68,9 +68,37 @@ class Context:
             if topic is not None and topic.error is None and len(topic.partitions) == partitions and all(
                     p.leader >= 0 for p in topic.partitions.values()):
                 self._topics.append(name)
+                self._wait_writable(name, partitions, deadline)
                 return name
             time.sleep(0.1)
         raise RuntimeError(f"topic {name} never got leaders for its {partitions} partitions")
+
+    def _wait_writable(self, name: str, partitions: int, deadline: float) -> None:
+        """Wait until the leader serves every partition (ListOffsets answers), not only until metadata names it.
+
+        Metadata lists the leader a moment before the broker has created the partition's log. A producer that
+        pipelines batches (max.in.flight > 1, idempotent) and writes in that moment can have its first batch
+        refused (NOT_LEADER_OR_FOLLOWER) while the next one is appended; the broker accepts any first sequence
+        from a producer it does not know yet, so the retried first batch is then out of order and the Java
+        client (kafka-clients 3.9, Spark's format("kafka")) retries it until delivery.timeout.ms. Observed here
+        on fresh topics; a benchmark must not measure that race.
+        """
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"bench-{uuid.uuid4().hex}"})
+        try:
+            pending = set(range(partitions))
+            while pending and time.monotonic() < deadline:
+                for p in sorted(pending):
+                    with contextlib.suppress(KafkaException):
+                        consumer.get_watermark_offsets(TopicPartition(name, p), timeout=5)
+                        pending.discard(p)
+                if pending:
+                    time.sleep(0.1)
+            if pending:
+                raise RuntimeError(f"partitions {sorted(pending)} of {name} never answered ListOffsets")
+        finally:
+            consumer.close()
 
     def topic_record_count(self, name: str) -> int:
         """Records in the topic by end offsets (counts transaction markers too, one per partition and commit)."""
