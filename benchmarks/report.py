@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -61,8 +62,9 @@ def format_table(comps: Sequence[Comparison], targets: Sequence[dict[str, Any]])
         for t in targets:
             shown = _shown(t.get("actual"))
             extra = f" ({t['why']})" if "why" in t else ""
-            lines.append(f"  [{t['status']:>12}] {t['target']}: {shown} (required {t.get('required', '-')})"
-                         f"{extra}")
+            paired = f"; per-round ratios {t['paired_ratios']}" if t.get("paired_ratios") else ""
+            lines.append(f"  [{t['status']:>12}] {t['target']}: {shown} (required {t.get('required', '-')}"
+                         f"{paired}){extra}")
     return "\n".join(lines)
 
 
@@ -72,13 +74,33 @@ def markdown_table(comps: Sequence[Comparison], targets: Sequence[dict[str, Any]
         for i, (name, median, spread, ratio) in enumerate(_rows(comp)):
             label = f"{comp.title} ({comp.unit})" if i == 0 else ""
             out.append(f"| {label} | {name} | {median} | {spread} | {ratio} |")
+    out += _cpu_tables(comps)
     if targets:
-        out += ["", "| target | result | required | status |", "|---|---:|---|---|"]
+        out += ["", "| target | result (ratio of medians) | per-round ratios | required | status |",
+                "|---|---:|---|---|---|"]
         for t in targets:
             shown = _shown(t.get("actual"))
+            rounds = ", ".join(f"{x:.2f}" for x in t.get("paired_ratios") or []) or "-"
             status = t["status"] + (f" ({t['why']})" if "why" in t else "")
-            out.append(f"| {t['target']} | {shown} | {t.get('required', '-')} | {status} |")
+            out.append(f"| {t['target']} | {shown} | {rounds} | {t.get('required', '-')} | {status} |")
     return "\n".join(out)
+
+
+def _cpu_tables(comps: Sequence[Comparison]) -> list[str]:
+    """Where the CPU went (median over rounds, microseconds per row), for comparisons that recorded it."""
+    out: list[str] = []
+    for comp in comps:
+        rows = [r for r in comp.results if r.ok and r.extras and all("cpu_us_per_row" in e for e in r.extras)]
+        if not rows:
+            continue
+        groups = list(rows[0].extras[0]["cpu_us_per_row"])
+        out += ["", f"CPU per row in {comp.title} (microseconds, median of rounds; 2 cores = 2 s of CPU per s):", "",
+                "| contender | " + " | ".join(groups) + " | total |", "|---|" + "---:|" * (len(groups) + 1)]
+        for r in rows:
+            per = {g: statistics.median(e["cpu_us_per_row"][g] for e in r.extras) for g in groups}
+            cells = " | ".join(f"{per[g]:.2f}" for g in groups)
+            out.append(f"| {r.name} | {cells} | {sum(per.values()):.2f} |")
+    return out
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:
