@@ -81,12 +81,14 @@ class RecordAccumulator:
         delivery_timeout_ms: int,
         pool: BufferPool,
         transactional: bool = False,
+        compression_level: int | None = None,
         retry_jitter: float = 0.2,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.batch_size = batch_size
         self.compression = compression
+        self.compression_level = compression_level
         self.linger_ms = linger_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.retry_backoff_max_ms = max(retry_backoff_max_ms, retry_backoff_ms)
@@ -114,7 +116,8 @@ class RecordAccumulator:
                    retry_backoff_ms=config.retry_backoff_ms, retry_backoff_max_ms=config.retry_backoff_max_ms,
                    delivery_timeout_ms=config.delivery_timeout_ms,
                    pool=pool if pool is not None else BufferPool(config.buffer_memory),
-                   transactional=config.is_transactional, **kwargs)  # type: ignore[arg-type]
+                   transactional=config.is_transactional,
+                   compression_level=config.effective_compression_level, **kwargs)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------------------------------ appending
 
@@ -149,7 +152,8 @@ class RecordAccumulator:
                 if result is not None:  # another thread opened a batch while we waited for memory
                     return result
                 batch = ProducerBatch.for_records(tp, self.batch_size, self.compression, now_ms,
-                                                  allocated_bytes=size, transactional=self.transactional)
+                                                  allocated_bytes=size, transactional=self.transactional,
+                                                  compression_level=self.compression_level)
                 future = batch.try_append(timestamp_ms, key, value, headers, now_ms)
                 assert future is not None  # the first record always fits
                 self._track(batch)

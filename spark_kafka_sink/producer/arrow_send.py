@@ -267,7 +267,7 @@ class ArrowSender:
         encoded = encode_arrow_batches(
             value, key=key, timestamp_ms=ts, headers=headers, max_batch_bytes=self._config.batch_size,
             compression=self._config.compression_type, transactional=self._transactional,
-            segment_starts=seg_starts)
+            segment_starts=seg_starts, compression_level=self._config.effective_compression_level)
         # Batches come out in row order and never span two segments: batch -> partition by where it starts.
         owner = np.searchsorted(seg_starts, [e.first_row for e in encoded], side="right") - 1
         cuts = np.searchsorted(owner, np.arange(len(present) + 1), side="left").tolist()

@@ -136,9 +136,10 @@ class ProducerBatch:
     @classmethod
     def for_records(
         cls, tp: TopicPartition, batch_size: int, compression: int | str, created_ms: int, *,
-        allocated_bytes: int = 0, transactional: bool = False,
+        allocated_bytes: int = 0, transactional: bool = False, compression_level: int | None = None,
     ) -> ProducerBatch:
-        builder = BatchBuilder(batch_size, compression, transactional=transactional)
+        builder = BatchBuilder(batch_size, compression, transactional=transactional,
+                               compression_level=compression_level)
         return cls(tp, created_ms, builder=builder, allocated_bytes=allocated_bytes)
 
     @classmethod

@@ -221,6 +221,22 @@ def _apply_cross_field_rules(v: dict[str, Any], explicit: set[str]) -> None:
     v["reconnect_backoff_max_ms"] = max(v["reconnect_backoff_max_ms"], v["reconnect_backoff_ms"])
     _tls_rules(v, explicit)
     _sasl_rules(v, explicit)
+    _compression_level_rule(v)
+
+
+# Levels each codec's library accepts (snappy and none have no level: a level given for them is ignored, as in
+# librdkafka).
+_LEVEL_RANGES = {"gzip": (0, 9), "lz4": (0, 17), "zstd": (-131_072, 22)}
+
+
+def _compression_level_rule(v: dict[str, Any]) -> None:
+    level, codec = v["compression_level"], v["compression_type"]
+    if level is None or codec not in _LEVEL_RANGES:
+        return
+    lo, hi = _LEVEL_RANGES[codec]
+    if not lo <= level <= hi and not (codec == "gzip" and level == -1):
+        raise _conflict(f"compression.level={level} is out of range for compression.type={codec}: use {lo}..{hi} "
+                        f"(or leave it unset for the codec's default)", "compression.level")
 
 
 def _idempotence_conflicts(v: dict[str, Any]) -> list[str]:

@@ -202,12 +202,14 @@ def assemble_batch(
     base_sequence: int = -1,
     transactional: bool = False,
     base_offset: int = 0,
+    compression_level: int | None = None,
 ) -> bytes:
-    """Header + (compressed) already-encoded records -> one complete batch with its CRC."""
+    """Header + (compressed) already-encoded records -> one complete batch with its CRC.
+    ``compression_level``: the codec's level (None: the codec's default, see ``compression.compress``)."""
     if record_count < 1:
         raise ValueError("a record batch holds at least one record")
     codec = codec_id(compression)
-    payload = records_section if codec is Codec.NONE else compress(codec, records_section)
+    payload = records_section if codec is Codec.NONE else compress(codec, records_section, compression_level)
     header = bytearray(HEADER_SIZE)
     _HEADER.pack_into(
         header,
@@ -240,6 +242,7 @@ def encode_batch(
     base_sequence: int = -1,
     transactional: bool = False,
     base_offset: int = 0,
+    compression_level: int | None = None,
 ) -> bytes:
     """The reference encoder: one batch holding ``records`` in order (at least one)."""
     records = list(records)
@@ -260,6 +263,7 @@ def encode_batch(
         base_sequence=base_sequence,
         transactional=transactional,
         base_offset=base_offset,
+        compression_level=compression_level,
     )
 
 
@@ -268,12 +272,14 @@ class BatchBuilder:
 
     Owned by one thread at a time (the caller's lock, e.g. the accumulator's, guards it)."""
 
-    __slots__ = ("_max_bytes", "_compression", "_transactional", "_section", "_size", "_count", "_base_ts",
-                 "_max_ts", "_built")
+    __slots__ = ("_max_bytes", "_compression", "_level", "_transactional", "_section", "_size", "_count",
+                 "_base_ts", "_max_ts", "_built")
 
-    def __init__(self, max_bytes: int, compression: int | str = Codec.NONE, *, transactional: bool = False) -> None:
+    def __init__(self, max_bytes: int, compression: int | str = Codec.NONE, *, transactional: bool = False,
+                 compression_level: int | None = None) -> None:
         self._max_bytes = max_bytes
         self._compression = codec_id(compression)
+        self._level = compression_level
         self._transactional = transactional
         self._section = bytearray()
         self._size = HEADER_SIZE  # stays valid after build() releases the section
@@ -328,6 +334,7 @@ class BatchBuilder:
                 self._max_ts,
                 compression=self._compression,
                 transactional=self._transactional,
+                compression_level=self._level,
             )
             self._section = bytearray()
         return self._built

@@ -1,0 +1,78 @@
+"""compression.level / compression.<codec>.level reach the compressor on both paths (send and send_batch)."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+
+import pyarrow as pa
+import pytest
+
+from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.producer.accumulator import RecordAccumulator
+from spark_kafka_sink.producer.arrow_send import ArrowSender
+from spark_kafka_sink.producer.config import ProducerConfig
+from spark_kafka_sink.producer.partitioner import Partitioner
+from spark_kafka_sink.producer.record_metadata import TopicPartition
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, decode_batch
+
+TP = TopicPartition("t", 0)
+# Compressible, but differently at gzip levels 1 and 9 (checked below, so the test can tell them apart).
+VALUES = [(b"order-%06d status=shipped warehouse=%03d " % (i, i % 7)) * 3 for i in range(400)]
+
+
+def config(**options: object) -> ProducerConfig:
+    return ProducerConfig.from_dict({"bootstrap.servers": "localhost:9092", "compression.type": "gzip",
+                                     "batch.size": 1_000_000, **options})
+
+
+def _drain_payloads(acc: RecordAccumulator) -> list[bytes]:
+    batches = acc.drain(lambda tp: 1, [1], 100_000_000, 10**12)[1]
+    return [b.payload() for b in batches]
+
+
+def _records_section(batch: bytes) -> bytes:
+    return zlib.decompress(batch[HEADER_SIZE:], wbits=31)
+
+
+@pytest.mark.parametrize("options, level", [
+    ({"compression.gzip.level": 1}, 1),
+    ({"compression.level": 9, "compression.gzip.level": 1}, 9),
+    ({}, 6),  # the Java client's gzip default
+])
+def test_send_path_compresses_at_the_configured_level(options: dict[str, int], level: int) -> None:
+    acc = RecordAccumulator.from_config(config(**options))
+    for v in VALUES:
+        acc.append(TP, 0, None, v, [], 0, 1_000)
+    (payload,) = _drain_payloads(acc)
+    section = _records_section(payload)
+    assert payload[HEADER_SIZE:] == gzip.compress(section, compresslevel=level, mtime=0)
+    assert [r.value for r in decode_batch(payload).records] == VALUES
+
+
+@pytest.mark.parametrize("options, level", [({"compression.gzip.level": 1}, 1), ({"compression.level": 9}, 9)])
+def test_send_batch_path_compresses_at_the_configured_level(options: dict[str, int], level: int) -> None:
+    cfg = config(**options)
+    acc = RecordAccumulator.from_config(cfg)
+    sender = ArrowSender(cfg, acc, Partitioner.from_config(cfg), None, lambda topic, max_ms: 1, lambda: None)
+    sender.send("t", pa.table({"value": pa.array(VALUES, pa.binary())}))
+    (payload,) = _drain_payloads(acc)
+    assert payload[HEADER_SIZE:] == gzip.compress(_records_section(payload), compresslevel=level, mtime=0)
+    assert [r.value for r in decode_batch(payload).records] == VALUES
+
+
+def test_levels_differ_on_this_data() -> None:
+    data = b"".join(VALUES)
+    assert gzip.compress(data, compresslevel=1, mtime=0) != gzip.compress(data, compresslevel=9, mtime=0)
+
+
+@pytest.mark.parametrize("codec, level", [("gzip", 10), ("gzip", -2), ("lz4", 18), ("lz4", -1)])
+def test_a_level_out_of_the_codecs_range_is_refused(codec: str, level: int) -> None:
+    with pytest.raises(ConfigError, match=rf"compression.level={level} is out of range for "
+                                          rf"compression.type={codec}") as info:
+        config(**{"compression.type": codec, "compression.level": level})
+    assert info.value.key == "compression.level"
+
+
+def test_a_level_for_a_codec_without_levels_is_ignored() -> None:
+    assert config(**{"compression.type": "snappy", "compression.level": 3}).compression_type == "snappy"
