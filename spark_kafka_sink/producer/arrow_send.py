@@ -49,6 +49,7 @@ __all__ = ["BatchSendResult", "PartitionWriteStats", "ArrowSender"]
 I64 = npt.NDArray[np.int64]
 _RECORD_OVERHEAD = 40  # upper bound of a record's varints and attributes (length, deltas, key/value lengths...)
 _HEADER_OVERHEAD = 10  # varint lengths of one header's key and value
+_SLICE_BYTES = 2 << 20  # rows encoded per step; large enough that the per-call overhead stays below 1%
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,29 @@ class _Columns:
     headers: pa.Array | None
     timestamp: I64  # epoch ms per row
     size: I64  # upper bound of each row's encoded record
+
+    def slice(self, lo: int, hi: int) -> _Columns:
+        def cut(arr: pa.Array | None) -> pa.Array | None:
+            return None if arr is None else arr.slice(lo, hi - lo)
+
+        return _Columns(self.value.slice(lo, hi - lo), cut(self.key), cut(self.topic), cut(self.partition),
+                        cut(self.headers), self.timestamp[lo:hi], self.size[lo:hi])
+
+
+def _slices(size: I64, limit: int) -> list[tuple[int, int]]:
+    """Consecutive row ranges of at most ``limit`` bytes each (a larger row alone), covering every row."""
+    n = len(size)
+    cum = np.cumsum(size)
+    if not n or int(cum[-1]) <= limit:
+        return [(0, n)]
+    out = []
+    lo = 0
+    while lo < n:
+        base = int(cum[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(cum, base + limit, side="right")))
+        out.append((lo, hi))
+        lo = hi
+    return out
 
 
 def _validate(data: pa.RecordBatch | pa.Table, topic: str | None) -> _Columns:
@@ -221,8 +245,13 @@ class ArrowSender:
         started = monotonic_ms()
         futures: list[Future[BatchMetadata]] = []
         sizes: list[int] = []
-        for name, rows in self._groups(topic, cols):
-            self._send_topic(name, rows, cols, started, futures, sizes, interceptors)
+        # A large input goes in slices: the sorted copy, the joined records and the batches waiting for buffer
+        # memory are then a slice's size, not the input's, on top of buffer.memory (a 10k-row Spark batch of
+        # 1 KB values is 10 MB).
+        for lo, hi in _slices(cols.size, _SLICE_BYTES):
+            part = cols if (lo, hi) == (0, len(cols.size)) else cols.slice(lo, hi)
+            for name, rows in self._groups(topic, part):
+                self._send_topic(name, rows, part, started, futures, sizes, interceptors)
         self._wakeup()
         return _result(futures, sizes)
 

@@ -19,6 +19,7 @@ from spark_kafka_sink.errors import (
     RecordTooLargeError,
     SerializationError,
 )
+from spark_kafka_sink.producer import arrow_send
 from spark_kafka_sink.protocol.murmur2 import murmur2, partition_for_key
 from spark_kafka_sink.testing.broker import KafkaCluster
 
@@ -58,8 +59,12 @@ def test_send_reads_back_byte_for_byte(bootstrap: str, topic_factory: Callable[.
         assert (got.key, got.value, got.headers, got.timestamp_ms) == (key, value, headers, md.timestamp_ms)
 
 
+@pytest.mark.parametrize("slice_bytes", [None, 64 << 10], ids=["one-slice", "sliced"])
 def test_send_batch_reads_back_byte_for_byte(bootstrap: str, topic_factory: Callable[..., str],
-                                             readback: Readback) -> None:
+                                             readback: Readback, monkeypatch: pytest.MonkeyPatch,
+                                             slice_bytes: int | None) -> None:
+    if slice_bytes is not None:  # a large input is encoded in slices (bounded memory): same records, same order
+        monkeypatch.setattr(arrow_send, "_SLICE_BYTES", slice_bytes)
     topic = topic_factory(partitions=4)
     n = 5000
     rng = np.random.default_rng(1)
@@ -94,6 +99,8 @@ def test_send_batch_reads_back_byte_for_byte(bootstrap: str, topic_factory: Call
     for (t, part), stats in result.partitions.items():
         offsets = [r.offset for r in records if r.partition == part]
         assert (stats.first_offset, stats.last_offset, stats.records) == (min(offsets), max(offsets), len(offsets))
+        in_offset_order = [r.timestamp_ms for r in sorted(records, key=lambda r: r.offset) if r.partition == part]
+        assert in_offset_order == sorted(in_offset_order)  # input order kept within each partition
 
 
 def test_send_batch_per_row_topics_and_merge(bootstrap: str, topic_factory: Callable[..., str],
