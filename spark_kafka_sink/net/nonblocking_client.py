@@ -26,11 +26,12 @@ from spark_kafka_sink.net.metadata import Metadata
 from spark_kafka_sink.protocol.messages import METADATA, ApiSpec
 from spark_kafka_sink.protocol.versions import BrokerVersions
 
-__all__ = ["NonBlockingClient"]
+__all__ = ["NonBlockingClient", "NO_CONNECTION_DELAY_LIMIT_MS"]
 
 # One logger for the whole client, whichever of its two modules logs: the name users already configure.
 log = logging.getLogger("spark_kafka_sink.net.client")
 
+NO_CONNECTION_DELAY_LIMIT_MS = 1 << 31  # connection_delay of a connecting or connected node: wait for events
 _WAKEUP = object()  # selector key data of the wakeup socket
 _METADATA_REFRESH = object()  # context of the client's own metadata requests
 
@@ -135,10 +136,16 @@ class NonBlockingClient:
         return None if node is None else node.last_error
 
     def connection_delay(self, node_id: int, now_ms: int) -> int:
-        """Milliseconds before ready() may start a new attempt for ``node_id`` (0 if it can now or is connected)."""
+        """How long a caller waiting for ``node_id`` to become ready may block in poll(), as Java's
+        connectionDelay: a disconnected node's remaining reconnect backoff (0 for an unknown node: ready() may
+        connect now); for a connecting or connected node, no limit: only network events (connected, a response
+        freeing an in-flight slot) or wakeup() can change its readiness, and poll() returns on those. (Returning
+        0 there made the sender spin while max.in.flight requests were out: ~10% of a core.)"""
         node = self._nodes.get(node_id)
-        if node is None or node.conn.state is not ConnectionState.DISCONNECTED:
+        if node is None:
             return 0
+        if node.conn.state is not ConnectionState.DISCONNECTED:
+            return NO_CONNECTION_DELAY_LIMIT_MS
         return max(0, node.next_attempt_ms - now_ms)
 
     def in_flight_count(self, node_id: int | None = None) -> int:

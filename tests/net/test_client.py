@@ -18,6 +18,7 @@ from spark_kafka_sink.net.client import ClientResponse, NetworkClient
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.connection import monotonic_ms
 from spark_kafka_sink.net.handshake import Handshake, HandshakeContext, HandshakeStatus
+from spark_kafka_sink.net.nonblocking_client import NO_CONNECTION_DELAY_LIMIT_MS
 from spark_kafka_sink.protocol.framing import RequestHeader
 from spark_kafka_sink.protocol.messages import INIT_PRODUCER_ID, METADATA, PRODUCE
 from tests.net.fake_broker import FakeBroker, Peer, unused_port
@@ -147,6 +148,8 @@ def test_ready_counts_in_flight_requests(clients: list[NetworkClient]) -> None:
         assert client.ready(-1, monotonic_ms())
         client.send(-1, PRODUCE, body, monotonic_ms())
         assert not client.ready(-1, monotonic_ms())
+        # Not ready only until a response frees a slot: a caller may block in poll (which returns on it).
+        assert client.connection_delay(-1, monotonic_ms()) == NO_CONNECTION_DELAY_LIMIT_MS
         release.set()
         poll_until(client, lambda r: len(r) == 2)
         assert client.ready(-1, monotonic_ms())

@@ -14,6 +14,7 @@ from spark_kafka_sink.errors import KafkaError
 from spark_kafka_sink.net.client import ClientRequest, ClientResponse
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.metadata import Metadata
+from spark_kafka_sink.net.nonblocking_client import NO_CONNECTION_DELAY_LIMIT_MS
 from spark_kafka_sink.protocol.messages import PRODUCE, ApiSpec, encode_request_body
 from spark_kafka_sink.protocol.record_batch import DecodedBatch, decode_batch
 
@@ -84,7 +85,8 @@ class FakeClient:
         return self.errors.get(node_id) or KafkaError(f"node {node_id} is down")
 
     def connection_delay(self, node_id: int, now_ms: int) -> int:
-        return 50 if node_id in self.down else 0
+        # As NetworkClient: a down node's backoff; a connected one waits for network events.
+        return 50 if node_id in self.down else NO_CONNECTION_DELAY_LIMIT_MS
 
     def least_loaded_node(self, now_ms: int) -> int | None:
         up = [b for b in sorted(self.metadata.brokers()) if b not in self.down]
