@@ -9,23 +9,31 @@ waits on it, or it completes), so a pending one costs ~250 bytes. It behaves exa
 It starts RUNNING: a record handed to the producer cannot be recalled, so ``cancel()`` returns False (as the Java
 client's futures refuse cancellation) and completing it later cannot hit InvalidStateError.
 
+Completing one, adding a callback and reading a completed one's result do not create the Condition either: the
+bulk path completes thousands of batch futures a second, each gathered by a callback and read once, and the
+Condition was made for every one of them (~8 us of GIL time a batch).
+
 Relies on Future's private field names (``_state``, ``_result``, ``_exception``, ``_waiters``,
-``_done_callbacks``, ``_condition``), unchanged in CPython since 3.2; the tests exercise every public method.
-Thread-safety: the lazy Condition is created under the module's ``_CREATE_LOCK``, so two threads cannot each make
-one; everything else is as in Future (guarded by the Condition).
+``_done_callbacks``, ``_condition``, ``_invoke_callbacks``), unchanged in CPython since 3.2; the tests exercise
+every public method and ``wait`` / ``as_completed`` racing completion. Thread-safety: one module-wide lock,
+``_LOCK``, held for a few bytecodes, guards every future's state change, callback list and lazy Condition. A
+completion sets the state under it and then notifies the Condition only if one exists; a waiter creates the
+Condition under it and then checks the state under the Condition, so either the waiter sees FINISHED or the
+completion sees (and notifies) its Condition.
 """
 
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future
-from concurrent.futures._base import RUNNING
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
+from concurrent.futures._base import FINISHED, LOGGER, RUNNING
 from typing import Any, TypeVar
 
 __all__ = ["RecordFuture"]
 
 _T = TypeVar("_T")
-_CREATE_LOCK = threading.Lock()
+_LOCK = threading.Lock()
 
 
 class RecordFuture(Future[_T]):
@@ -43,8 +51,65 @@ class RecordFuture(Future[_T]):
     def _condition(self) -> threading.Condition:  # type: ignore[override]
         cond = self._cond
         if cond is None:
-            with _CREATE_LOCK:
+            with _LOCK:
                 cond = self._cond
                 if cond is None:
                     cond = self._cond = threading.Condition()
         return cond
+
+    def done(self) -> bool:
+        return self._state == FINISHED  # never cancelled: it starts RUNNING
+
+    def result(self, timeout: float | None = None) -> _T:
+        if self._state == FINISHED:  # _result/_exception are written before _state
+            if self._exception is not None:
+                raise self._exception
+            result: _T = self._result
+            return result
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if self._state == FINISHED:
+            return self._exception
+        return super().exception(timeout)
+
+    def add_done_callback(self, fn: Callable[[Future[_T]], object]) -> None:
+        with _LOCK:
+            if self._state != FINISHED:
+                self._done_callbacks.append(fn)
+                return
+        try:
+            fn(self)
+        except Exception:  # as Future: a failing callback is logged, not raised into the caller
+            LOGGER.exception("exception calling callback for %r", self)
+
+    def set_result(self, result: _T) -> None:
+        with _LOCK:
+            already = self._state == FINISHED
+            if not already:
+                self._result = result
+                self._state = FINISHED
+            cond = self._cond
+        self._notify(cond, already, failed=False)
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        with _LOCK:
+            already = self._state == FINISHED
+            if not already:
+                self._exception = exception
+                self._state = FINISHED
+            cond = self._cond
+        self._notify(cond, already, failed=True)
+
+    def _notify(self, cond: threading.Condition | None, already: bool, *, failed: bool) -> None:
+        if already:  # raised outside _LOCK: repr() takes the Condition, which may need _LOCK
+            raise InvalidStateError(f"{self._state}: {self!r}")
+        if cond is not None:  # someone waits (or waited) on it: wake them as Future does
+            with cond:
+                for waiter in self._waiters:
+                    if failed:
+                        waiter.add_exception(self)
+                    else:
+                        waiter.add_result(self)
+                cond.notify_all()
+        self._invoke_callbacks()  # type: ignore[attr-defined]

@@ -48,3 +48,47 @@ def test_a_pending_record_future_is_light() -> None:
     light_each = sum(s.size_diff for s in middle.compare_to(before, "filename")) / len(light)
     heavy_each = sum(s.size_diff for s in after.compare_to(middle, "filename")) / len(heavy)
     assert light_each < 400 < 1000 < heavy_each, (light_each, heavy_each)
+
+
+def test_completing_and_reading_without_waiting_makes_no_condition() -> None:
+    future: RecordFuture[int] = RecordFuture()
+    calls: list[int] = []
+    future.add_done_callback(lambda f: calls.append(f.result()))
+    future.set_result(3)
+    assert future.done() and future.result() == 3 and future.exception() is None and calls == [3]
+    failed: RecordFuture[int] = RecordFuture()
+    failed.set_exception(KeyError("k"))
+    assert isinstance(failed.exception(), KeyError)
+    assert future._cond is None and failed._cond is None  # the fast path: no Condition was built
+    with pytest.raises(cf.InvalidStateError):
+        future.set_result(4)
+    with pytest.raises(cf.InvalidStateError):
+        failed.set_exception(ValueError())
+
+
+def test_waiters_racing_completion_are_always_woken() -> None:
+    # A waiter creating the Condition while another thread completes the future must never miss the wake-up.
+    for i in range(300):
+        futures: list[RecordFuture[int]] = [RecordFuture() for _ in range(4)]
+        start = threading.Barrier(2)
+
+        def complete() -> None:
+            start.wait()
+            for n, f in enumerate(futures):
+                if n % 2:
+                    f.set_exception(ValueError(n))
+                else:
+                    f.set_result(n)
+
+        worker = threading.Thread(target=complete)
+        worker.start()
+        start.wait()
+        if i % 2:
+            done, not_done = cf.wait(futures, timeout=10)
+            assert not not_done and done == set(futures)
+        else:
+            assert futures[0].result(timeout=10) == 0
+            assert isinstance(futures[3].exception(timeout=10), ValueError)
+            assert [f.done() for f in futures] == [True] * 4 or worker.is_alive()
+        worker.join(10)
+        assert [f.done() for f in futures] == [True] * 4
