@@ -96,10 +96,6 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
     producer = KafkaProducer(options.producer_config(transactional_id))
     finished = False
     try:
-        if options.topic is not None:
-            # Named before the producer's first metadata request goes out, the topic rides on it; named at the
-            # first send, it needs a second request, which waits out retry.backoff.ms (~100 ms a task).
-            producer.partitions_for(options.topic)
         if transactional_id is not None:
             producer.init_transactions()  # fences and aborts an earlier attempt of this partition
             producer.begin_transaction()
