@@ -164,6 +164,10 @@ class Metadata:
             self._interest.add(topic)
             if topic not in self._topics:
                 self._need_update = True
+                # As Java's requestUpdateForNewTopics: a topic never asked for skips the retry.backoff.ms since
+                # the last refresh (e.g. the bootstrap one), so the first send to it does not wait ~100 ms.
+                # Once per topic: a missing one still backs off between its later refreshes.
+                self._last_refresh_ms = None
             return True
 
     def remove_topic(self, topic: str) -> None:

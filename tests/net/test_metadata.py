@@ -88,6 +88,17 @@ def test_refresh_policy() -> None:
     assert md.time_to_next_update(2000) == 100
 
 
+def test_a_new_topic_skips_the_refresh_backoff_once() -> None:
+    md = Metadata(CONFIG)
+    md.update(response([]), 1000)  # e.g. the bootstrap refresh, just now
+    assert md.add_topic("new")
+    assert md.time_to_next_update(1001) == 0  # as Java's requestUpdateForNewTopics: no retry.backoff.ms wait
+    md.failed_update(1002)  # (or an answer without the topic)
+    assert not md.add_topic("new")  # asked for already: its next refresh backs off as usual
+    md.request_update()
+    assert md.time_to_next_update(1003) == 99
+
+
 def test_topics_of_interest_shape_the_request() -> None:
     md = Metadata(CONFIG)
     md.update(response([]), 0)

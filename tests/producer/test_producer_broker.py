@@ -249,3 +249,14 @@ def test_buffer_memory_blocks_then_raises_with_the_broker_down_and_close_zero_fa
     print(f"\nbuffer.memory={buffer_memory} sent={sent} rss growth={growth} bytes "
           f"({(growth - buffer_memory) / sent:.0f} bytes/record beyond buffer.memory)")
     assert growth <= buffer_memory + 4 * 1024 * 1024
+
+
+def test_the_first_send_to_a_topic_does_not_wait_out_the_metadata_backoff(
+        bootstrap: str, topic_factory: Callable[..., str]) -> None:
+    # The producer's first Metadata request (at start-up) knows no topic; the first send then needs another. With
+    # retry.backoff.ms longer than max.block.ms, that send can only get its metadata if a new topic skips the backoff.
+    topic = topic_factory(partitions=2)
+    with producer(bootstrap, **{"retry.backoff.ms": 4_000, "retry.backoff.max.ms": 4_000,
+                                "max.block.ms": 2_000}) as p:
+        p.partitions_for(topic_factory(partitions=1))  # the start-up refresh has happened: the backoff runs
+        assert p.send(topic, b"v").result(30).topic == topic
