@@ -175,7 +175,8 @@ def compare(ctx: Context, w: Workload, title: str, buffer_memory_mb: int, with_j
         contenders.append(_java(ctx, w))
     contenders += _ours(ctx, w, table, chunks, buffer_memory_mb << 20)
     _ = ctx.bootstrap  # start the broker before the first timer
-    return run_comparison("producer", title, "records/s", contenders, ctx.rounds, params=w.describe(), log=ctx.log)
+    return run_comparison("producer", title, "records/s", contenders, ctx.rounds, params=w.describe(), log=ctx.log,
+                          warmup=not ctx.quick)
 
 
 def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]], buffer_memory_mb: int) -> list[Comparison]:

@@ -132,7 +132,8 @@ def compare(ctx: Context, w: Workload, title: str, with_send: bool) -> Compariso
     df = dataframe(ctx, w)
     try:
         return run_comparison("spark", title, "rows/s", contenders(ctx, w, df, with_send), ctx.rounds,
-                              params={**w.describe(), "spark_master": "local[2]"}, log=ctx.log)
+                              params={**w.describe(), "spark_master": "local[2]"}, log=ctx.log,
+                              warmup=not ctx.quick)
     finally:
         df.unpersist()
 

@@ -172,8 +172,10 @@ def load_average() -> tuple[float, float, float]:
 
 def run_comparison(group: str, title: str, unit: str, contenders: Sequence[Contender], rounds: int,
                    params: dict[str, Any] | None = None, higher_is_better: bool = True,
-                   log: Callable[[str], None] = print) -> Comparison:
-    """Run every available contender ``rounds`` times, alternating; the first contender is the baseline."""
+                   log: Callable[[str], None] = print, warmup: bool = False) -> Comparison:
+    """Run every available contender ``rounds`` times, alternating; the first contender is the baseline.
+    ``warmup``: first run each contender once, unmeasured (JVM JIT, Python workers and their imports, broker
+    page cache and connections: a first run paid for them, a round-1 penalty that fell on whoever went first)."""
     if rounds < 1:
         raise ValueError("rounds must be >= 1")
     results = [ContenderResult(c.name, skipped=c.unavailable) for c in contenders]
@@ -181,6 +183,12 @@ def run_comparison(group: str, title: str, unit: str, contenders: Sequence[Conte
     comp = Comparison(group, title, unit, contenders[0].name, dict(params or {}), results, higher_is_better,
                       load_before=load_average())
     start = time.monotonic()
+    if warmup:
+        comp.params["warmup_runs"] = 1
+        for contender, _ in live:
+            sample, _failures = _run_once(contender, log)
+            if sample is not None:
+                log(f"    warm-up {contender.name}: {_fmt(sample.measure)} {unit} (not counted)")
     for rnd in range(rounds):
         for contender, result in _round_order(live, rnd):
             if result.error is not None:

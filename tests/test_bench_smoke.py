@@ -51,6 +51,12 @@ def test_harness_alternates_rounds_and_reports_ratios() -> None:
     assert "b >= 2x a" in format_table([comp], [met, missing])
     assert "| g 1 (records/s) | a |" in markdown_table([comp], [met])
 
+    calls.clear()
+    warm = run_comparison("g", "g 2", "records/s", [contender("a", 100.0), contender("b", 300.0)], rounds=3,
+                          log=lambda _: None, warmup=True)
+    assert calls == ["a", "b", "a", "b", "b", "a", "b", "a"]  # one unmeasured run each, then the 3 rounds
+    assert [len(r.samples) for r in warm.results] == [3, 3] and warm.params["warmup_runs"] == 1
+
 
 def test_workload_records_have_the_declared_sizes() -> None:
     w = Workload(rows=2_500, key_size=16, value_size=100)
