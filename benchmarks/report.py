@@ -27,7 +27,8 @@ def _shown(actual: Any) -> str:
     if actual is None:
         return "-"
     if isinstance(actual, (int, float)):
-        return human(float(actual)) if abs(actual) >= 1000 else f"{actual:.2f}"
+        # Three decimals: a ratio of 0.896 against a 0.9 target must not print as 0.90.
+        return human(float(actual)) if abs(actual) >= 1000 else f"{actual:.3f}"
     return str(actual)
 
 
