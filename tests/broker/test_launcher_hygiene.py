@@ -28,6 +28,10 @@ INNER_TEST = textwrap.dedent("""
 """)
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_inner_session(tmp_path: Path) -> tuple[subprocess.Popen[bytes], dict[str, object]]:
     test_file = tmp_path / "test_inner_block.py"
     test_file.write_text(INNER_TEST)
@@ -38,6 +42,9 @@ def _start_inner_session(tmp_path: Path) -> tuple[subprocess.Popen[bytes], dict[
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
             cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
+            # A job started in the background (`make test &`, some CI runners) inherits SIGINT ignored, and Python
+            # keeps an ignored SIGINT ignored: give the session the terminal's default, as a real Ctrl-C meets.
+            preexec_fn=_default_sigint,
         )
     deadline = time.monotonic() + 120
     while not info_file.exists() or not info_file.read_text():
@@ -64,7 +71,12 @@ def test_interrupted_session_leaves_no_jvm_and_no_data(tmp_path: Path, sig: sign
     assert pids and all(_pid_alive(p) for p in pids) and data_dir.is_dir()
 
     proc.send_signal(sig)  # what Ctrl-C (SIGINT) or a CI cancel (SIGTERM) does
-    proc.wait(timeout=60)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # leave nothing running for the tests after this one
+        proc.wait()
+        raise AssertionError(f"the session did not end within 60 s of {sig.name}") from None
     assert _wait_gone(pids) == []
     assert not data_dir.exists()
 
