@@ -1,0 +1,234 @@
+"""RecordBatch v2 encoding: one record, a whole batch, or record by record with ``BatchBuilder``. Pure.
+
+Producer id / epoch / sequence are written as -1 here; ``record_batch_producer_state`` sets them at drain time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import crc32c
+
+from spark_kafka_sink.errors import IllegalStateError
+from spark_kafka_sink.protocol.compression import Codec, codec_id, compress
+from spark_kafka_sink.protocol.primitives import varint_size, varlong_size, write_varint, write_varlong
+from spark_kafka_sink.protocol.record_batch_format import (
+    ATTR_TRANSACTIONAL,
+    CRC_START,
+    CRC_STRUCT,
+    FIELD_OFFSET,
+    HEADER_SIZE,
+    HEADER_STRUCT,
+    LOG_OVERHEAD,
+    MAGIC,
+    Header,
+)
+
+__all__ = [
+    "Record",
+    "BatchBuilder",
+    "encode_batch",
+    "encode_record",
+    "record_size",
+    "assemble_batch",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record to encode. Header values may be None; header keys are str (sent as UTF-8)."""
+
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int
+    headers: Sequence[Header] = ()
+
+
+def _length_prefixed(data: bytes | None) -> bytes:
+    return b"\x01" if data is None else write_varint(len(data)) + data  # 0x01 = zigzag(-1)
+
+
+def encode_record(
+    offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]
+) -> bytes:
+    """One record, length prefix included (layout in ``record_batch_format``)."""
+    parts = [b"\x00", write_varlong(timestamp_delta), write_varint(offset_delta)]
+    parts.append(_length_prefixed(key))
+    parts.append(_length_prefixed(value))
+    parts.append(write_varint(len(headers)))
+    for h_key, h_value in headers:
+        parts.append(_length_prefixed(h_key.encode("utf-8")))
+        parts.append(_length_prefixed(h_value))
+    body = b"".join(parts)
+    return write_varint(len(body)) + body
+
+
+def _field_size(n: int | None) -> int:
+    return 1 if n is None else varint_size(n) + n
+
+
+def record_size(
+    offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]
+) -> int:
+    """``len(encode_record(...))`` without building it."""
+    body = 1 + varlong_size(timestamp_delta) + varint_size(offset_delta)
+    body += _field_size(None if key is None else len(key)) + _field_size(None if value is None else len(value))
+    body += varint_size(len(headers))
+    for h_key, h_value in headers:
+        body += _field_size(len(h_key.encode("utf-8"))) + _field_size(None if h_value is None else len(h_value))
+    return varint_size(body) + body
+
+
+def _attributes(compression: int, transactional: bool) -> int:
+    return int(codec_id(compression)) | (ATTR_TRANSACTIONAL if transactional else 0)
+
+
+def assemble_batch(
+    records_section: bytes | bytearray | memoryview,
+    record_count: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    *,
+    compression: int | str = Codec.NONE,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+    base_offset: int = 0,
+    compression_level: int | None = None,
+) -> bytes:
+    """Header + (compressed) already-encoded records -> one complete batch with its CRC.
+    ``compression_level``: the codec's level (None: the codec's default, see ``compression.compress``)."""
+    if record_count < 1:
+        raise ValueError("a record batch holds at least one record")
+    codec = codec_id(compression)
+    payload = records_section if codec is Codec.NONE else compress(codec, records_section, compression_level)
+    header = bytearray(HEADER_SIZE)
+    HEADER_STRUCT.pack_into(
+        header,
+        0,
+        base_offset,
+        HEADER_SIZE - LOG_OVERHEAD + len(payload),
+        -1,  # partitionLeaderEpoch
+        MAGIC,
+        0,  # crc, filled in below
+        _attributes(codec, transactional),
+        record_count - 1,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
+    )
+    crc = crc32c.crc32c(payload, crc32c.crc32c(memoryview(header)[CRC_START:]))
+    CRC_STRUCT.pack_into(header, FIELD_OFFSET["crc"], crc)
+    return b"".join((header, payload))
+
+
+def encode_batch(
+    records: Iterable[Record],
+    *,
+    compression: int | str = Codec.NONE,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+    base_offset: int = 0,
+    compression_level: int | None = None,
+) -> bytes:
+    """The reference encoder: one batch holding ``records`` in order (at least one)."""
+    records = list(records)
+    if not records:
+        raise ValueError("a record batch holds at least one record")
+    base_ts = records[0].timestamp_ms
+    section = b"".join(
+        encode_record(i, r.timestamp_ms - base_ts, r.key, r.value, r.headers) for i, r in enumerate(records)
+    )
+    return assemble_batch(
+        section,
+        len(records),
+        base_ts,
+        max(r.timestamp_ms for r in records),
+        compression=compression,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        transactional=transactional,
+        base_offset=base_offset,
+        compression_level=compression_level,
+    )
+
+
+class BatchBuilder:
+    """Appends records one by one into a batch of at most ``max_bytes`` (uncompressed), then builds it once.
+
+    Owned by one thread at a time (the caller's lock, e.g. the accumulator's, guards it)."""
+
+    __slots__ = ("_max_bytes", "_compression", "_level", "_transactional", "_section", "_size", "_count",
+                 "_base_ts", "_max_ts", "_built")
+
+    def __init__(self, max_bytes: int, compression: int | str = Codec.NONE, *, transactional: bool = False,
+                 compression_level: int | None = None) -> None:
+        self._max_bytes = max_bytes
+        self._compression = codec_id(compression)
+        self._level = compression_level
+        self._transactional = transactional
+        self._section = bytearray()
+        self._size = HEADER_SIZE  # stays valid after build() releases the section
+        self._count = 0
+        self._base_ts = 0
+        self._max_ts = 0
+        self._built: bytes | None = None
+
+    @property
+    def record_count(self) -> int:
+        return self._count
+
+    @property
+    def estimated_size(self) -> int:
+        """Header + uncompressed records so far: an upper bound of the built batch's size."""
+        return self._size
+
+    @property
+    def base_timestamp(self) -> int:
+        return self._base_ts
+
+    @property
+    def max_timestamp(self) -> int:
+        return self._max_ts
+
+    def try_append(
+        self, timestamp_ms: int, key: bytes | None, value: bytes | None, headers: Sequence[Header] = ()
+    ) -> bool:
+        """Append one record; False (and nothing appended) if it would pass max_bytes. The first always fits."""
+        if self._built is not None:
+            raise IllegalStateError("append to a record batch that was already built")
+        if self._count == 0:
+            self._base_ts = self._max_ts = timestamp_ms
+        record = encode_record(self._count, timestamp_ms - self._base_ts, key, value, headers)
+        if self._count and self.estimated_size + len(record) > self._max_bytes:
+            return False
+        self._section += record
+        self._size += len(record)
+        self._count += 1
+        self._max_ts = max(self._max_ts, timestamp_ms)
+        return True
+
+    def build(self) -> bytes:
+        """The complete batch (producer id/epoch/sequence -1: see ``with_producer_state``). Idempotent."""
+        if self._built is None:
+            if not self._count:
+                raise IllegalStateError("build an empty record batch")
+            self._built = assemble_batch(
+                self._section,
+                self._count,
+                self._base_ts,
+                self._max_ts,
+                compression=self._compression,
+                transactional=self._transactional,
+                compression_level=self._level,
+            )
+            self._section = bytearray()
+        return self._built
