@@ -4,13 +4,9 @@ One instance per producer with idempotence on (the default); it behaves like the
 It is sans-IO: it never touches the network. The sender asks :meth:`next_request` for the one coordinator request
 that is due (at most one is in flight), sends it, and feeds the answer back with :meth:`handle_response`.
 
-States (``TxnState``) and the transition table ``TRANSITIONS`` (target <- allowed sources); any other transition
-raises :class:`~spark_kafka_sink.errors.IllegalStateError` naming both states::
-
-    UNINITIALIZED -> INITIALIZING -> READY -> IN_TRANSACTION -> COMMITTING_TRANSACTION -> READY
-                                       ^             |  \\-> ABORTABLE_ERROR -> ABORTING_TRANSACTION -> READY
-                                       |             \\-> ABORTING_TRANSACTION -> READY | INITIALIZING (epoch bump)
-    READY -> UNINITIALIZED (idempotent producer: fetch a fresh producer id);  any state -> FATAL_ERROR
+States, the transition table and the transitions themselves are in
+:mod:`~spark_kafka_sink.producer.txn_state` (re-exported here); any illegal transition raises
+:class:`~spark_kafka_sink.errors.IllegalStateError` naming both states.
 
 Idempotence: sequences are assigned when a batch is drained (``stamp``), retried batches keep them, and draining
 a partition stops while an earlier batch of it awaits a retry (``should_stop_draining``), so a partition never has
@@ -42,10 +38,7 @@ re-enter the producer: only the facade waits on them).
 
 from __future__ import annotations
 
-import copy
-import enum
 import itertools
-import logging
 import threading
 from concurrent.futures import Future
 
@@ -70,8 +63,8 @@ from spark_kafka_sink.producer.txn_requests import (
     RequestKind,
     TxnRequest,
     TxnResponseHandlers,
-    fenced_error,
 )
+from spark_kafka_sink.producer.txn_state import TRANSITIONS, TxnState, TxnStateMachine
 
 __all__ = [
     "TxnState",
@@ -88,41 +81,11 @@ __all__ = [
     "MAX_TRANSACTIONAL_PRODUCE_VERSION",
 ]
 
-_log = logging.getLogger(__name__)
-
 #: Produce v12 lets a transaction-version-2 coordinator add partitions implicitly; we stay on the v1 flow.
 MAX_TRANSACTIONAL_PRODUCE_VERSION = 11
 
 
-class TxnState(enum.Enum):
-    UNINITIALIZED = "uninitialized"
-    INITIALIZING = "initializing"  # InitProducerId in progress
-    READY = "ready"  # has a producer id; idempotent producers stay here
-    IN_TRANSACTION = "in_transaction"
-    COMMITTING_TRANSACTION = "committing_transaction"  # flushing, then EndTxn(commit)
-    ABORTING_TRANSACTION = "aborting_transaction"  # dropping unsent batches, then EndTxn(abort)
-    ABORTABLE_ERROR = "abortable_error"  # the transaction can only be aborted
-    FATAL_ERROR = "fatal_error"  # the producer can only be closed
-
-
-_S = TxnState
-#: target state -> the states it may be entered from.
-TRANSITIONS: dict[TxnState, frozenset[TxnState]] = {
-    _S.UNINITIALIZED: frozenset({_S.READY}),  # an idempotent producer drops its id to fetch a fresh one
-    _S.INITIALIZING: frozenset({_S.UNINITIALIZED, _S.ABORTING_TRANSACTION}),  # first id; epoch bump after abort
-    _S.READY: frozenset({_S.INITIALIZING, _S.COMMITTING_TRANSACTION, _S.ABORTING_TRANSACTION}),
-    _S.IN_TRANSACTION: frozenset({_S.READY}),
-    _S.COMMITTING_TRANSACTION: frozenset({_S.IN_TRANSACTION}),
-    _S.ABORTING_TRANSACTION: frozenset({_S.IN_TRANSACTION, _S.ABORTABLE_ERROR}),
-    _S.ABORTABLE_ERROR: frozenset({_S.IN_TRANSACTION, _S.COMMITTING_TRANSACTION, _S.ABORTABLE_ERROR}),
-    _S.FATAL_ERROR: frozenset(TxnState),  # always reachable, never left
-}
-
-# Fatal errors from produce responses, whether transactional or not (as Java's maybeTransitionToErrorState).
-_FATAL_CODES = frozenset({31, 35, 47, 53, 90})  # CLUSTER_AUTH, UNSUPPORTED_VERSION, INVALID_EPOCH, TXN_ID_AUTH, FENCED
-
-
-class TransactionManager(IdempotenceMixin, TxnResponseHandlers):
+class TransactionManager(TxnStateMachine, IdempotenceMixin, TxnResponseHandlers):
     """Producer id, epoch, sequences and (with a transactional.id) the transaction state machine."""
 
     def __init__(self, *, transactional_id: str | None, transaction_timeout_ms: int, retry_backoff_ms: int) -> None:
@@ -190,54 +153,6 @@ class TransactionManager(IdempotenceMixin, TxnResponseHandlers):
     def coordinator(self) -> Coordinator | None:
         with self._lock:
             return self._coordinator
-
-    # ----------------------------------------------------------------------------------------- transitions
-
-    def _transition(self, target: TxnState, error: KafkaError | None = None) -> None:
-        # Caller holds _lock.
-        if self._state not in TRANSITIONS[target]:
-            raise IllegalStateError(
-                f"transactional.id {self.transactional_id!r}" if self.is_transactional else "idempotent producer",
-                from_state=self._state, to_state=target,
-            )
-        if error is not None:
-            self._last_error = error
-        elif target not in (TxnState.ABORTABLE_ERROR, TxnState.FATAL_ERROR, TxnState.ABORTING_TRANSACTION):
-            self._last_error = None
-        _log.debug("transaction manager %s -> %s", self._state.name, target.name)
-        self._state = target
-
-    def transition_to_fatal_error(self, error: KafkaError) -> None:
-        """Enter FATAL_ERROR with ``error`` (from the sender: e.g. a SASL authentication failure), failing every
-        queued or pending user call with it. Does nothing if already fatal: the first error is the one reported."""
-        with self._lock:
-            if self._state is not TxnState.FATAL_ERROR:
-                self._fatal(error)
-
-    def _fatal(self, error: KafkaError) -> None:
-        # Caller holds _lock. Every queued or in-flight user call fails with it too.
-        if self._state is not TxnState.FATAL_ERROR:
-            _log.error("producer entered a fatal state: %s", error)
-            self._transition(TxnState.FATAL_ERROR, error)
-        for _, _, req in self._queue:
-            _fail(req.result, error)
-        self._queue.clear()
-        if self._pending_result is not None:
-            _fail(self._pending_result[1], error)
-            self._pending_result = None
-
-    def _abortable(self, error: KafkaError) -> None:
-        # Caller holds _lock.
-        if self._state is TxnState.ABORTING_TRANSACTION:
-            return  # already aborting: the error changes nothing
-        if self._state in TRANSITIONS[TxnState.ABORTABLE_ERROR]:
-            _log.info("transaction must be aborted: %s", error)
-            self._transition(TxnState.ABORTABLE_ERROR, error)
-
-    def _raise_if_failed(self) -> None:
-        # Caller holds _lock. A fresh copy each time: re-raising one instance would grow its traceback forever.
-        if self._state in (TxnState.FATAL_ERROR, TxnState.ABORTABLE_ERROR) and self._last_error is not None:
-            raise _fresh(self._last_error)
 
     def _require_transactional(self, what: str) -> None:
         if not self.is_transactional:
@@ -357,26 +272,6 @@ class TransactionManager(IdempotenceMixin, TxnResponseHandlers):
                 self._transition(TxnState.INITIALIZING)
                 self._enqueue(self._init_producer_id_request(bump=self._producer.is_valid))
 
-    def _maybe_transition_to_error(self, error: BaseException) -> None:
-        code = getattr(error, "code", None)
-        if code in (47, 90):
-            self._fatal(fenced_error(error, "Produce"))
-        elif code in _FATAL_CODES or (isinstance(error, KafkaError) and error.fatal):
-            self._fatal(error if isinstance(error, KafkaError) else KafkaError(str(error)))
-        elif self.is_transactional and not isinstance(error, TransactionAbortedError):
-            wrapped = error if isinstance(error, KafkaError) else KafkaError(str(error))
-            self._abortable(wrapped)
-
-    def _error_for_request(self, req: TxnRequest) -> KafkaError | None:
-        # Caller holds _lock. A failed producer sends nothing more, except that FindCoordinator may still help
-        # the abort that an abortable error calls for.
-        if self._last_error is None:
-            return None
-        if self._state is TxnState.FATAL_ERROR or (
-                self._state is TxnState.ABORTABLE_ERROR and req.kind is not RequestKind.FIND_COORDINATOR):
-            return _fresh(self._last_error)
-        return None
-
     def _has_usable_producer_id(self) -> bool:
         # Caller holds _lock. Nothing is drained without one, nor while a new one is being fetched.
         return self._producer.is_valid and self._state not in (
@@ -409,18 +304,6 @@ class TransactionManager(IdempotenceMixin, TxnResponseHandlers):
         self._enqueue(bump)
 
 
-def _fresh(error: KafkaError) -> KafkaError:
-    clone = copy.copy(error)
-    clone.__traceback__ = None
-    return clone
-
-
-def _fail(result: Future[None] | None, error: BaseException | None) -> None:
-    if result is not None and not result.done():
-        result.set_exception(error or IllegalStateError("the producer failed"))
-
-
 def _done(result: Future[None] | None) -> None:
     if result is not None and not result.done():
         result.set_result(None)
-
