@@ -10,6 +10,9 @@ Why it is built this way:
   named after the owning pid; an interrupted run's folder is removed at its own teardown (Ctrl-C runs it), and any
   folder whose owner is gone is swept at the next start.
 - "Ready" means a Metadata request answers and lists every live node, not merely that the port is open.
+
+Finding Java and Maven and fetching the jars is in :mod:`~spark_kafka_sink.testing.broker_jars`, the Metadata
+readiness probe in :mod:`~spark_kafka_sink.testing.broker_probe`; this module re-exports their names.
 """
 
 from __future__ import annotations
@@ -30,6 +33,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+# "X as X": names that were this module's own before the split stay importable from it, for type checkers too.
+from spark_kafka_sink.testing.broker_jars import (
+    CONF_DIR as CONF_DIR,
+    MIN_JAVA as MIN_JAVA,
+    REPO_ROOT,
+    SPARK_CONNECTOR_ARTIFACTS as SPARK_CONNECTOR_ARTIFACTS,
+    ToolMissingError,
+    broker_lib,
+    fetch_jars,
+    kafka_home,
+    require_java,
+    spark_connector_jars,
+)
+from spark_kafka_sink.testing.broker_probe import metadata_broker_ids as metadata_broker_ids
+
 __all__ = [
     "KafkaCluster",
     "ToolMissingError",
@@ -43,95 +61,11 @@ __all__ = [
     "free_port",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-CONF_DIR = REPO_ROOT / "conf"
 TMP_PREFIX = "sks-kafka-"
-MIN_JAVA = 17
-# The artifacts of Spark's Kafka connector that pyspark does not already ship.
-SPARK_CONNECTOR_ARTIFACTS = (
-    "spark-sql-kafka-0-10_2.13",
-    "spark-token-provider-kafka-0-10_2.13",
-    "kafka-clients",
-    "commons-pool2",
-)
-
-
-class ToolMissingError(RuntimeError):
-    """Java or Maven is missing or too old; the message says what to install."""
 
 
 class BrokerStartError(RuntimeError):
     """The broker did not become ready; the message carries the tail of its log."""
-
-
-def kafka_home() -> Path:
-    """Where the fetched jars live (``.kafka`` in the repo unless ``SKS_KAFKA_HOME`` says otherwise)."""
-    return Path(os.environ.get("SKS_KAFKA_HOME", REPO_ROOT / ".kafka"))
-
-
-def broker_lib() -> Path:
-    return kafka_home() / "lib"
-
-
-def spark_connector_jars() -> list[Path]:
-    """The jar files of Spark's own ``format("kafka")`` connector, for ``spark.jars``."""
-    return sorted((kafka_home() / "spark-jars").glob("*.jar"))
-
-
-def require_java() -> str:
-    java = shutil.which("java")
-    if java is None:
-        raise ToolMissingError(
-            f"Java {MIN_JAVA}+ is needed to run the Kafka broker and was not found on PATH: "
-            "install it (Debian/Ubuntu: apt-get install openjdk-17-jre-headless)."
-        )
-    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
-    major = int(match.group(1)) if match else 0
-    if major == 1 and match and match.group(2):  # "1.8.0" style
-        major = int(match.group(2))
-    if major < MIN_JAVA:
-        raise ToolMissingError(
-            f"Java {MIN_JAVA}+ is needed to run the Kafka broker, found {major or 'an unknown version'} at {java}: "
-            "install openjdk-17-jre-headless (or newer) and put it first on PATH."
-        )
-    return java
-
-
-def _require_maven() -> str:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise ToolMissingError(
-            "Maven is needed to fetch the Kafka broker jars from Maven Central and was not found on PATH: "
-            "install it (Debian/Ubuntu: apt-get install maven)."
-        )
-    return mvn
-
-
-def _copy_dependencies(pom: Path, dest: Path, include: Sequence[str] = ()) -> None:
-    if dest.is_dir() and any(dest.glob("*.jar")):
-        return
-    mvn = _require_maven()
-    staging = Path(tempfile.mkdtemp(prefix=dest.name + "-", dir=dest.parent))
-    cmd = [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", "-DincludeScope=runtime",
-           f"-DoutputDirectory={staging}"]
-    if include:
-        cmd.append("-DincludeArtifactIds=" + ",".join(include))
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-        raise ToolMissingError(f"Maven could not fetch the jars of {pom}:\n{tail}")
-    shutil.rmtree(dest, ignore_errors=True)
-    staging.rename(dest)  # atomic: a half-copied folder is never mistaken for a complete one
-
-
-def fetch_jars() -> None:
-    """Copy the broker's and Spark's Kafka connector's jars from Maven Central, once."""
-    require_java()
-    kafka_home().mkdir(parents=True, exist_ok=True)
-    _copy_dependencies(CONF_DIR / "kafka" / "pom.xml", broker_lib())
-    _copy_dependencies(CONF_DIR / "spark" / "pom.xml", kafka_home() / "spark-jars", SPARK_CONNECTOR_ARTIFACTS)
 
 
 def _new_cluster_id() -> str:
@@ -178,43 +112,6 @@ def sweep_stale_dirs(tmp_root: Path | None = None) -> list[Path]:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
-
-
-def metadata_broker_ids(host: str, port: int, timeout: float = 2.0) -> list[int]:
-    """Send Metadata v1 (no topics) and return the broker ids it lists.
-
-    Deliberately independent of the package's protocol layer: the launcher must work before, and regardless of, the
-    code under test. Layout: request header v1 = api_key int16, api_version int16, correlation_id int32,
-    client_id string; body v1 = topics array (int32 count; 0 = none). Response: correlation_id int32, then
-    brokers array of (node_id int32, host string, port int32, rack nullable string), ...
-    """
-    client_id = b"sks-launcher"
-    body = struct.pack(">hhih", 3, 1, 1, len(client_id)) + client_id + struct.pack(">i", 0)
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(struct.pack(">i", len(body)) + body)
-        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
-        payload = _recv_exact(sock, size)
-    pos = 4
-    (count,) = struct.unpack_from(">i", payload, pos)
-    pos += 4
-    ids = []
-    for _ in range(count):
-        node_id, host_len = struct.unpack_from(">ih", payload, pos)
-        pos += 6 + host_len + 4
-        (rack_len,) = struct.unpack_from(">h", payload, pos)
-        pos += 2 + max(rack_len, 0)
-        ids.append(node_id)
-    return ids
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("broker closed the connection")
-        buf += chunk
-    return bytes(buf)
 
 
 @dataclass
