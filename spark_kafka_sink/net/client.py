@@ -45,8 +45,7 @@ from typing import Any
 
 from spark_kafka_sink.errors import KafkaConnectionError, raise_for_code
 from spark_kafka_sink.net.client_requests import Body, ClientRequest, ClientResponse
-from spark_kafka_sink.net.connection import ConnectionState, monotonic_ms
-from spark_kafka_sink.net.connection_lifecycle import SETTING_UP
+from spark_kafka_sink.net.connection import SETTING_UP, ConnectionState, monotonic_ms
 from spark_kafka_sink.net.metadata import Metadata
 from spark_kafka_sink.net.nonblocking_client import NonBlockingClient
 from spark_kafka_sink.protocol.messages import METADATA, ApiSpec

@@ -19,9 +19,9 @@ from typing import Any
 from spark_kafka_sink.errors import IllegalStateError, KafkaError
 from spark_kafka_sink.net.client_requests import Body, ClientRequest, ClientResponse
 from spark_kafka_sink.net.config import NetConfig, format_address
-from spark_kafka_sink.net.connection import BrokerConnection, Completion, ConnectionState, monotonic_ms
-from spark_kafka_sink.net.connection_lifecycle import SETTING_UP
+from spark_kafka_sink.net.connection import SETTING_UP, BrokerConnection, ConnectionState, monotonic_ms
 from spark_kafka_sink.net.handshake import HandshakeFactory
+from spark_kafka_sink.net.inflight import Completion
 from spark_kafka_sink.net.metadata import Metadata
 from spark_kafka_sink.protocol.messages import METADATA, ApiSpec
 from spark_kafka_sink.protocol.versions import BrokerVersions

@@ -10,13 +10,19 @@ from typing import Any
 import pytest
 
 from spark_kafka_sink.errors import (
-    IllegalStateError, KafkaConnectionError, KafkaError, KafkaTimeoutError, ProtocolError,
-    SaslAuthenticationFailedError, UnsupportedVersionError,
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProtocolError,
+    SaslAuthenticationFailedError,
+    UnsupportedVersionError,
 )
 from spark_kafka_sink.net import connection as connection_module
 from spark_kafka_sink.net.config import NetConfig
-from spark_kafka_sink.net.connection import BrokerConnection, Completion, ConnectionState, monotonic_ms
+from spark_kafka_sink.net.connection import BrokerConnection, ConnectionState, monotonic_ms
 from spark_kafka_sink.net.handshake import HandshakeContext, HandshakeStatus
+from spark_kafka_sink.net.inflight import Completion
 from spark_kafka_sink.protocol.messages import API_VERSIONS, METADATA, PRODUCE, SASL_HANDSHAKE
 from tests.net.fake_broker import FakeBroker, Peer, unused_port
 
