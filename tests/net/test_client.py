@@ -11,14 +11,16 @@ from typing import Any
 import pytest
 
 from spark_kafka_sink.errors import (
-    ConcurrentTransactionsError, IllegalStateError, KafkaConnectionError, KafkaTimeoutError,
+    ConcurrentTransactionsError,
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
     SaslAuthenticationFailedError,
 )
-from spark_kafka_sink.net.client import ClientResponse, NetworkClient
+from spark_kafka_sink.net.client import NO_CONNECTION_DELAY_LIMIT_MS, ClientResponse, NetworkClient
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.connection import monotonic_ms
 from spark_kafka_sink.net.handshake import Handshake, HandshakeContext, HandshakeStatus
-from spark_kafka_sink.net.nonblocking_client import NO_CONNECTION_DELAY_LIMIT_MS
 from spark_kafka_sink.protocol.framing import RequestHeader
 from spark_kafka_sink.protocol.messages import INIT_PRODUCER_ID, METADATA, PRODUCE
 from tests.net.fake_broker import FakeBroker, Peer, unused_port
