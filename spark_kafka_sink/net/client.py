@@ -53,6 +53,7 @@ from spark_kafka_sink.net.connection import SETTING_UP, BrokerConnection, Connec
 from spark_kafka_sink.net.handshake import HandshakeFactory
 from spark_kafka_sink.net.inflight import Completion
 from spark_kafka_sink.net.metadata import Metadata
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import METADATA, ApiSpec
 from spark_kafka_sink.protocol.versions import BrokerVersions
 
@@ -354,7 +355,7 @@ class NetworkClient:
         if request.context is _METADATA_REFRESH:
             self._metadata_in_flight = False
             body = completion.body
-            if completion.error is None and body is not None and not body.get("error_code"):
+            if completion.error is None and body is not None and body.get("error_code", NO_ERROR) == NO_ERROR:
                 self.metadata.update(body, now_ms)
             else:
                 self.metadata.failed_update(now_ms)
@@ -419,7 +420,7 @@ class NetworkClient:
                 if response.error is not None:
                     raise response.error
                 result = response.body if response.body is not None else {}
-                if raise_on_error and result.get("error_code"):
+                if raise_on_error and result.get("error_code", NO_ERROR) != NO_ERROR:
                     raise_for_code(result["error_code"], result.get("error_message"),
                                    f"{api.name} to {self.address(target)}")
                 return result

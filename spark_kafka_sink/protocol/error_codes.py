@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["ErrorCode", "ERROR_CODES", "RETRY", "META", "FATAL", "class_name_for"]
+__all__ = ["ErrorCode", "ERROR_CODES", "NO_ERROR", "RETRY", "META", "FATAL", "class_name_for"]
+
+NO_ERROR = 0  # NONE: success; every other code has a row below
 
 RETRY = 1  # sending the same request again may succeed
 META = 2  # cached metadata is stale: refresh it before retrying (implies RETRY in Kafka's hierarchy)
