@@ -12,7 +12,9 @@ Non-blocking core, for the producer's sender thread::
 
 Bodies and versions: ``send`` picks the highest version both sides speak (optionally bounded with
 ``min_version`` / ``max_version``), then takes the body as either a dict or a callable ``body(version) -> dict``
-(recommended when the shape differs by version); ``ClientRequest.version`` says which version was sent.
+(recommended when the shape differs by version); ``ClientRequest.version`` says which version was sent. The
+request and response types (``Body``, the :class:`ClientRequest` that ``send`` returns, the
+:class:`ClientResponse` that ``poll`` delivers) are declared here with the client.
 
 Metadata: ``client.metadata`` (:class:`~spark_kafka_sink.net.metadata.Metadata`) is refreshed from ``poll``
 whenever it is due (requested, or older than metadata.max.age.ms), on the least loaded node; those responses are
@@ -32,32 +34,369 @@ by the next ``poll``.
 Threads: everything is owned by the one thread that calls ready/send/poll (the sender), except ``wakeup()``,
 which any thread may call (it touches only the wakeup socket, guarded by ``_wakeup_lock``). ``now_ms`` arguments
 must come from the same clock as the client's ``clock`` (default: :func:`monotonic_ms`).
-
-Layout: the non-blocking core is :class:`~spark_kafka_sink.net.nonblocking_client.NonBlockingClient`, which this
-class extends with the blocking conveniences; ``ClientRequest``, ``ClientResponse`` and ``Body`` are declared in
-``net/client_requests.py``. Import all of them from here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+import random
+import selectors
+import socket
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from spark_kafka_sink.errors import KafkaConnectionError, raise_for_code
-from spark_kafka_sink.net.client_requests import Body, ClientRequest, ClientResponse
-from spark_kafka_sink.net.connection import ConnectionState, monotonic_ms
-from spark_kafka_sink.net.connection_lifecycle import SETTING_UP
+from spark_kafka_sink.errors import IllegalStateError, KafkaConnectionError, KafkaError, raise_for_code
+from spark_kafka_sink.net.config import NetConfig, format_address
+from spark_kafka_sink.net.connection import SETTING_UP, BrokerConnection, ConnectionState, monotonic_ms
+from spark_kafka_sink.net.handshake import HandshakeFactory
+from spark_kafka_sink.net.inflight import Completion
 from spark_kafka_sink.net.metadata import Metadata
-from spark_kafka_sink.net.nonblocking_client import NonBlockingClient
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import METADATA, ApiSpec
+from spark_kafka_sink.protocol.versions import BrokerVersions
 
-__all__ = ["NetworkClient", "ClientRequest", "ClientResponse", "Body", "monotonic_ms"]
+__all__ = ["NetworkClient", "ClientRequest", "ClientResponse", "Body", "NO_CONNECTION_DELAY_LIMIT_MS"]
 
+log = logging.getLogger(__name__)
+
+NO_CONNECTION_DELAY_LIMIT_MS = 1 << 31  # connection_delay of a connecting or connected node: wait for events
+_WAKEUP = object()  # selector key data of the wakeup socket
+_METADATA_REFRESH = object()  # context of the client's own metadata requests
 _PARALLEL_ATTEMPTS = 3  # blocking calls: addresses set up at once, so one that never answers costs no time
 
 
-class NetworkClient(NonBlockingClient):
+#: A request body, or a function of the chosen version returning it.
+Body = Mapping[str, Any] | Callable[[int], Mapping[str, Any]]
+
+
+@dataclass(eq=False)
+class ClientRequest:
+    """A request handed to :meth:`NetworkClient.send`; ``context`` is the caller's (e.g. the batches it carries)."""
+
+    node_id: int
+    api: ApiSpec
+    version: int
+    body: Mapping[str, Any]
+    expect_response: bool
+    created_ms: int
+    context: Any = None
+    correlation_id: int = -1
+
+
+@dataclass(frozen=True)
+class ClientResponse:
+    """The outcome of a request: ``body`` (None for expect_response=False) or ``error``.
+
+    ``error`` is a retriable ``KafkaConnectionError`` (disconnected) or ``KafkaTimeoutError`` (request.timeout.ms
+    passed), or a ``ProtocolError`` (the broker's bytes made no sense; the connection was closed). Broker error
+    codes inside ``body`` are the caller's to interpret.
+    """
+
+    request: ClientRequest
+    node_id: int
+    body: dict[str, Any] | None
+    error: KafkaError | None
+    latency_ms: int
+    received_ms: int
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class _Node:
+    """Per-node connection bookkeeping (owned by the network thread)."""
+
+    conn: BrokerConnection
+    failures: int = 0  # consecutive failed attempts; drives the reconnect backoff
+    next_attempt_ms: int = 0  # no new attempt before this
+    active: bool = False  # an attempt or connection is live (to notice when it ends)
+    last_error: KafkaError | None = field(default=None)
+
+
+class NetworkClient:
     """See the module docstring."""
+
+    def __init__(self, config: NetConfig, *, metadata: Metadata | None = None,
+                 handshakes: HandshakeFactory | None = None, clock: Callable[[], int] = monotonic_ms) -> None:
+        self.config = config
+        self.metadata = metadata if metadata is not None else Metadata(config)
+        self._handshakes = handshakes
+        self._clock = clock
+        # Owned by the network thread:
+        self._selector = selectors.DefaultSelector()
+        self._nodes: dict[int, _Node] = {}
+        self._stash: list[ClientResponse] = []  # responses a blocking call read for others, returned by poll()
+        self._metadata_in_flight = False
+        self._closed = False
+        self._random = random.Random()
+        # Shared with other threads: the wakeup pair and the closed flag below, guarded by _wakeup_lock.
+        self._wakeup_lock = threading.Lock()
+        self._wakeup_r, self._wakeup_w = socket.socketpair()
+        self._wakeup_closed = False
+        self._wakeup_r.setblocking(False)
+        self._wakeup_w.setblocking(False)
+        self._selector.register(self._wakeup_r, selectors.EVENT_READ, _WAKEUP)
+
+    # ------------------------------------------------------------------------------------------ nodes
+
+    @property
+    def bootstrap_node_ids(self) -> list[int]:
+        return [-(i + 1) for i in range(len(self.config.bootstrap_servers))]
+
+    def _address_of(self, node_id: int) -> tuple[str, int] | None:
+        if node_id < 0:
+            index = -node_id - 1
+            servers = self.config.bootstrap_servers
+            return servers[index] if index < len(servers) else None
+        broker = self.metadata.broker(node_id)
+        return None if broker is None else (broker.host, broker.port)
+
+    def address(self, node_id: int) -> str:
+        """``host:port`` of a node, or ``node <id>`` if unknown (for messages)."""
+        where = self._address_of(node_id)
+        return format_address(*where) if where else f"node {node_id}"
+
+    def _node(self, node_id: int) -> _Node | None:
+        if self._closed:
+            raise IllegalStateError("the network client is closed")
+        node = self._nodes.get(node_id)
+        where = self._address_of(node_id)
+        if node is not None and where is not None and (node.conn.host, node.conn.port) != where \
+                and node.conn.state is ConnectionState.DISCONNECTED:
+            node.conn.close()  # the broker moved: connect to its new address
+            node = None
+        if node is None:
+            if where is None:
+                return None
+            factory = self._handshakes
+            host, port = where
+            hooks = (lambda: factory(host, port, self.config)) if factory is not None else None
+            node = _Node(BrokerConnection(node_id, host, port, self.config, selector=self._selector,
+                                          handshakes=hooks, clock=self._clock))
+            self._nodes[node_id] = node
+        return node
+
+    def ready(self, node_id: int, now_ms: int) -> bool:
+        """True if a request can be sent to ``node_id`` now; otherwise starts connecting when allowed."""
+        node = self._node(node_id)
+        if node is None:
+            return False
+        conn = node.conn
+        if conn.state is ConnectionState.READY:
+            return conn.in_flight_count < self.config.max_in_flight_requests_per_connection
+        if conn.state is ConnectionState.DISCONNECTED and now_ms >= node.next_attempt_ms:
+            node.active = True
+            conn.connect(now_ms)
+            self._track(node, now_ms)
+        return False
+
+    def is_ready(self, node_id: int) -> bool:
+        """Connected and negotiated (regardless of in-flight requests); never starts a connection."""
+        node = self._nodes.get(node_id)
+        return node is not None and node.conn.state is ConnectionState.READY
+
+    def connection_error(self, node_id: int) -> KafkaError | None:
+        """Why the last attempt to reach ``node_id`` failed, else None. A ``fatal`` error (SASL authentication,
+        untrusted certificate) will not heal by reconnecting: the caller should stop and report it."""
+        node = self._nodes.get(node_id)
+        return None if node is None else node.last_error
+
+    def connection_delay(self, node_id: int, now_ms: int) -> int:
+        """How long a caller waiting for ``node_id`` to become ready may block in poll(), as Java's
+        connectionDelay: a disconnected node's remaining reconnect backoff (0 for an unknown node: ready() may
+        connect now); for a connecting or connected node, no limit: only network events (connected, a response
+        freeing an in-flight slot) or wakeup() can change its readiness, and poll() returns on those. (Returning
+        0 there made the sender spin while max.in.flight requests were out: ~10% of a core.)"""
+        node = self._nodes.get(node_id)
+        if node is None:
+            return 0
+        if node.conn.state is not ConnectionState.DISCONNECTED:
+            return NO_CONNECTION_DELAY_LIMIT_MS
+        return max(0, node.next_attempt_ms - now_ms)
+
+    def in_flight_count(self, node_id: int | None = None) -> int:
+        """Requests awaiting completion on ``node_id`` (all nodes when None)."""
+        nodes = self._nodes.values() if node_id is None else [n for i, n in self._nodes.items() if i == node_id]
+        return sum(n.conn.in_flight_count for n in nodes)
+
+    def broker_versions(self, node_id: int) -> BrokerVersions | None:
+        """What ``node_id`` negotiated (API ranges, features); None unless it is READY."""
+        node = self._nodes.get(node_id)
+        return None if node is None else node.conn.broker_versions
+
+    def api_version(self, node_id: int, api: ApiSpec, max_version: int | None = None) -> int | None:
+        """The version send() would use for ``api`` on ``node_id``; None until the node is READY.
+
+        Raises UnsupportedVersionError if the node is READY but shares no version of ``api`` with us.
+        """
+        node = self._nodes.get(node_id)
+        if node is None or node.conn.broker_versions is None:
+            return None
+        return node.conn.choose_version(api, max_version=max_version)
+
+    def finalized_features(self, node_id: int) -> dict[str, int]:
+        """Finalized feature levels (e.g. ``{"transaction.version": 2}``) from ``node_id``; {} until READY."""
+        versions = self.broker_versions(node_id)
+        if versions is None or versions.finalized_features_epoch < 0:
+            return {}
+        return {name: levels[1] for name, levels in versions.finalized_features.items()}
+
+    def least_loaded_node(self, now_ms: int) -> int | None:
+        """A node to send a cluster-wide request to: a READY one with the fewest in-flight requests, else one
+        that is connecting, else one we may connect to now; None if every node is backing off."""
+        candidates = list(self.metadata.brokers()) or self.bootstrap_node_ids
+        start = self._random.randrange(len(candidates))
+        best: int | None = None
+        best_load = -1
+        connecting: int | None = None
+        connectable: int | None = None
+        for node_id in candidates[start:] + candidates[:start]:  # random start spreads the load
+            node = self._nodes.get(node_id)
+            state = node.conn.state if node else ConnectionState.DISCONNECTED
+            if node is not None and state is ConnectionState.READY:
+                load = node.conn.in_flight_count
+                if load == 0:
+                    return node_id
+                if best is None or load < best_load:
+                    best, best_load = node_id, load
+            elif state in SETTING_UP:
+                connecting = node_id if connecting is None else connecting
+            elif connectable is None and (node is None or now_ms >= node.next_attempt_ms):
+                connectable = node_id
+        if best is not None and best_load < self.config.max_in_flight_requests_per_connection:
+            return best
+        return connecting if connecting is not None else connectable if connectable is not None else best
+
+    def disconnect(self, node_id: int) -> None:
+        """Drop the connection to ``node_id``; its requests fail (retriable) at the next poll."""
+        node = self._nodes.get(node_id)
+        if node is not None:
+            node.conn.disconnect(self._clock())
+
+    # ------------------------------------------------------------------------------------------ sending
+
+    def send(self, node_id: int, api: ApiSpec, body: Body, now_ms: int, *, expect_response: bool = True,
+             min_version: int | None = None, max_version: int | None = None, timeout_ms: int | None = None,
+             context: Any = None) -> ClientRequest:
+        """Queue a request to a READY node (check ``ready`` first, else IllegalStateError).
+
+        The version is the highest both sides speak within ``[min_version, max_version]``; ``body`` is a dict or
+        ``body(version) -> dict``. ``timeout_ms`` overrides request.timeout.ms for this request.
+        """
+        node = self._nodes.get(node_id)
+        if node is None or node.conn.state is not ConnectionState.READY:
+            raise IllegalStateError(f"cannot send {api.name} to {self.address(node_id)}: node {node_id} is not "
+                                    "ready (call ready() until it returns True)")
+        version = node.conn.choose_version(api, min_version, max_version)
+        payload = body(version) if callable(body) else body
+        request = ClientRequest(node_id, api, version, payload, expect_response, now_ms, context)
+        sent = node.conn.send(api, version, payload, now_ms, expect_response=expect_response,
+                              timeout_ms=timeout_ms, tag=request)
+        request.correlation_id = sent.correlation_id
+        return request
+
+    # ------------------------------------------------------------------------------------------ polling
+
+    def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
+        """Do network I/O for up to ``timeout_ms`` (less when a deadline or wakeup comes first); return the
+        responses (and failures) of requests that completed."""
+        if self._closed:
+            raise IllegalStateError("the network client is closed")
+        responses, self._stash = self._stash, []
+        timeout_ms = min(timeout_ms, self._maybe_refresh_metadata(now_ms))
+        for node in self._nodes.values():
+            deadline = node.conn.next_deadline_ms()
+            if deadline is not None:
+                timeout_ms = min(timeout_ms, deadline - now_ms)
+        if responses:
+            timeout_ms = 0  # someone is waiting for these already
+        ready = self._selector.select(max(0, timeout_ms) / 1000)
+        now_ms = self._clock()
+        for key, mask in ready:
+            if key.data is _WAKEUP:
+                self._drain_wakeup()
+            else:
+                key.data.handle_events(mask, now_ms)
+        for node in list(self._nodes.values()):
+            node.conn.check_timeouts(now_ms)
+            self._track(node, now_ms)
+            for completion in node.conn.drain_completions():
+                response = self._to_response(node.conn.node_id, completion)
+                if response is not None:
+                    responses.append(response)
+        return responses
+
+    def _track(self, node: _Node, now_ms: int) -> None:
+        """Notice a connection becoming READY or failing: reset / grow the backoff, refresh metadata."""
+        conn = node.conn
+        if conn.state is ConnectionState.READY and node.failures:
+            node.failures = 0
+            node.last_error = None
+        elif conn.state is ConnectionState.DISCONNECTED and node.active:
+            node.active = False
+            node.last_error = conn.last_error
+            if node.last_error is not None and node.last_error.fatal:
+                log.error("connection to %s failed and reconnecting cannot fix it: %s", conn.address,
+                          node.last_error)
+                self.metadata.set_fatal_error(node.last_error)
+            node.failures += 1
+            backoff = min(self.config.reconnect_backoff_ms * 2 ** (node.failures - 1),
+                          self.config.reconnect_backoff_max_ms)
+            node.next_attempt_ms = now_ms + int(backoff * self._random.uniform(0.8, 1.2))  # jitter: no herds
+            self.metadata.request_update()
+
+    def _to_response(self, node_id: int, completion: Completion) -> ClientResponse | None:
+        request: ClientRequest = completion.request.tag
+        now_ms = completion.completed_ms
+        if request.context is _METADATA_REFRESH:
+            self._metadata_in_flight = False
+            body = completion.body
+            if completion.error is None and body is not None and body.get("error_code", NO_ERROR) == NO_ERROR:
+                self.metadata.update(body, now_ms)
+            else:
+                self.metadata.failed_update(now_ms)
+            return None
+        return ClientResponse(request, node_id, completion.body, completion.error,
+                              max(0, now_ms - request.created_ms), now_ms)
+
+    def _maybe_refresh_metadata(self, now_ms: int) -> int:
+        """Send a metadata refresh if due; returns how long poll may wait as far as metadata is concerned."""
+        if self._metadata_in_flight:
+            return self.config.request_timeout_ms
+        if self.metadata.fatal_error is not None:
+            return self.config.request_timeout_ms  # no refresh: "Fatal connection errors" in the module docstring
+        wait = self.metadata.time_to_next_update(now_ms)
+        if wait > 0:
+            return wait
+        node_id = self.least_loaded_node(now_ms)
+        if node_id is None:
+            return self.config.reconnect_backoff_ms
+        if not self.ready(node_id, now_ms):
+            return self.config.reconnect_backoff_ms  # connecting: its socket events wake us sooner
+        self.send(node_id, METADATA, lambda _v: self.metadata.request_body(), now_ms, context=_METADATA_REFRESH)
+        self._metadata_in_flight = True
+        return self.config.request_timeout_ms
+
+    def wakeup(self) -> None:
+        """Interrupt a poll() blocked in another thread. Thread-safe; harmless after close()."""
+        with self._wakeup_lock:
+            if self._wakeup_closed:
+                return
+            try:
+                self._wakeup_w.send(b"\x00")
+            except (BlockingIOError, InterruptedError):
+                pass  # the pipe is full: a wakeup is pending anyway
+
+    def _drain_wakeup(self) -> None:
+        try:
+            while self._wakeup_r.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
 
     # ------------------------------------------------------------------------------------------ blocking helpers
 
@@ -81,7 +420,7 @@ class NetworkClient(NonBlockingClient):
                 if response.error is not None:
                     raise response.error
                 result = response.body if response.body is not None else {}
-                if raise_on_error and result.get("error_code"):
+                if raise_on_error and result.get("error_code", NO_ERROR) != NO_ERROR:
                     raise_for_code(result["error_code"], result.get("error_message"),
                                    f"{api.name} to {self.address(target)}")
                 return result
@@ -138,6 +477,25 @@ class NetworkClient(NonBlockingClient):
                             self.config.request_timeout_ms if timeout_ms is None else timeout_ms)
         self.metadata.update(body, self._clock())
         return self.metadata
+
+    # ------------------------------------------------------------------------------------------ closing
+
+    def close(self) -> None:
+        """Close every connection (pending requests are dropped), the selector and the wakeup pair."""
+        if self._closed:
+            return
+        self._closed = True
+        now = self._clock()
+        for node in self._nodes.values():
+            node.conn.close(now)
+        self._nodes.clear()
+        with self._wakeup_lock:
+            self._wakeup_closed = True
+            self._selector.unregister(self._wakeup_r)
+            self._wakeup_r.close()
+            self._wakeup_w.close()
+        self._selector.close()
+        self.metadata.close()
 
     # ------------------------------------------------------------------------------------------ context manager
 

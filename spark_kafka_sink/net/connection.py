@@ -24,32 +24,50 @@ whoever selects calls :meth:`handle_events` for its keys and :meth:`check_timeou
 requests with :meth:`drain_completions`. :meth:`poll` does all three for standalone use. Time is passed in as
 ``now_ms``. Not thread-safe: one thread (the network client's owner) drives each connection.
 
-The class has two halves: :mod:`~spark_kafka_sink.net.connection_lifecycle` holds the states and the code that
-changes them (connecting, handshakes, ApiVersions, failing, closing); this module adds the traffic once set up
-(sending, reading and writing frames, request timeouts, ``poll``).
+This module owns the connection whole: its states and transition table, the socket from connect to close, the
+view of it a handshake gets (a :class:`~spark_kafka_sink.net.handshake.HandshakeContext`), the ApiVersions
+negotiation and the traffic once READY. The queue of one connection's requests, and the order their answers
+must come back in, belong to :class:`~spark_kafka_sink.net.inflight.RequestQueue`.
 """
 
 from __future__ import annotations
 
+import enum
+import errno
+import logging
+import os
 import selectors
+import socket
 import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from spark_kafka_sink.errors import (
-    IllegalStateError, KafkaConnectionError, KafkaTimeoutError, ProtocolError, UnsupportedVersionError,
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProtocolError,
+    UnsupportedVersionError,
 )
-from spark_kafka_sink.net.config import NetConfig
-from spark_kafka_sink.net.connection_lifecycle import SETTING_UP, ConnectionLifecycle, ConnectionState
-from spark_kafka_sink.net.handshake import Handshake
-from spark_kafka_sink.net.inflight import WOULD_BLOCK, Completion, InFlightRequest, RequestPurpose
+from spark_kafka_sink.net.config import NetConfig, format_address
+from spark_kafka_sink.net.handshake import Handshake, HandshakeRunner, HandshakeStatus
+from spark_kafka_sink.net.inflight import WOULD_BLOCK, Completion, InFlightRequest, RequestPurpose, RequestQueue
 from spark_kafka_sink.net.security_errors import plaintext_reply_error, tls_io_error
-from spark_kafka_sink.protocol.framing import decode_response, peek_correlation_id
-from spark_kafka_sink.protocol.messages import ApiSpec
-from spark_kafka_sink.protocol.versions import select_version
+from spark_kafka_sink.protocol.framing import FrameDecoder, decode_response, peek_correlation_id
+from spark_kafka_sink.protocol.messages import API_VERSIONS, ApiSpec
+from spark_kafka_sink.protocol.versions import (
+    BrokerVersions,
+    api_versions_request,
+    api_versions_retry_version,
+    parse_api_versions,
+    select_version,
+)
 
-__all__ = ["ConnectionState", "BrokerConnection", "InFlightRequest", "Completion", "monotonic_ms"]
+__all__ = ["ConnectionState", "BrokerConnection", "SETTING_UP", "monotonic_ms"]
+
+log = logging.getLogger(__name__)
 
 
 def monotonic_ms() -> int:
@@ -57,12 +75,31 @@ def monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
+class ConnectionState(enum.Enum):
+    DISCONNECTED = "disconnected"
+    CONNECTING = "connecting"
+    HANDSHAKE = "handshake"
+    NEGOTIATING = "negotiating"
+    READY = "ready"
+    CLOSED = "closed"
+
+
 _S = ConnectionState
+_TRANSITIONS: dict[ConnectionState, frozenset[ConnectionState]] = {
+    _S.DISCONNECTED: frozenset({_S.CONNECTING, _S.CLOSED}),
+    _S.CONNECTING: frozenset({_S.HANDSHAKE, _S.DISCONNECTED, _S.CLOSED}),
+    _S.HANDSHAKE: frozenset({_S.NEGOTIATING, _S.DISCONNECTED, _S.CLOSED}),
+    _S.NEGOTIATING: frozenset({_S.READY, _S.DISCONNECTED, _S.CLOSED}),
+    _S.READY: frozenset({_S.DISCONNECTED, _S.CLOSED}),
+    _S.CLOSED: frozenset(),
+}
+#: The states of a connection attempt, bounded together by socket.connection.setup.timeout.ms.
+SETTING_UP = frozenset({_S.CONNECTING, _S.HANDSHAKE, _S.NEGOTIATING})
 _RECV_SIZE = 256 * 1024
 _READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 
 
-class BrokerConnection(ConnectionLifecycle):
+class BrokerConnection:
     """One connection to ``host:port`` (``node_id`` < 0 for bootstrap addresses). See the module docstring."""
 
     def __init__(
@@ -76,8 +113,165 @@ class BrokerConnection(ConnectionLifecycle):
         handshakes: Callable[[], Sequence[Handshake]] | None = None,
         clock: Callable[[], int] = monotonic_ms,
     ) -> None:
-        super().__init__(node_id, host, port, config, selector=selector, handshakes=handshakes)
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.address = format_address(host, port)
+        self.config = config
+        self._own_selector = selector is None
+        self._selector = selector if selector is not None else selectors.DefaultSelector()
+        self._handshake_factory = handshakes
+        self.state = ConnectionState.DISCONNECTED
+        self.last_error: KafkaError | None = None  # why the last attempt or connection failed
+        self.broker_versions: BrokerVersions | None = None  # set on READY, cleared on disconnect
+        self._sock: socket.socket | None = None
+        self._events = 0  # events currently registered with the selector
+        self._decoder = FrameDecoder()
+        self._requests = RequestQueue(config.client_id)
+        self._completions: list[Completion] = []
+        self._setup_deadline_ms = 0
+        self._attempts = 0  # rotates through resolved addresses on successive attempts
+        self._handshakes = HandshakeRunner((), _Context(self))  # replaced on each attempt
+        self._api_versions_retried = False
         self._clock = clock  # only poll() reads it: the time after waiting in select
+
+    # ------------------------------------------------------------------------------------------ state
+
+    def _transition(self, target: ConnectionState) -> None:
+        if target not in _TRANSITIONS[self.state]:
+            raise IllegalStateError(f"connection to {self.address}", from_state=self.state, to_state=target)
+        log.debug("connection to %s (node %s): %s -> %s", self.address, self.node_id, self.state.name, target.name)
+        self.state = target
+
+    @property
+    def is_ready(self) -> bool:
+        return self.state is ConnectionState.READY
+
+    @property
+    def in_flight_count(self) -> int:
+        """Requests sent (or queued) and not yet completed: awaiting a response, or acks=0 not yet written."""
+        return len(self._requests)
+
+    # ------------------------------------------------------------------------------------------ setup
+
+    def connect(self, now_ms: int) -> None:
+        """Start connecting (DISCONNECTED -> CONNECTING). Failures show as DISCONNECTED with ``last_error``."""
+        self._transition(ConnectionState.CONNECTING)
+        self.last_error = None
+        self._setup_deadline_ms = now_ms + self.config.socket_connection_setup_timeout_ms
+        self._api_versions_retried = False
+        try:
+            infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            self._fail(KafkaConnectionError(f"cannot resolve {self.address}: {exc}", address=self.address), now_ms)
+            return
+        family, kind, proto, _, sockaddr = infos[self._attempts % len(infos)]
+        self._attempts += 1
+        try:
+            sock = socket.socket(family, kind, proto)
+        except OSError as exc:
+            self._fail(KafkaConnectionError(f"cannot connect to {self.address}: {exc}", address=self.address), now_ms)
+            return
+        self._sock = sock
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # requests are whole frames: no Nagle
+            if self.config.send_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer_bytes)
+            if self.config.receive_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.config.receive_buffer_bytes)
+            code = sock.connect_ex(sockaddr)
+        except OSError as exc:
+            code = exc.errno or errno.ECONNREFUSED
+        if code in (0, errno.EISCONN):
+            self._on_connected(now_ms)
+        elif code in (errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY, errno.EINTR):
+            self._set_interest(_WRITE)  # writable = connect finished, one way or the other
+        else:
+            self._fail_connect(code, now_ms)
+
+    def _fail_connect(self, code: int, now_ms: int) -> None:
+        reason = os.strerror(code) if code else "unknown error"
+        self._fail(KafkaConnectionError(f"cannot connect to {self.address}: {reason}", address=self.address), now_ms)
+
+    def _finish_connect(self, now_ms: int) -> None:
+        if self._sock is None:
+            return
+        code = self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code:
+            self._fail_connect(code, now_ms)
+        else:
+            self._on_connected(now_ms)
+
+    def _on_connected(self, now_ms: int) -> None:
+        self._transition(ConnectionState.HANDSHAKE)
+        hooks = self._handshake_factory() if self._handshake_factory else ()
+        self._handshakes = HandshakeRunner(hooks, _Context(self))
+        self._step_handshakes(now_ms)
+
+    def _step_handshakes(self, now_ms: int) -> None:
+        try:
+            done = self._handshakes.advance(now_ms)
+        except KafkaError as exc:
+            self._fail(exc, now_ms)
+            return
+        except OSError as exc:
+            name = getattr(self._handshakes.current, "name", "security")
+            self._fail(KafkaConnectionError(f"{name} handshake with {self.address} failed: {exc}",
+                                            address=self.address), now_ms)
+            return
+        if not done:
+            self._update_interest()
+            return
+        self._transition(ConnectionState.NEGOTIATING)
+        self._send_api_versions(API_VERSIONS.max_version, now_ms)
+
+    def _send_api_versions(self, version: int, now_ms: int) -> None:
+        body = api_versions_request(version, self.config.client_software_name, self.config.client_software_version)
+        self._enqueue(API_VERSIONS, version, body, now_ms, True, None, RequestPurpose.NEGOTIATION, None)
+
+    def _on_api_versions(self, request: InFlightRequest, body: dict[str, Any], now_ms: int) -> None:
+        retry = api_versions_retry_version(body)
+        if retry is not None and not self._api_versions_retried and retry != request.version:
+            # The broker is older than us: it listed the ApiVersions versions it knows; ask once more.
+            self._api_versions_retried = True
+            self._send_api_versions(retry, now_ms)
+            return
+        try:
+            self.broker_versions = parse_api_versions(body)
+        except KafkaError as exc:
+            self._fail(exc, now_ms)
+            return
+        self._transition(ConnectionState.READY)
+
+    # ------------------------------------------------------------------------------------------ handshake context
+
+    def _handshake_socket(self) -> socket.socket:
+        if self._sock is None:
+            raise IllegalStateError(f"connection to {self.address} has no socket")
+        return self._sock
+
+    def _wrap_socket(self, wrap: Callable[[socket.socket], socket.socket]) -> None:
+        old = self._handshake_socket()
+        # Unregister before wrapping: ssl.wrap_socket detaches the old object (its fileno becomes -1).
+        if self._events:
+            self._selector.unregister(old)
+            self._events = 0
+        try:
+            self._sock = wrap(old)
+        except BaseException:
+            self._sock = old  # still ours to close when the connection fails
+            raise
+        self._update_interest()
+
+    def _send_handshake_request(self, api: ApiSpec, version: int, body: Mapping[str, Any]) -> int:
+        request = self._enqueue(api, version, body, 0, True, None, RequestPurpose.HANDSHAKE, None)
+        request.deadline_ms = self._setup_deadline_ms  # bounded by the setup timeout, not request.timeout.ms
+        return request.correlation_id
+
+    def _take_handshake_response(self) -> dict[str, Any] | None:
+        responses = self._handshakes.responses
+        return responses.popleft() if responses else None
 
     # ------------------------------------------------------------------------------------------ sending
 
@@ -104,6 +298,16 @@ class BrokerConnection(ConnectionLifecycle):
             raise IllegalStateError(f"cannot send {api.name} to {self.address}: the connection is "
                                     f"{self.state.name}, not READY")
         return self._enqueue(api, version, body, now_ms, expect_response, timeout_ms, RequestPurpose.USER, tag)
+
+    # ------------------------------------------------------------------------------------------ queueing
+
+    def _enqueue(self, api: ApiSpec, version: int, body: Mapping[str, Any], now_ms: int, expect_response: bool,
+                 timeout_ms: int | None, purpose: RequestPurpose, tag: Any) -> InFlightRequest:
+        timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
+        request = self._requests.enqueue(api, version, body, now_ms, timeout, expect_response=expect_response,
+                                         purpose=purpose, tag=tag)
+        self._update_interest()
+        return request
 
     # ------------------------------------------------------------------------------------------ I/O
 
@@ -212,6 +416,87 @@ class BrokerConnection(ConnectionLifecycle):
             return self._setup_deadline_ms
         return self._requests.next_deadline_ms()
 
+    # ------------------------------------------------------------------------------------------ selector interest
+
+    def _update_interest(self) -> None:
+        if self._sock is None:
+            return
+        if self.state is ConnectionState.CONNECTING:
+            events = _WRITE
+        elif self.state is ConnectionState.HANDSHAKE:
+            want = self._handshakes.want
+            want_read = want is HandshakeStatus.WANT_READ or self._requests.awaiting_response
+            want_write = want is HandshakeStatus.WANT_WRITE or self._requests.has_unsent
+            events = (_READ if want_read else 0) | (_WRITE if want_write else 0) or _READ
+        else:
+            events = _READ | (_WRITE if self._requests.has_unsent else 0)  # always read: notices the broker closing
+        self._set_interest(events)
+
+    def _set_interest(self, events: int) -> None:
+        if self._sock is None or events == self._events:
+            return
+        if self._events:
+            self._selector.modify(self._sock, events, self)
+        else:
+            self._selector.register(self._sock, events, self)
+        self._events = events
+
+    # ------------------------------------------------------------------------------------------ failure / close
+
+    def _fail(self, error: KafkaError, now_ms: int, *, culprit: InFlightRequest | None = None,
+              culprit_first: bool = False) -> None:
+        """Close the socket, fail pending user requests, go DISCONNECTED with ``last_error``."""
+        if self.state in (ConnectionState.DISCONNECTED, ConnectionState.CLOSED):
+            return
+        log.info("connection to %s (node %s) failed: %s", self.address, self.node_id, error)
+        if culprit_first:
+            culprit = self._requests.oldest_awaiting()  # a bad frame answers the oldest request
+        self._fail_pending(error, now_ms, culprit)
+        self._close_socket()
+        self.last_error = error
+        self._transition(ConnectionState.DISCONNECTED)
+
+    def _fail_pending(self, error: KafkaError, now_ms: int, culprit: InFlightRequest | None) -> None:
+        # The culprit gets the error itself; every other pending request a retriable connection error -- unless
+        # the error is fatal (e.g. a TLS alert refusing this client): then they all get it, retrying cannot help.
+        if isinstance(error, KafkaConnectionError) or error.fatal:
+            others: KafkaError = error
+        else:
+            others = KafkaConnectionError(f"connection to {self.address} closed: {error}", address=self.address)
+        pending = self._requests.clear()
+        if culprit is not None and culprit not in pending:
+            pending.insert(0, culprit)  # already matched to its (broken) response, so no longer queued
+        for request in pending:
+            if request.purpose is RequestPurpose.USER:
+                self._completions.append(Completion(request, None, error if request is culprit else others, now_ms))
+
+    def _close_socket(self) -> None:
+        if self._sock is not None:
+            if self._events:
+                self._selector.unregister(self._sock)
+            self._sock.close()
+        self._sock = None
+        self._events = 0
+        self._decoder = FrameDecoder()
+        self.broker_versions = None
+        self._handshakes = HandshakeRunner((), _Context(self))
+
+    def disconnect(self, now_ms: int, reason: str = "disconnected by the client") -> None:
+        """Drop the connection (pending requests fail, retriable); it may connect again later."""
+        self._fail(KafkaConnectionError(f"connection to {self.address} {reason}", address=self.address), now_ms)
+
+    def close(self, now_ms: int = 0) -> None:
+        """Close for good (CLOSED); pending requests fail with a KafkaConnectionError. Idempotent."""
+        if self.state is ConnectionState.CLOSED:
+            return
+        self._fail_pending(KafkaConnectionError(f"connection to {self.address} closed by the client",
+                                                address=self.address), now_ms, None)
+        self._close_socket()
+        self._transition(ConnectionState.CLOSED)
+        if self._own_selector:
+            self._selector.close()
+
+
     # ------------------------------------------------------------------------------------------ driving
 
     def drain_completions(self) -> list[Completion]:
@@ -235,3 +520,29 @@ class BrokerConnection(ConnectionLifecycle):
         self.check_timeouts(now_ms)
         return self.drain_completions()
 
+
+class _Context:
+    """What a handshake sees of its connection (implements handshake.HandshakeContext); every change it makes
+    goes through the connection's own methods."""
+
+    def __init__(self, conn: BrokerConnection) -> None:
+        self._conn = conn
+
+    host = property(lambda self: self._conn.host)
+    port = property(lambda self: self._conn.port)
+    address = property(lambda self: self._conn.address)
+    node_id = property(lambda self: self._conn.node_id)
+    config = property(lambda self: self._conn.config)
+
+    @property
+    def sock(self) -> socket.socket:
+        return self._conn._handshake_socket()
+
+    def wrap_socket(self, wrap: Callable[[socket.socket], socket.socket]) -> None:
+        self._conn._wrap_socket(wrap)
+
+    def send_request(self, api: ApiSpec, version: int, body: Mapping[str, Any]) -> int:
+        return self._conn._send_handshake_request(api, version, body)
+
+    def take_response(self) -> dict[str, Any] | None:
+        return self._conn._take_handshake_response()

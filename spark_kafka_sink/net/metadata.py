@@ -33,6 +33,7 @@ from typing import Any
 
 from spark_kafka_sink.errors import BrokerError, KafkaError, error_for_code
 from spark_kafka_sink.net.config import NetConfig, format_address
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 
 __all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Metadata"]
 
@@ -58,13 +59,13 @@ class PartitionInfo:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     offline_replicas: tuple[int, ...] = ()
-    error_code: int = 0  # e.g. LEADER_NOT_AVAILABLE (5)
+    error_code: int = NO_ERROR  # or e.g. LEADER_NOT_AVAILABLE
 
 
 @dataclass(frozen=True)
 class TopicInfo:
     name: str
-    error_code: int  # 0, or e.g. UNKNOWN_TOPIC_OR_PARTITION (3) / LEADER_NOT_AVAILABLE (5) while being created
+    error_code: int  # NO_ERROR, or e.g. UNKNOWN_TOPIC_OR_PARTITION / LEADER_NOT_AVAILABLE while being created
     partitions: Mapping[int, PartitionInfo]
     topic_id: Any = None  # uuid.UUID on Metadata v10+
     is_internal: bool = False
@@ -128,7 +129,7 @@ class Metadata:
         """Sorted partition numbers of ``topic``; None while the topic is unknown or in error."""
         with self._lock:
             info = self._topics.get(topic)
-            if info is None or info.error_code != 0 or not info.partitions:
+            if info is None or info.error_code != NO_ERROR or not info.partitions:
                 return None
             return sorted(info.partitions)
 
@@ -149,7 +150,7 @@ class Metadata:
         """The error the last refresh reported for ``topic`` (as an exception to raise or inspect), else None."""
         with self._lock:
             info = self._topics.get(topic)
-            if info is None or info.error_code == 0:
+            if info is None or info.error_code == NO_ERROR:
                 return None
         cls = error_for_code(info.error_code)
         return cls(context=f"Metadata for topic {topic}")

@@ -39,7 +39,13 @@ import ssl
 from collections.abc import Mapping
 from typing import Any
 
-from spark_kafka_sink.errors import BrokerError, ConfigError, IllegalSaslStateError, raise_for_code
+from spark_kafka_sink.errors import (
+    BrokerError,
+    ConfigError,
+    IllegalSaslStateError,
+    UnsupportedSaslMechanismError,
+    raise_for_code,
+)
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.handshake import Handshake, HandshakeContext, HandshakeStatus
 from spark_kafka_sink.net.security_errors import tls_handshake_error
@@ -124,10 +130,10 @@ class SaslAuthentication:
     def _on_handshake(self, ctx: HandshakeContext, body: Mapping[str, Any]) -> None:
         code = int(body["error_code"])
         where = f"SASL handshake with {ctx.address}"
-        if code == 33:  # UNSUPPORTED_SASL_MECHANISM: say what the listener does enable
+        if code == UnsupportedSaslMechanismError.code:  # say what the listener does enable
             enabled = ", ".join(body.get("mechanisms") or []) or "none"
             raise_for_code(code, f"{ctx.address} does not enable {self.mechanism}; it enables: {enabled}", where)
-        if code == 34:  # ILLEGAL_SASL_STATE on a handshake: the listener is not a SASL listener
+        if code == IllegalSaslStateError.code:  # on a handshake: the listener is not a SASL listener
             raise_for_code(code, f"{ctx.address} did not expect SASL: is it a SASL listener? check "
                                  f"security.protocol and the port", where)
         raise_for_code(code, None, where)

@@ -38,16 +38,34 @@ __all__ = [
     "looks_like_tls_record",
 ]
 
-# OpenSSL X509_V_ERR_* codes (include/openssl/x509_vfy.h) that mean "no trusted CA signed this".
+# OpenSSL certificate verify codes, X509_V_ERR_* (include/openssl/x509_vfy.h): ``SSLCertVerificationError.verify_code``.
+_X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT = 2
+_X509_V_ERR_CERT_NOT_YET_VALID = 9
+_X509_V_ERR_CERT_HAS_EXPIRED = 10
+_X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT = 18
+_X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN = 19
+_X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY = 20
+_X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE = 21
+_X509_V_ERR_HOSTNAME_MISMATCH = 62
+_X509_V_ERR_IP_ADDRESS_MISMATCH = 64
+
+# The verify codes that mean "no trusted CA signed this".
 _UNTRUSTED_CODES = frozenset({
-    2,  # UNABLE_TO_GET_ISSUER_CERT
-    18,  # DEPTH_ZERO_SELF_SIGNED_CERT
-    19,  # SELF_SIGNED_CERT_IN_CHAIN
-    20,  # UNABLE_TO_GET_ISSUER_CERT_LOCALLY
-    21,  # UNABLE_TO_VERIFY_LEAF_SIGNATURE
+    _X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
+    _X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
+    _X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN,
+    _X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
+    _X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE,
 })
-_EXPIRED_CODES = frozenset({9, 10})  # CERT_NOT_YET_VALID, CERT_HAS_EXPIRED
-_MISMATCH_CODES = frozenset({62, 64})  # HOSTNAME_MISMATCH, IP_ADDRESS_MISMATCH
+_EXPIRED_CODES = frozenset({_X509_V_ERR_CERT_NOT_YET_VALID, _X509_V_ERR_CERT_HAS_EXPIRED})
+_MISMATCH_CODES = frozenset({_X509_V_ERR_HOSTNAME_MISMATCH, _X509_V_ERR_IP_ADDRESS_MISMATCH})
+
+# A TLS record starts with its content type, then the protocol version's major and minor bytes (RFC 8446 5.1).
+_TLS_ALERT = 0x15  # content type alert (21)
+_TLS_HANDSHAKE = 0x16  # content type handshake (22)
+_TLS_MAJOR_VERSION = 0x03  # SSL 3.0 and every TLS version: 3.x
+_TLS_MAX_MINOR_VERSION = 0x04  # TLS 1.3 is 3.4
+
 # Alerts a TLS server sends when it refuses our client certificate (or the lack of one).
 _CLIENT_CERT_ALERTS = ("CERTIFICATE_REQUIRED", "BAD_CERTIFICATE", "UNKNOWN_CA", "CERTIFICATE_UNKNOWN",
                        "UNSUPPORTED_CERTIFICATE", "CERTIFICATE_REVOKED", "CERTIFICATE_EXPIRED", "ACCESS_DENIED")
@@ -57,7 +75,8 @@ _CA_OPTIONS = "ssl.ca.location (or ssl.truststore.location with ssl.truststore.t
 def looks_like_tls_record(head: bytes | bytearray | memoryview) -> bool:
     """True if ``head`` starts like a TLS record: content type alert (21) or handshake (22), version 3.x."""
     data = bytes(head[:3])
-    return len(data) >= 3 and data[0] in (0x15, 0x16) and data[1] == 0x03 and data[2] <= 0x04
+    return (len(data) >= 3 and data[0] in (_TLS_ALERT, _TLS_HANDSHAKE) and data[1] == _TLS_MAJOR_VERSION
+            and data[2] <= _TLS_MAX_MINOR_VERSION)
 
 
 def plaintext_reply_error(head: bytes | bytearray | memoryview, address: str) -> SecurityProtocolMismatchError | None:

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from spark_kafka_sink.errors import BrokerUnsupportedVersionError
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.framing import FrameDecoder, RequestHeader, decode_request, encode_response
 from spark_kafka_sink.protocol.messages import API_SPECS, API_VERSIONS
 from spark_kafka_sink.protocol.primitives import write_int16, write_int32
@@ -87,8 +89,9 @@ class Peer:
         return encode_response(api, header.api_version if version is None else version,
                                header.correlation_id if correlation_id is None else correlation_id, body)
 
-    def respond(self, header: RequestHeader, body: Mapping[str, Any], **kwargs: Any) -> None:
-        self.send(self.response_bytes(header, body, **kwargs))
+    def respond(self, header: RequestHeader, body: Mapping[str, Any], version: int | None = None,
+                correlation_id: int | None = None) -> None:
+        self.send(self.response_bytes(header, body, version, correlation_id))
 
     def serve_api_versions(self, overrides: Mapping[int, tuple[int, int]] | None = None,
                            finalized: Mapping[str, int] | None = None) -> RequestHeader:
@@ -96,7 +99,7 @@ class Peer:
         header, _ = self.read_request()
         if header.api_key != API_VERSIONS.key:
             raise AssertionError(f"expected ApiVersions first, got API key {header.api_key}")
-        body: dict[str, Any] = {"error_code": 0, "api_keys": broker_api_keys(overrides)}
+        body: dict[str, Any] = {"error_code": NO_ERROR, "api_keys": broker_api_keys(overrides)}
         if finalized and header.api_version >= 3:
             body["finalized_features_epoch"] = 7
             body["finalized_features"] = [
@@ -106,7 +109,8 @@ class Peer:
 
     def unsupported_api_versions(self, header: RequestHeader, lo: int, hi: int) -> None:
         """Answer an ApiVersions request the way an older broker does: UNSUPPORTED_VERSION in the v0 layout."""
-        body = write_int16(35) + write_int32(1) + write_int16(18) + write_int16(lo) + write_int16(hi)
+        body = (write_int16(BrokerUnsupportedVersionError.code) + write_int32(1)  # error_code, one api_keys entry:
+                + write_int16(API_VERSIONS.key) + write_int16(lo) + write_int16(hi))  # ApiVersions' own range
         payload = write_int32(header.correlation_id) + body
         self.send(write_int32(len(payload)) + payload)
 

@@ -5,20 +5,24 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
 
 from spark_kafka_sink.errors import (
-    ConcurrentTransactionsError, IllegalStateError, KafkaConnectionError, KafkaTimeoutError,
+    ConcurrentTransactionsError,
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
     SaslAuthenticationFailedError,
+    UnknownTopicOrPartitionError,
 )
-from spark_kafka_sink.net.client import ClientResponse, NetworkClient
+from spark_kafka_sink.net.client import NO_CONNECTION_DELAY_LIMIT_MS, ClientResponse, NetworkClient
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.connection import monotonic_ms
 from spark_kafka_sink.net.handshake import Handshake, HandshakeContext, HandshakeStatus
-from spark_kafka_sink.net.nonblocking_client import NO_CONNECTION_DELAY_LIMIT_MS
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.framing import RequestHeader
 from spark_kafka_sink.protocol.messages import INIT_PRODUCER_ID, METADATA, PRODUCE
 from tests.net.fake_broker import FakeBroker, Peer, unused_port
@@ -42,15 +46,17 @@ def serve(handlers: dict[int, Handler], overrides: Mapping[int, tuple[int, int]]
     return script
 
 
-def metadata_answer(port: int, topics: list[str] = ()) -> Handler:  # type: ignore[assignment]
+def metadata_answer(port: int, topics: Sequence[str] = ()) -> Handler:
     def handler(header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
         wanted = [t["name"] for t in body["topics"] or []]
+        partitions = [{"error_code": NO_ERROR, "partition_index": 0, "leader_id": 1, "leader_epoch": 0,
+                       "replica_nodes": [1], "isr_nodes": [1]}]
         return {
             "brokers": [{"node_id": 1, "host": "127.0.0.1", "port": port, "rack": None}],
             "cluster_id": "fake", "controller_id": 1,
-            "topics": [{"error_code": 0 if name in topics else 3, "name": name, "partitions": [
-                {"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": 0,
-                 "replica_nodes": [1], "isr_nodes": [1]}] if name in topics else []} for name in wanted],
+            "topics": [{"error_code": NO_ERROR, "name": name, "partitions": partitions} if name in topics
+                       else {"error_code": UnknownTopicOrPartitionError.code, "name": name, "partitions": []}
+                       for name in wanted],
         }
 
     return handler
@@ -220,7 +226,7 @@ def test_unreachable_bootstrap_fails_within_the_timeout_naming_every_address(
 
 def test_blocking_request_keeps_other_responses_for_poll(clients: list[NetworkClient]) -> None:
     def init_pid(header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
-        return {"error_code": 0, "producer_id": 42, "producer_epoch": 1}
+        return {"error_code": NO_ERROR, "producer_id": 42, "producer_epoch": 1}
 
     with FakeBroker(serve({PRODUCE.key: lambda h, b: PRODUCE_ANSWER, INIT_PRODUCER_ID.key: init_pid})) as broker:
         client = make_client((broker.host, broker.port))
@@ -238,7 +244,7 @@ def test_blocking_request_keeps_other_responses_for_poll(clients: list[NetworkCl
 
 def test_blocking_request_raises_the_top_level_error(clients: list[NetworkClient]) -> None:
     def busy(header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
-        return {"error_code": 51}
+        return {"error_code": ConcurrentTransactionsError.code}
 
     with FakeBroker(serve({INIT_PRODUCER_ID.key: busy})) as broker:
         client = make_client((broker.host, broker.port))
@@ -247,7 +253,8 @@ def test_blocking_request_raises_the_top_level_error(clients: list[NetworkClient
         body = {"transactional_id": "tx", "transaction_timeout_ms": 60000}
         with pytest.raises(ConcurrentTransactionsError, match="InitProducerId"):
             client.request(None, INIT_PRODUCER_ID, body, 5_000)
-        assert client.request(None, INIT_PRODUCER_ID, body, 5_000, raise_on_error=False)["error_code"] == 51
+        answer = client.request(None, INIT_PRODUCER_ID, body, 5_000, raise_on_error=False)
+        assert answer["error_code"] == ConcurrentTransactionsError.code
         client.close()
 
 

@@ -10,13 +10,20 @@ from typing import Any
 import pytest
 
 from spark_kafka_sink.errors import (
-    IllegalStateError, KafkaConnectionError, KafkaError, KafkaTimeoutError, ProtocolError,
-    SaslAuthenticationFailedError, UnsupportedVersionError,
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProtocolError,
+    SaslAuthenticationFailedError,
+    UnsupportedSaslMechanismError,
+    UnsupportedVersionError,
 )
-from spark_kafka_sink.net import connection as connection_module
 from spark_kafka_sink.net.config import NetConfig
-from spark_kafka_sink.net.connection import BrokerConnection, Completion, ConnectionState, monotonic_ms
+from spark_kafka_sink.net.connection import BrokerConnection, ConnectionState, monotonic_ms
 from spark_kafka_sink.net.handshake import HandshakeContext, HandshakeStatus
+from spark_kafka_sink.net.inflight import Completion
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import API_VERSIONS, METADATA, PRODUCE, SASL_HANDSHAKE
 from tests.net.fake_broker import FakeBroker, Peer, unused_port
 
@@ -137,10 +144,32 @@ def test_api_versions_fallback_happens_once(conns: list[BrokerConnection]) -> No
 # ---------------------------------------------------------------------------------------- framing
 
 
-def test_response_split_into_single_bytes_and_coalesced(conns: list[BrokerConnection],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(connection_module, "_RECV_SIZE", 1)  # every recv returns one byte: worst-case splits
+class OneByteSocket(socket.socket):
+    """A socket whose every recv returns at most one byte: frames arrive in the worst-case splits."""
 
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        return super().recv(1, flags)
+
+
+class OneByteReads:
+    """A handshake that swaps the socket (through the seam, as TLS does) for a :class:`OneByteSocket`."""
+
+    name = "ONE-BYTE-READS"
+
+    def start(self, ctx: HandshakeContext, now_ms: int) -> HandshakeStatus:
+        def wrap(sock: socket.socket) -> socket.socket:
+            new = OneByteSocket(sock.family, sock.type, sock.proto, fileno=sock.detach())
+            new.setblocking(False)
+            return new
+
+        ctx.wrap_socket(wrap)
+        return HandshakeStatus.DONE
+
+    def step(self, ctx: HandshakeContext, now_ms: int) -> HandshakeStatus:
+        return HandshakeStatus.DONE
+
+
+def test_response_split_into_single_bytes_and_coalesced(conns: list[BrokerConnection]) -> None:
     def script(peer: Peer) -> None:
         peer.serve_api_versions()
         h1, _ = peer.read_request()
@@ -152,7 +181,8 @@ def test_response_split_into_single_bytes_and_coalesced(conns: list[BrokerConnec
         peer.wait_closed()
 
     with FakeBroker(script) as broker:
-        conn = make_conn(broker.port)
+        config = NetConfig(bootstrap_servers=(("127.0.0.1", broker.port),))
+        conn = BrokerConnection(1, "127.0.0.1", broker.port, config, handshakes=lambda: [OneByteReads()])
         conns.append(conn)
         connect_ready(conn)
         sent = [metadata_request(conn) for _ in range(3)]
@@ -212,7 +242,7 @@ def test_malformed_bytes_are_a_protocol_error(conns: list[BrokerConnection],
 def test_response_without_request_in_flight(conns: list[BrokerConnection]) -> None:
     def script(peer: Peer) -> None:
         header = peer.serve_api_versions()
-        peer.respond(header, {"error_code": 0, "api_keys": []})  # a second, unasked-for answer
+        peer.respond(header, {"error_code": NO_ERROR, "api_keys": []})  # a second, unasked-for answer
         peer.wait_closed()
 
     with FakeBroker(script) as broker:
@@ -358,7 +388,7 @@ class FakeSasl:
         self.answer = ctx.take_response()
         if self.answer is None:
             return HandshakeStatus.WANT_READ
-        if self.answer["error_code"]:
+        if self.answer["error_code"] != NO_ERROR:
             raise SaslAuthenticationFailedError("wrong mechanism", context=f"SASL with {ctx.address}")
         return HandshakeStatus.DONE
 
@@ -381,7 +411,7 @@ class WrapIdentity:
         return HandshakeStatus.DONE
 
 
-@pytest.mark.parametrize("error_code", [0, 33])
+@pytest.mark.parametrize("error_code", [NO_ERROR, UnsupportedSaslMechanismError.code])
 def test_handshake_requests_run_before_api_versions(conns: list[BrokerConnection], error_code: int) -> None:
     order: list[int] = []
 
@@ -389,7 +419,7 @@ def test_handshake_requests_run_before_api_versions(conns: list[BrokerConnection
         header, _ = peer.read_request()
         order.append(header.api_key)
         peer.respond(header, {"error_code": error_code, "mechanisms": ["PLAIN"]})
-        if error_code:
+        if error_code != NO_ERROR:
             peer.wait_closed()
             return
         order.append(peer.serve_api_versions().api_key)
@@ -402,7 +432,7 @@ def test_handshake_requests_run_before_api_versions(conns: list[BrokerConnection
         conn.connect(monotonic_ms())
         drive(conn, lambda _: conn.state in (S.READY, S.DISCONNECTED))
     assert sasl.answer is not None and sasl.answer["mechanisms"] == ["PLAIN"]
-    if error_code:
+    if error_code != NO_ERROR:
         assert conn.state is S.DISCONNECTED and isinstance(conn.last_error, SaslAuthenticationFailedError)
         assert order == [SASL_HANDSHAKE.key]
     else:

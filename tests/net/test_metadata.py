@@ -7,14 +7,15 @@ from typing import Any
 
 import pytest
 
-from spark_kafka_sink.errors import LeaderNotAvailableError, UnknownTopicOrPartitionError
+from spark_kafka_sink.errors import LeaderNotAvailableError, UnknownTopicIdError, UnknownTopicOrPartitionError
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.metadata import Metadata
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 
 CONFIG = NetConfig(bootstrap_servers=(("b", 1),), metadata_max_age_ms=10_000, retry_backoff_ms=100)
 
 
-def partition(index: int, leader: int, epoch: int = 0, error: int = 0) -> dict[str, Any]:
+def partition(index: int, leader: int, epoch: int = 0, error: int = NO_ERROR) -> dict[str, Any]:
     return {"error_code": error, "partition_index": index, "leader_id": leader, "leader_epoch": epoch,
             "replica_nodes": [1, 2], "isr_nodes": [leader] if leader >= 0 else [], "offline_replicas": []}
 
@@ -28,15 +29,17 @@ def response(topics: list[dict[str, Any]], brokers: tuple[int, ...] = (1, 2)) ->
     }
 
 
-def topic(name: str, *parts: dict[str, Any], error: int = 0) -> dict[str, Any]:
+def topic(name: str, *parts: dict[str, Any], error: int = NO_ERROR) -> dict[str, Any]:
     return {"error_code": error, "name": name, "is_internal": False, "partitions": list(parts)}
 
 
 def test_update_and_lookups() -> None:
     md = Metadata(CONFIG)
-    md.update(response([topic("t", partition(1, 2, 5), partition(0, 1, 3), partition(2, -1, 1, error=5))]), 1000)
+    leaderless = partition(2, -1, 1, error=LeaderNotAvailableError.code)
+    md.update(response([topic("t", partition(1, 2, 5), partition(0, 1, 3), leaderless)]), 1000)
     assert md.cluster_id == "cluster-x" and md.controller_id == 2
-    assert md.broker(2) is not None and md.broker(2).address == "h2:9002"  # type: ignore[union-attr]
+    broker = md.broker(2)
+    assert broker is not None and broker.address == "h2:9002"
     assert md.partitions_for("t") == [0, 1, 2]
     assert md.leader_for("t", 0) == 1 and md.leader_for("t", 1) == 2
     assert md.leader_for("t", 2) is None  # no leader right now
@@ -55,7 +58,8 @@ def test_leader_without_a_known_broker_is_unknown() -> None:
 
 def test_topic_errors_are_kept_per_topic() -> None:
     md = Metadata(CONFIG)
-    md.update(response([topic("gone", error=3), topic("new", error=5), topic("ok", partition(0, 1))]), 0)
+    md.update(response([topic("gone", error=UnknownTopicOrPartitionError.code),
+                    topic("new", error=LeaderNotAvailableError.code), topic("ok", partition(0, 1))]), 0)
     assert isinstance(md.topic_error("gone"), UnknownTopicOrPartitionError)
     assert isinstance(md.topic_error("new"), LeaderNotAvailableError)
     assert md.topic_error("ok") is None and md.topic_error("never-asked") is None
@@ -124,5 +128,5 @@ def test_wait_for_update_across_threads() -> None:
 @pytest.mark.parametrize("name", [None])
 def test_topics_without_a_name_are_skipped(name: None) -> None:
     md = Metadata(CONFIG)
-    md.update(response([{"error_code": 100, "name": name, "partitions": []}]), 0)
+    md.update(response([{"error_code": UnknownTopicIdError.code, "name": name, "partitions": []}]), 0)
     assert md.topics() == {}

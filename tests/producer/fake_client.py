@@ -11,10 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from spark_kafka_sink.errors import KafkaError
-from spark_kafka_sink.net.client import ClientRequest, ClientResponse
+from spark_kafka_sink.net.client import NO_CONNECTION_DELAY_LIMIT_MS, ClientRequest, ClientResponse
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.metadata import Metadata
-from spark_kafka_sink.net.nonblocking_client import NO_CONNECTION_DELAY_LIMIT_MS
 from spark_kafka_sink.protocol.messages import PRODUCE, ApiSpec, encode_request_body
 from spark_kafka_sink.protocol.record_batch import DecodedBatch, decode_batch
 
