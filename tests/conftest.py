@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from spark_kafka_sink.testing.broker import KafkaCluster, fetch_jars, spark_connector_jars
+from spark_kafka_sink.testing.broker import KafkaCluster
+from spark_kafka_sink.testing.broker_jars import fetch_jars, spark_connector_jars
 
 
 def _unwind_on_sigterm() -> None:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_kafka_sink.testing.broker import REPO_ROOT, _pid_alive, sweep_stale_dirs
+from spark_kafka_sink.testing.broker import _pid_alive, sweep_stale_dirs
+from spark_kafka_sink.testing.broker_jars import REPO_ROOT
 
 # A pytest session of its own that takes the session broker fixture, records where it lives, then blocks.
 INNER_TEST = textwrap.dedent("""

@@ -8,7 +8,8 @@ from chispa import assert_df_equality
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from spark_kafka_sink.testing.broker import KafkaCluster, metadata_broker_ids
+from spark_kafka_sink.testing.broker import KafkaCluster
+from spark_kafka_sink.testing.broker_probe import metadata_broker_ids
 from tests.conftest import ConsumedRecord, spark_read_topic
 
 
