@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from chispa import assert_df_equality
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
@@ -11,6 +12,8 @@ from confluent_kafka.admin import AdminClient
 from spark_kafka_sink.testing.broker import KafkaCluster
 from spark_kafka_sink.testing.broker_probe import metadata_broker_ids
 from tests.conftest import ConsumedRecord, spark_read_topic
+
+pytestmark = pytest.mark.broker
 
 
 def test_broker_answers_metadata(kafka: KafkaCluster) -> None:
@@ -37,6 +40,7 @@ def test_produce_and_consume_with_confluent_kafka(
     assert record.timestamp_ms == 1_700_000_000_000
 
 
+@pytest.mark.spark
 def test_spark_reads_back_with_its_own_kafka_source(spark, bootstrap: str, topic_factory: Callable[..., str]) -> None:
     topic = topic_factory(partitions=3)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
