@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, encode_arrow_batches
 from spark_kafka_sink.protocol.compression import Codec
-from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, Record, decode_batch, encode_batch
+from spark_kafka_sink.protocol.record_batch import Record, decode_batch, encode_batch
 
 HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+BINARY = pa.binary()
 Row = tuple[bytes | None, bytes | None, int, list[tuple[str, bytes | None]] | None]
 
 
@@ -33,8 +34,8 @@ def check(rows: list[Row], batches: list[EncodedBatch], max_bytes: int, codec: i
             assert b.uncompressed_size == len(b.data)
 
 
-def encode(rows: list[Row], max_bytes: int, codec: int = 0, key_type: pa.DataType = pa.binary(),
-           value_type: pa.DataType = pa.binary(), with_headers: bool = True) -> list[EncodedBatch]:
+def encode(rows: list[Row], max_bytes: int, codec: int = 0, key_type: pa.DataType = BINARY,
+           value_type: pa.DataType = BINARY, with_headers: bool = True) -> list[EncodedBatch]:
     return encode_arrow_batches(
         pa.array([r[1] for r in rows], value_type),
         key=pa.array([r[0] for r in rows], key_type),
