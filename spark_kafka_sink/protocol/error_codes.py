@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["ErrorCode", "ERROR_CODES", "RETRY", "META", "FATAL", "class_name_for"]
+__all__ = ["ErrorCode", "ERROR_CODES", "NO_ERROR", "RETRY", "META", "FATAL", "class_name_for"]
 
 RETRY = 1  # sending the same request again may succeed
 META = 2  # cached metadata is stale: refresh it before retrying (implies RETRY in Kafka's hierarchy)
@@ -209,6 +209,9 @@ def _build() -> dict[int, ErrorCode]:
 
 #: code -> ErrorCode for every non-zero broker error code (0 = NONE is success and has no entry).
 ERROR_CODES: dict[int, ErrorCode] = _build()
+
+#: The error code of a successful answer (Kafka's NONE): no row in the table, no error class.
+NO_ERROR = 0
 
 
 def class_name_for(name: str) -> str:
