@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -36,7 +37,7 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _start_inner_session(tmp_path: Path) -> tuple[subprocess.Popen[bytes], dict[str, object]]:
+def _start_inner_session(tmp_path: Path) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
     test_file = tmp_path / "test_inner_block.py"
     test_file.write_text(INNER_TEST)
     info_file = tmp_path / "info.json"
@@ -70,7 +71,7 @@ def _wait_gone(pids: list[int], timeout: float = 30.0) -> list[int]:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_session_leaves_no_jvm_and_no_data(tmp_path: Path, sig: signal.Signals) -> None:
     proc, info = _start_inner_session(tmp_path)
-    pids = list(info["pids"])  # type: ignore[call-overload]
+    pids: list[int] = info["pids"]
     data_dir = Path(str(info["dir"]))
     assert pids and all(psutil.pid_exists(p) for p in pids) and data_dir.is_dir()
 
@@ -87,7 +88,7 @@ def test_interrupted_session_leaves_no_jvm_and_no_data(tmp_path: Path, sig: sign
 
 def test_killed_session_leaves_no_jvm_and_its_data_is_swept(tmp_path: Path) -> None:
     proc, info = _start_inner_session(tmp_path)
-    pids = list(info["pids"])  # type: ignore[call-overload]
+    pids: list[int] = info["pids"]
     data_dir = Path(str(info["dir"]))
 
     proc.kill()  # SIGKILL: no teardown runs at all

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from chispa import assert_df_equality
@@ -41,7 +42,9 @@ def test_produce_and_consume_with_confluent_kafka(
 
 
 @pytest.mark.spark
-def test_spark_reads_back_with_its_own_kafka_source(spark, bootstrap: str, topic_factory: Callable[..., str]) -> None:
+def test_spark_reads_back_with_its_own_kafka_source(
+    spark: Any, bootstrap: str, topic_factory: Callable[..., str]
+) -> None:
     topic = topic_factory(partitions=3)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
     rows = [(f"k{i}".encode(), f"v{i}".encode(), i % 3) for i in range(30)]
