@@ -24,7 +24,7 @@ from benchmarks.machine import machine_info, uptime_line
 from benchmarks.report import format_table, markdown_table, plot, write_json
 from benchmarks.targets import missing_components, targets as all_targets
 from benchmarks.workload import Workload
-from spark_kafka_sink.testing.broker import REPO_ROOT
+from spark_kafka_sink.testing.broker_jars import REPO_ROOT
 
 GROUPS = ("encoder", "producer", "spark", "memory")
 VALUE_SIZES = (10, 1000, 10_000)  # plus the base 100 B

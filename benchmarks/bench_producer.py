@@ -30,7 +30,7 @@ from benchmarks.context import Context
 from benchmarks.harness import Comparison, Contender, Sample, run_comparison
 from benchmarks.targets import CONFLUENT, JAVA_PERF, KAFKA_PYTHON, SEND, SEND_BATCH, producer_class
 from benchmarks.workload import Workload, arrow_table, python_chunks
-from spark_kafka_sink.testing.broker import broker_lib, require_java
+from spark_kafka_sink.testing.broker_jars import broker_lib, require_java
 
 __all__ = ["run"]
 

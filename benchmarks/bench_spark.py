@@ -23,7 +23,7 @@ from benchmarks.context import Context
 from benchmarks.harness import Comparison, Contender, Sample, run_comparison
 from benchmarks.targets import NOOP_WRITER, SINK_ALO, SINK_EOS, SPARK_BUILTIN, producer_class, sink_available
 from benchmarks.workload import Workload
-from spark_kafka_sink.testing.broker import spark_connector_jars
+from spark_kafka_sink.testing.broker_jars import spark_connector_jars
 
 __all__ = ["run", "dataframe", "kafka_options", "SINK_FORMAT"]
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spark_kafka_sink.testing.broker import REPO_ROOT, KafkaCluster, fetch_jars, spark_connector_jars
+from spark_kafka_sink.testing.broker import KafkaCluster
+from spark_kafka_sink.testing.broker_jars import REPO_ROOT, fetch_jars, spark_connector_jars
 
 __all__ = ["Context", "pinned_to_one_core"]
 

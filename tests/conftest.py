@@ -13,11 +13,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from spark_kafka_sink.testing.broker import KafkaCluster, fetch_jars, spark_connector_jars
+from spark_kafka_sink.testing.broker import KafkaCluster
+from spark_kafka_sink.testing.broker_jars import fetch_jars, spark_connector_jars
 
 
 def _unwind_on_sigterm() -> None:
@@ -53,7 +54,8 @@ def bootstrap(kafka: KafkaCluster) -> str:
 def create_topic(bootstrap_servers: str, name: str, partitions: int = 3, replication: int = 1,
                  config: dict[str, str] | None = None) -> str:
     """Create a topic with confluent-kafka's admin client and wait until it exists."""
-    from confluent_kafka.admin import AdminClient, NewTopic
+    # NewTopic is re-exported by confluent_kafka.admin without being listed in its stubs' __all__.
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
     futures = admin.create_topics(
@@ -127,15 +129,19 @@ def read_topic(bootstrap_servers: str, topic: str, isolation: str = "read_commit
                                      f"{sorted(set(partitions) - at_eof)} within {timeout}s")
             for msg in consumer.consume(num_messages=10000, timeout=1.0):
                 err = msg.error()
+                msg_topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
                 if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        at_eof.add(msg.partition())
+                    if err.code() == KafkaError._PARTITION_EOF and partition is not None:
+                        at_eof.add(partition)
                         continue
                     raise AssertionError(f"read-back error: {err}")
-                at_eof.discard(msg.partition())
+                assert msg_topic is not None and partition is not None and offset is not None  # set on every message
+                at_eof.discard(partition)
+                # A consumed message's headers are a list of (str, bytes | None), or None when it has none.
+                headers = cast("list[tuple[str, bytes | None]] | None", msg.headers())
                 records.append(ConsumedRecord(
-                    topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), key=msg.key(),
-                    value=msg.value(), headers=tuple(msg.headers() or ()), timestamp_ms=msg.timestamp()[1],
+                    topic=msg_topic, partition=partition, offset=offset, key=msg.key(),
+                    value=msg.value(), headers=tuple(headers or ()), timestamp_ms=msg.timestamp()[1],
                 ))
         return sorted(records, key=lambda r: (r.partition, r.offset))
     finally:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from spark_kafka_sink.producer.config_options import options_markdown
-from spark_kafka_sink.testing.broker import REPO_ROOT
+from spark_kafka_sink.testing.broker_jars import REPO_ROOT
 
 
 def test_readme_options_table_matches_the_code() -> None:

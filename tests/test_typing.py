@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from spark_kafka_sink.testing.broker import REPO_ROOT
+from spark_kafka_sink.testing.broker_jars import REPO_ROOT
 
 
 def test_package_is_mypy_strict_clean() -> None:

@@ -117,7 +117,7 @@ def _glue(fields: list[_Field], n: int, binary_type: pa.DataType) -> pa.Array:
         buf = np.zeros(n * width, np.uint8)
         mat = buf.reshape(n, width)
         col = 0
-        for (u, _), (_, w) in zip(fields, ranges):
+        for (u, _), (_, w) in zip(fields, ranges, strict=True):
             if u is not None:
                 _put_column(mat, col, u, w)
             col += w
@@ -130,7 +130,7 @@ def _glue(fields: list[_Field], n: int, binary_type: pa.DataType) -> pa.Array:
         np.cumsum(row_size, out=offsets64[1:])
         buf = np.zeros(int(offsets64[-1]), np.uint8)
         pos = offsets64[:-1].copy()
-        for (u, s), (lo, hi) in zip(fields, ranges):
+        for (u, s), (lo, hi) in zip(fields, ranges, strict=True):
             if u is not None:
                 _put(buf, pos, u, s, lo, hi)
             pos += s

@@ -14,8 +14,6 @@ from typing import NamedTuple
 
 __all__ = ["ErrorCode", "ERROR_CODES", "NO_ERROR", "RETRY", "META", "FATAL", "class_name_for"]
 
-NO_ERROR = 0  # NONE: success; every other code has a row below
-
 RETRY = 1  # sending the same request again may succeed
 META = 2  # cached metadata is stale: refresh it before retrying (implies RETRY in Kafka's hierarchy)
 FATAL = 4  # the producer cannot continue; close it
@@ -211,6 +209,9 @@ def _build() -> dict[int, ErrorCode]:
 
 #: code -> ErrorCode for every non-zero broker error code (0 = NONE is success and has no entry).
 ERROR_CODES: dict[int, ErrorCode] = _build()
+
+#: The error code of a successful answer (Kafka's NONE): no row in the table, no error class.
+NO_ERROR = 0
 
 
 def class_name_for(name: str) -> str:

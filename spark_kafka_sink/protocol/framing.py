@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from spark_kafka_sink.errors import ProtocolError
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import (
     API_SPECS,
     ApiSpec,
@@ -124,7 +125,7 @@ def decode_response(
         # A broker that does not support our ApiVersions version answers UNSUPPORTED_VERSION in the v0 layout,
         # listing what it does support, so the client can retry with a version it knows.
         fallback = decode_response_body(api, 0, body_bytes)
-        if fallback["error_code"] == 0:
+        if fallback["error_code"] == NO_ERROR:
             raise
         return correlation_id, fallback
 

@@ -123,7 +123,10 @@ def murmur2_array(keys: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.int32]:
 
 
 def _chain(
-    h: npt.NDArray[np.uint32], k: npt.NDArray[np.uint32], n_words: npt.NDArray[np.int64], word_base: npt.NDArray[np.int64]
+    h: npt.NDArray[np.uint32],
+    k: npt.NDArray[np.uint32],
+    n_words: npt.NDArray[np.int64],
+    word_base: npt.NDArray[np.int64],
 ) -> None:
     """h = h * m ^ k over each key's mixed words, in place. The chain is sequential per key, so walk the word index
     j across all keys at once."""

@@ -255,7 +255,7 @@ class ScramClient:
         without_proof = f"c={base64.b64encode(_GS2_HEADER).decode()},r={nonce}"
         auth_message = f"{self._client_first_bare},{server_first},{without_proof}".encode()
         signature = self._hmac(stored_key, auth_message)
-        proof = bytes(a ^ b for a, b in zip(client_key, signature))
+        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
         self._expected_server_signature = self._hmac(self._hmac(salted, b"Server Key"), auth_message)
         self._move(ScramState.CLIENT_FINAL_SENT)
         return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from spark_kafka_sink.errors import UnsupportedVersionError, raise_for_code
+from spark_kafka_sink.errors import BrokerUnsupportedVersionError, UnsupportedVersionError, raise_for_code
 from spark_kafka_sink.protocol.messages import API_VERSIONS, ApiSpec
 
 __all__ = [
@@ -25,7 +25,6 @@ __all__ = [
     "transaction_version",
 ]
 
-_UNSUPPORTED_VERSION = 35
 # ApiVersions v3+ client software name/version must match this, or the broker answers INVALID_REQUEST.
 _SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
@@ -92,7 +91,7 @@ def api_versions_retry_version(body: Mapping[str, Any]) -> int | None:
 
     The broker lists its own ApiVersions range in that answer; we take the highest version both sides know.
     """
-    if body.get("error_code") != _UNSUPPORTED_VERSION:
+    if body.get("error_code") != BrokerUnsupportedVersionError.code:
         return None
     for entry in body.get("api_keys") or ():
         if entry["api_key"] == API_VERSIONS.key:

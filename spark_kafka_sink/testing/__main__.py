@@ -13,7 +13,8 @@ import signal
 import sys
 import time
 
-from .broker import BrokerStartError, KafkaCluster, ToolMissingError, fetch_jars, kafka_home
+from .broker import BrokerStartError, KafkaCluster
+from .broker_jars import ToolMissingError, fetch_jars, kafka_home
 
 LOCAL_DIR = kafka_home() / "local"
 PID_FILE = LOCAL_DIR / "broker.pid"

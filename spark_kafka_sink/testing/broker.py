@@ -11,8 +11,8 @@ Why it is built this way:
   folder whose owner is gone is swept at the next start.
 - "Ready" means a Metadata request answers and lists every live node, not merely that the port is open.
 
-Finding Java and Maven and fetching the jars is in :mod:`~spark_kafka_sink.testing.broker_jars`, the Metadata
-readiness probe in :mod:`~spark_kafka_sink.testing.broker_probe`; this module re-exports their names.
+Java and the jars come from :mod:`~spark_kafka_sink.testing.broker_jars`; the Metadata request that decides
+"ready" is :func:`~spark_kafka_sink.testing.broker_probe.metadata_broker_ids`.
 """
 
 from __future__ import annotations
@@ -33,32 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-# "X as X": names that were this module's own before the split stay importable from it, for type checkers too.
-from spark_kafka_sink.testing.broker_jars import (
-    CONF_DIR as CONF_DIR,
-    MIN_JAVA as MIN_JAVA,
-    REPO_ROOT,
-    SPARK_CONNECTOR_ARTIFACTS as SPARK_CONNECTOR_ARTIFACTS,
-    ToolMissingError,
-    broker_lib,
-    fetch_jars,
-    kafka_home,
-    require_java,
-    spark_connector_jars,
-)
-from spark_kafka_sink.testing.broker_probe import metadata_broker_ids as metadata_broker_ids
+from spark_kafka_sink.testing.broker_jars import CONF_DIR, ToolMissingError, broker_lib, require_java
+from spark_kafka_sink.testing.broker_probe import metadata_broker_ids
 
 __all__ = [
     "KafkaCluster",
-    "ToolMissingError",
     "BrokerStartError",
-    "REPO_ROOT",
-    "kafka_home",
-    "broker_lib",
-    "spark_connector_jars",
-    "fetch_jars",
-    "require_java",
     "free_port",
+    "sweep_stale_dirs",
 ]
 
 TMP_PREFIX = "sks-kafka-"

@@ -1,8 +1,8 @@
-"""Java, Maven and the jar files of the test broker and of Spark's own Kafka connector (split out of
-:mod:`spark_kafka_sink.testing.broker`, which re-exports every public name here).
+"""Java, Maven and the jar files of the test broker and of Spark's own Kafka connector, and where they live.
 
-The jars come from Maven Central through the poms under ``conf/`` and live in ``.kafka`` (git-ignored) unless
-``SKS_KAFKA_HOME`` says otherwise; a missing tool is a :class:`ToolMissingError` whose message says what to install.
+The jars come from Maven Central through the poms under ``conf/`` (``REPO_ROOT / "conf"``) and live in ``.kafka``
+(git-ignored) unless ``SKS_KAFKA_HOME`` says otherwise; a missing tool is a :class:`ToolMissingError` whose message
+says what to install.
 """
 
 from __future__ import annotations

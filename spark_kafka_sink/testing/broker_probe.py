@@ -1,5 +1,4 @@
-"""The launcher's readiness probe: one Metadata request over a plain socket (split out of
-:mod:`spark_kafka_sink.testing.broker`, which re-exports :func:`metadata_broker_ids`)."""
+"""The broker launcher's readiness probe: one Metadata request over a plain socket, listing the live broker ids."""
 
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from .broker import REPO_ROOT, KafkaCluster
+from .broker import KafkaCluster
+from .broker_jars import REPO_ROOT
 
 __all__ = ["run_demo"]
 

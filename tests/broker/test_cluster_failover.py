@@ -11,6 +11,8 @@ from confluent_kafka.admin import AdminClient
 from spark_kafka_sink.testing.broker import KafkaCluster
 from tests.conftest import create_topic
 
+pytestmark = pytest.mark.cluster
+
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[KafkaCluster]:

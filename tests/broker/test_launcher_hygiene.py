@@ -1,4 +1,4 @@
-"""No JVM and no broker data survive an interrupted test session; missing tools give one clear line."""
+"""No JVM and no broker data survive an interrupted test session (each case starts a real broker)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,15 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
+import psutil
 import pytest
 
-from spark_kafka_sink.testing.broker import REPO_ROOT, _pid_alive, sweep_stale_dirs
+from spark_kafka_sink.testing.broker import sweep_stale_dirs
+from spark_kafka_sink.testing.broker_jars import REPO_ROOT
+
+pytestmark = pytest.mark.broker
 
 # A pytest session of its own that takes the session broker fixture, records where it lives, then blocks.
 INNER_TEST = textwrap.dedent("""
@@ -32,7 +37,7 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _start_inner_session(tmp_path: Path) -> tuple[subprocess.Popen[bytes], dict[str, object]]:
+def _start_inner_session(tmp_path: Path) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
     test_file = tmp_path / "test_inner_block.py"
     test_file.write_text(INNER_TEST)
     info_file = tmp_path / "info.json"
@@ -58,17 +63,17 @@ def _start_inner_session(tmp_path: Path) -> tuple[subprocess.Popen[bytes], dict[
 
 def _wait_gone(pids: list[int], timeout: float = 30.0) -> list[int]:
     deadline = time.monotonic() + timeout
-    while any(_pid_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(psutil.pid_exists(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)  # poll interval of a condition wait
-    return [p for p in pids if _pid_alive(p)]
+    return [p for p in pids if psutil.pid_exists(p)]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_session_leaves_no_jvm_and_no_data(tmp_path: Path, sig: signal.Signals) -> None:
     proc, info = _start_inner_session(tmp_path)
-    pids = list(info["pids"])  # type: ignore[call-overload]
+    pids: list[int] = info["pids"]
     data_dir = Path(str(info["dir"]))
-    assert pids and all(_pid_alive(p) for p in pids) and data_dir.is_dir()
+    assert pids and all(psutil.pid_exists(p) for p in pids) and data_dir.is_dir()
 
     proc.send_signal(sig)  # what Ctrl-C (SIGINT) or a CI cancel (SIGTERM) does
     try:
@@ -83,7 +88,7 @@ def test_interrupted_session_leaves_no_jvm_and_no_data(tmp_path: Path, sig: sign
 
 def test_killed_session_leaves_no_jvm_and_its_data_is_swept(tmp_path: Path) -> None:
     proc, info = _start_inner_session(tmp_path)
-    pids = list(info["pids"])  # type: ignore[call-overload]
+    pids: list[int] = info["pids"]
     data_dir = Path(str(info["dir"]))
 
     proc.kill()  # SIGKILL: no teardown runs at all
@@ -91,30 +96,3 @@ def test_killed_session_leaves_no_jvm_and_its_data_is_swept(tmp_path: Path) -> N
     assert _wait_gone(pids) == []  # the kernel killed the JVM (parent-death signal)
     assert data_dir in sweep_stale_dirs()
     assert not data_dir.exists()
-
-
-def _run_cli(args: list[str], path: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PATH=path, SKS_KAFKA_HOME=str(tmp_path / "kafka-home"))
-    return subprocess.run([sys.executable, "-m", "spark_kafka_sink.testing", *args],
-                          env=env, capture_output=True, text=True, timeout=60)
-
-
-def test_missing_java_is_one_clear_line(tmp_path: Path) -> None:
-    empty = tmp_path / "empty-bin"
-    empty.mkdir()
-    result = _run_cli(["up", "--port", "1"], str(empty), tmp_path)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Java 17+ is needed" in lines[0] and "install" in lines[0]
-    assert "Traceback" not in result.stderr + result.stdout
-
-
-def test_missing_maven_is_one_clear_line(tmp_path: Path) -> None:
-    java_only = tmp_path / "java-bin"
-    java_only.mkdir()
-    java = subprocess.run(["bash", "-c", "readlink -f $(command -v java)"], capture_output=True, text=True).stdout
-    (java_only / "java").symlink_to(java.strip())
-    result = _run_cli(["jars"], str(java_only), tmp_path)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Maven is needed" in lines[0] and "apt-get install maven" in lines[0]

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+import pytest
 from chispa import assert_df_equality
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from spark_kafka_sink.testing.broker import KafkaCluster, metadata_broker_ids
+from spark_kafka_sink.testing.broker import KafkaCluster
+from spark_kafka_sink.testing.broker_probe import metadata_broker_ids
 from tests.conftest import ConsumedRecord, spark_read_topic
+
+pytestmark = pytest.mark.broker
 
 
 def test_broker_answers_metadata(kafka: KafkaCluster) -> None:
@@ -36,7 +41,10 @@ def test_produce_and_consume_with_confluent_kafka(
     assert record.timestamp_ms == 1_700_000_000_000
 
 
-def test_spark_reads_back_with_its_own_kafka_source(spark, bootstrap: str, topic_factory: Callable[..., str]) -> None:
+@pytest.mark.spark
+def test_spark_reads_back_with_its_own_kafka_source(
+    spark: Any, bootstrap: str, topic_factory: Callable[..., str]
+) -> None:
     topic = topic_factory(partitions=3)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
     rows = [(f"k{i}".encode(), f"v{i}".encode(), i % 3) for i in range(30)]

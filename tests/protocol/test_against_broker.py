@@ -12,10 +12,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from spark_kafka_sink.errors import UnknownTopicOrPartitionError, error_for_code
+from spark_kafka_sink.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError, error_for_code
 from spark_kafka_sink.net.client import ClientResponse, NetworkClient
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.connection import monotonic_ms
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import API_SPECS, CREATE_TOPICS, METADATA, PRODUCE
 from spark_kafka_sink.protocol.record_batch import Record, encode_batch
 from tests.conftest import ConsumedRecord
@@ -83,9 +84,9 @@ def test_create_topics_through_our_codec(client: NetworkClient, bootstrap: str) 
                         "configs": [{"name": "cleanup.policy", "value": "compact"}]}], "timeout_ms": 30_000}
     answer = client.request(None, CREATE_TOPICS, body, 30_000)
     [result] = answer["topics"]
-    assert (result["name"], result["error_code"], result["num_partitions"]) == (name, 0, 4)
+    assert (result["name"], result["error_code"], result["num_partitions"]) == (name, NO_ERROR, 4)
     again = client.request(None, CREATE_TOPICS, body, 30_000)
-    assert again["topics"][0]["error_code"] == 36  # TOPIC_ALREADY_EXISTS
+    assert again["topics"][0]["error_code"] == TopicAlreadyExistsError.code
     admin = AdminClient({"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + 30
     while True:  # the controller acknowledges before every broker serves the new topic
@@ -131,7 +132,7 @@ def produce_all(client: NetworkClient, topic: str, batches: dict[int, bytes]) ->
             "name": topic, "partition_data": [{"index": p, "records": b} for p, b in pending.items()]}]}
         answer = client.request(leader_of(client, topic, min(pending)), PRODUCE, body, 30_000)
         for part in answer["responses"][0]["partition_responses"]:
-            if part["error_code"] == 0:
+            if part["error_code"] == NO_ERROR:
                 offsets[part["index"]] = part["base_offset"]
             else:
                 assert error_for_code(part["error_code"]).retriable, part

@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, encode_arrow_batches
 from spark_kafka_sink.protocol.compression import Codec
-from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, Record, decode_batch, encode_batch
+from spark_kafka_sink.protocol.record_batch import Record, decode_batch, encode_batch
 
 HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+BINARY = pa.binary()
 Row = tuple[bytes | None, bytes | None, int, list[tuple[str, bytes | None]] | None]
 
 
@@ -33,8 +34,8 @@ def check(rows: list[Row], batches: list[EncodedBatch], max_bytes: int, codec: i
             assert b.uncompressed_size == len(b.data)
 
 
-def encode(rows: list[Row], max_bytes: int, codec: int = 0, key_type: pa.DataType = pa.binary(),
-           value_type: pa.DataType = pa.binary(), with_headers: bool = True) -> list[EncodedBatch]:
+def encode(rows: list[Row], max_bytes: int, codec: int = 0, key_type: pa.DataType = BINARY,
+           value_type: pa.DataType = BINARY, with_headers: bool = True) -> list[EncodedBatch]:
     return encode_arrow_batches(
         pa.array([r[1] for r in rows], value_type),
         key=pa.array([r[0] for r in rows], key_type),
@@ -135,14 +136,16 @@ def test_timestamp_span_limit() -> None:
         encode_arrow_batches(pa.array([b"a", b"b"]), timestamp_ms=np.array([-(2**62), 2**62]), max_batch_bytes=100)
 
 
-def test_large_types_timestamp_type_and_several_join_groups(monkeypatch: pytest.MonkeyPatch) -> None:
-    import spark_kafka_sink.protocol.arrow_encoder as enc
-
-    monkeypatch.setattr(enc, "_GROUP_BYTES", 2000)  # many join groups without a 64 MiB table
+def test_large_types_timestamp_type_and_several_join_groups() -> None:
+    # One join covers at most 4 MiB of records: ~11 MiB in all gives several joins of many small batches each, and
+    # a lone 5 MiB record gives a batch larger than a join's budget.
     rows = random_rows(11, 300, headers=True)
+    for i in range(0, 300, 50):
+        rows[i] = (rows[i][0], bytes([i % 251]) * (1 << 20), rows[i][2], rows[i][3])
+    rows[125] = (rows[125][0], b"\xab" * (5 << 20), rows[125][2], rows[125][3])
     large_headers = pa.array([r[3] for r in rows], pa.large_list(HEADERS_TYPE.value_type))
     when = pa.array([r[2] * 1000 + 999 for r in rows], pa.timestamp("us", "UTC"))  # sub-ms part is dropped
-    batches = enc.encode_arrow_batches(
+    batches = encode_arrow_batches(
         pa.array([r[1] for r in rows], pa.large_binary()),
         key=pa.array([r[0] for r in rows], pa.binary()).dictionary_encode(),
         timestamp_ms=pa.chunked_array([when]),
@@ -150,6 +153,7 @@ def test_large_types_timestamp_type_and_several_join_groups(monkeypatch: pytest.
         max_batch_bytes=1500,
     )
     assert len(batches) > 20
+    assert sum(b.uncompressed_size for b in batches) > 2 * (4 << 20)
     check(rows, batches, 1500)
 
 

@@ -111,9 +111,9 @@ def test_gzip_and_zstd_headers() -> None:
 
 
 def test_decompress_accepts_what_other_clients_write() -> None:
-    import cramjam
     import gzip
 
+    import cramjam
     import zstandard
 
     assert decompress(Codec.SNAPPY, bytes(cramjam.snappy.compress_raw(SECTION))) == SECTION  # unframed snappy

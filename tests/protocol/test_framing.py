@@ -6,6 +6,8 @@ serialized with MessageUtil.toByteBufferAccessor at the given header version) in
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from spark_kafka_sink.errors import ProtocolError, UnsupportedVersionError
@@ -24,6 +26,7 @@ from spark_kafka_sink.protocol.messages import (
     METADATA,
     PRODUCE,
     SASL_HANDSHAKE,
+    ApiSpec,
     encode_request_body,
     encode_response_body,
 )
@@ -37,8 +40,8 @@ JAVA_REQUEST_HEADERS = [
 
 
 @pytest.mark.parametrize(("api", "version", "cid", "client_id", "header"), JAVA_REQUEST_HEADERS)
-def test_request_header_matches_java(api, version, cid, client_id, header) -> None:  # type: ignore[no-untyped-def]
-    body = {"topics": None} if api is METADATA else {}
+def test_request_header_matches_java(api: ApiSpec, version: int, cid: int, client_id: str | None, header: str) -> None:
+    body: dict[str, Any] = {"topics": None} if api is METADATA else {}
     if api is PRODUCE:
         body = {"acks": 1, "timeout_ms": 1, "topic_data": []}
     frame = encode_request(api, version, cid, client_id, body)
@@ -95,9 +98,9 @@ def test_correlation_id_checks() -> None:
         peek_correlation_id(b"\x00\x00\x01")
 
 
-def _sample_frames() -> list[tuple[object, int, bytes]]:
+def _sample_frames() -> list[tuple[ApiSpec, int, bytes]]:
     """One response frame per API at its newest version, from a small valid body."""
-    bodies = {
+    bodies: dict[int, dict[str, Any]] = {
         0: {"responses": [{"name": "t", "partition_responses": [{"index": 0, "base_offset": 5}]}]},
         3: {"brokers": [{"node_id": 1, "host": "h", "port": 9092}], "topics": []},
         18: {"api_keys": [{"api_key": 0, "min_version": 3, "max_version": 12}]},
@@ -119,9 +122,7 @@ def _sample_frames() -> list[tuple[object, int, bytes]]:
 @pytest.mark.parametrize(
     ("api", "version", "frame"), _sample_frames(), ids=lambda x: getattr(x, "name", None)
 )
-def test_response_frames_truncated_whole_and_with_trailing_bytes(  # type: ignore[no-untyped-def]
-    api, version, frame
-) -> None:
+def test_response_frames_truncated_whole_and_with_trailing_bytes(api: ApiSpec, version: int, frame: bytes) -> None:
     payload = frame[4:]
     cid, body = decode_response(api, version, payload)
     assert cid == 1000 + api.key

@@ -44,7 +44,7 @@ def project(decoded: Any, expected: Any) -> Any:
     if isinstance(expected, dict):
         return {k: project(decoded[k], v) for k, v in expected.items()}
     if isinstance(expected, list):
-        return [project(d, e) for d, e in zip(decoded, expected)] + decoded[len(expected) :]
+        return [project(d, e) for d, e in zip(decoded, expected, strict=False)] + decoded[len(expected) :]
     return decoded
 
 

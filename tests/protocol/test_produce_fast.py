@@ -9,8 +9,7 @@ import pytest
 
 from spark_kafka_sink.errors import ProtocolError
 from spark_kafka_sink.protocol.framing import decode_response, encode_request, encode_response
-from spark_kafka_sink.protocol.messages import PRODUCE, decode_response_body, encode_request_body, \
-    encode_response_body
+from spark_kafka_sink.protocol.messages import PRODUCE, decode_response_body, encode_request_body, encode_response_body
 from spark_kafka_sink.protocol.messages.produce_fast import decode_produce_response, produce_request_parts
 
 FLEXIBLE = range(9, PRODUCE.max_version + 1)

@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from spark_kafka_sink.testing.broker import KafkaCluster, fetch_jars
+from spark_kafka_sink.testing.broker import KafkaCluster
+from spark_kafka_sink.testing.broker_jars import fetch_jars
 from spark_kafka_sink.testing.certs import TestCertificates, make_test_certificates
 
 USER = "alice"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_kafka_sink.testing.broker import REPO_ROOT
+from spark_kafka_sink.testing.broker_jars import REPO_ROOT
 from tests.conftest import ConsumedRecord
 
 JOBS = REPO_ROOT / "jobs"

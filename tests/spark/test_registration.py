@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from spark_kafka_sink.spark import KafkaSinkDataSource
-from spark_kafka_sink.testing.broker import REPO_ROOT
+from spark_kafka_sink.testing.broker_jars import REPO_ROOT
 from tests.conftest import ConsumedRecord
 from tests.spark.conftest import write_df
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages.schema import ZERO_UUID, ApiSpec, field
 
 __all__ = ["API_VERSIONS", "METADATA", "CREATE_TOPICS"]
@@ -25,7 +26,7 @@ API_VERSIONS = ApiSpec(
         field("client_software_version", "string", "3+", ignorable=True),  # same pattern as the name
     ),
     response_schema=(
-        field("error_code", "int16", "0+", default=0),  # UNSUPPORTED_VERSION: retry with a version listed below
+        field("error_code", "int16", "0+", default=NO_ERROR),  # UNSUPPORTED_VERSION: retry with a version listed below
         field("api_keys", "[]", "0+", fields=(  # every API the broker serves
             field("api_key", "int16", "0+"),  # API key
             field("min_version", "int16", "0+"),  # oldest version served
@@ -78,12 +79,12 @@ METADATA = ApiSpec(
         field("cluster_id", "string", "2+", nullable="2+", default=None, ignorable=True),  # cluster id
         field("controller_id", "int32", "1+", default=-1, ignorable=True),  # a controller, or -1
         field("topics", "[]", "0+", fields=(  # one entry per topic
-            field("error_code", "int16", "0+", default=0),  # e.g. UNKNOWN_TOPIC_OR_PARTITION
+            field("error_code", "int16", "0+", default=NO_ERROR),  # e.g. UNKNOWN_TOPIC_OR_PARTITION
             field("name", "string", "0+", nullable="12+"),  # null for an unknown topic asked by id
             field("topic_id", "uuid", "10+", default=ZERO_UUID, ignorable=True),  # zero if unknown, asked by name
             field("is_internal", "bool", "1+", default=False, ignorable=True),  # e.g. __consumer_offsets
             field("partitions", "[]", "0+", fields=(  # one entry per partition
-                field("error_code", "int16", "0+", default=0),  # e.g. LEADER_NOT_AVAILABLE
+                field("error_code", "int16", "0+", default=NO_ERROR),  # e.g. LEADER_NOT_AVAILABLE
                 field("partition_index", "int32", "0+"),  # partition number
                 field("leader_id", "int32", "0+"),  # leader broker, -1 if none
                 field("leader_epoch", "int32", "7+", default=-1, ignorable=True),  # leader epoch
@@ -94,7 +95,7 @@ METADATA = ApiSpec(
             field("topic_authorized_operations", "int32", "8+", default=_NO_OPERATIONS),  # ACL bitfield
         )),
         field("cluster_authorized_operations", "int32", "8-10", default=_NO_OPERATIONS),  # ACL bitfield
-        field("error_code", "int16", "13+", default=0, ignorable=True),  # top-level error (v13+)
+        field("error_code", "int16", "13+", default=NO_ERROR, ignorable=True),  # top-level error (v13+)
     ),
 )
 
@@ -129,9 +130,9 @@ CREATE_TOPICS = ApiSpec(
         field("topics", "[]", "0+", fields=(  # one result per topic
             field("name", "string", "0+"),  # topic name
             field("topic_id", "uuid", "7+", default=ZERO_UUID, ignorable=True),  # the new topic's id
-            field("error_code", "int16", "0+", default=0),  # e.g. TOPIC_ALREADY_EXISTS
+            field("error_code", "int16", "0+", default=NO_ERROR),  # e.g. TOPIC_ALREADY_EXISTS
             field("error_message", "string", "1+", nullable="1+", default=None, ignorable=True),  # details
-            field("topic_config_error_code", "int16", "5+", tag=0, tagged="5+", default=0, ignorable=True),
+            field("topic_config_error_code", "int16", "5+", tag=0, tagged="5+", default=NO_ERROR, ignorable=True),
             field("num_partitions", "int32", "5+", default=-1, ignorable=True),  # resulting partition count
             field("replication_factor", "int16", "5+", default=-1, ignorable=True),  # resulting replication
             field("configs", "[]", "5+", nullable="5+", default=[], ignorable=True, fields=(  # resulting configs

@@ -24,14 +24,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from spark_kafka_sink.errors import ProtocolError, UnsupportedVersionError
+from spark_kafka_sink.protocol.messages.schema import MISSING, Field, Schema
 from spark_kafka_sink.protocol.primitives import (
     Reader,
     write_int16,
     write_int32,
-    write_uvarint,
     write_uuid,
+    write_uvarint,
 )
-from spark_kafka_sink.protocol.messages.schema import MISSING, Field, Schema
 
 __all__ = ["encode_struct", "write_struct", "decode_struct", "read_struct"]
 

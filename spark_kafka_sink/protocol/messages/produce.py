@@ -14,6 +14,7 @@ Request::
 
 from __future__ import annotations
 
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages.schema import ApiSpec, field
 
 __all__ = ["PRODUCE"]
@@ -36,7 +37,7 @@ _RESPONSE = (
         field("name", "string", "0-12"),  # topic name
         field("partition_responses", "[]", "0+", fields=(  # one entry per partition
             field("index", "int32", "0+"),  # partition number
-            field("error_code", "int16", "0+", default=0),  # 0 = written
+            field("error_code", "int16", "0+", default=NO_ERROR),  # NO_ERROR = written
             field("base_offset", "int64", "0+", default=-1),  # offset of the batch's first record
             field("log_append_time_ms", "int64", "2+", default=-1, ignorable=True),  # -1 unless LogAppendTime
             field("log_start_offset", "int64", "5+", default=-1, ignorable=True),  # earliest offset in the log

@@ -6,6 +6,7 @@ instead of the raw length-prefixed tokens of v0.
 
 from __future__ import annotations
 
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages.schema import ApiSpec, field
 
 __all__ = ["SASL_HANDSHAKE", "SASL_AUTHENTICATE"]
@@ -23,7 +24,7 @@ SASL_HANDSHAKE = ApiSpec(
         field("mechanism", "string", "0+"),  # e.g. PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
     ),
     response_schema=(
-        field("error_code", "int16", "0+", default=0),  # UNSUPPORTED_SASL_MECHANISM if not enabled
+        field("error_code", "int16", "0+", default=NO_ERROR),  # UNSUPPORTED_SASL_MECHANISM if not enabled
         field("mechanisms", "[]string", "0+", default=[]),  # what the broker enables
     ),
 )
@@ -41,7 +42,7 @@ SASL_AUTHENTICATE = ApiSpec(
         field("auth_bytes", "bytes", "0+"),  # the mechanism's next client message
     ),
     response_schema=(
-        field("error_code", "int16", "0+", default=0),  # SASL_AUTHENTICATION_FAILED on bad credentials
+        field("error_code", "int16", "0+", default=NO_ERROR),  # SASL_AUTHENTICATION_FAILED on bad credentials
         field("error_message", "string", "0+", nullable="0+", default=None),  # the broker's reason
         field("auth_bytes", "bytes", "0+", default=b""),  # the mechanism's next server message
         field("session_lifetime_ms", "int64", "1+", default=0, ignorable=True),  # 0 = no re-authentication

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import copy
 import uuid
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any, NamedTuple
 
 __all__ = [

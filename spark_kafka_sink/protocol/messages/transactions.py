@@ -3,6 +3,7 @@ EndTxn, TxnOffsetCommit and OffsetFetch (to read back what a transaction committ
 
 from __future__ import annotations
 
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages.schema import ApiSpec, field
 
 __all__ = [
@@ -33,7 +34,7 @@ INIT_PRODUCER_ID = ApiSpec(
     ),
     response_schema=(
         field("throttle_time_ms", "int32", "0+", default=0, ignorable=True),  # quota delay
-        field("error_code", "int16", "0+", default=0),  # e.g. CONCURRENT_TRANSACTIONS (retry)
+        field("error_code", "int16", "0+", default=NO_ERROR),  # e.g. CONCURRENT_TRANSACTIONS (retry)
         field("producer_id", "int64", "0+", default=-1),  # assigned producer id
         field("producer_epoch", "int16", "0+", default=-1),  # assigned epoch
     ),
@@ -56,7 +57,7 @@ FIND_COORDINATOR = ApiSpec(
     ),
     response_schema=(
         field("throttle_time_ms", "int32", "1+", default=0, ignorable=True),  # quota delay
-        field("error_code", "int16", "0-3", default=0),  # v0-3: one answer
+        field("error_code", "int16", "0-3", default=NO_ERROR),  # v0-3: one answer
         field("error_message", "string", "1-3", nullable="1-3", default=None, ignorable=True),  # details
         field("node_id", "int32", "0-3", default=-1),  # coordinator broker id
         field("host", "string", "0-3", default=""),  # coordinator host
@@ -66,7 +67,7 @@ FIND_COORDINATOR = ApiSpec(
             field("node_id", "int32", "4+"),  # coordinator broker id
             field("host", "string", "4+"),  # coordinator host
             field("port", "int32", "4+"),  # coordinator port
-            field("error_code", "int16", "4+", default=0),  # e.g. COORDINATOR_NOT_AVAILABLE
+            field("error_code", "int16", "4+", default=NO_ERROR),  # e.g. COORDINATOR_NOT_AVAILABLE
             field("error_message", "string", "4+", nullable="4+", default=None, ignorable=True),  # details
         )),
     ),
@@ -84,7 +85,7 @@ _TOPIC_RESULTS = (
     field("name", "string", "0+"),  # topic name
     field("results_by_partition", "[]", "0+", fields=(  # one result per partition
         field("partition_index", "int32", "0+"),  # partition number
-        field("partition_error_code", "int16", "0+", default=0),  # e.g. CONCURRENT_TRANSACTIONS
+        field("partition_error_code", "int16", "0+", default=NO_ERROR),  # e.g. CONCURRENT_TRANSACTIONS
     )),
 )
 
@@ -123,7 +124,7 @@ ADD_OFFSETS_TO_TXN = ApiSpec(
     ),
     response_schema=(
         field("throttle_time_ms", "int32", "0+", default=0),  # quota delay
-        field("error_code", "int16", "0+", default=0),  # e.g. CONCURRENT_TRANSACTIONS
+        field("error_code", "int16", "0+", default=NO_ERROR),  # e.g. CONCURRENT_TRANSACTIONS
     ),
 )
 
@@ -145,7 +146,7 @@ END_TXN = ApiSpec(
     ),
     response_schema=(
         field("throttle_time_ms", "int32", "0+", default=0),  # quota delay
-        field("error_code", "int16", "0+", default=0),  # e.g. PRODUCER_FENCED, INVALID_TXN_STATE
+        field("error_code", "int16", "0+", default=NO_ERROR),  # e.g. PRODUCER_FENCED, INVALID_TXN_STATE
         field("producer_id", "int64", "5+", default=-1, ignorable=True),  # id for the next transaction (v5)
         field("producer_epoch", "int16", "5+", default=-1, ignorable=True),  # epoch for the next one (v5)
     ),
@@ -184,7 +185,7 @@ TXN_OFFSET_COMMIT = ApiSpec(
             field("name", "string", "0+"),  # topic name
             field("partitions", "[]", "0+", fields=(  # results per partition
                 field("partition_index", "int32", "0+"),  # partition number
-                field("error_code", "int16", "0+", default=0),  # e.g. UNKNOWN_TOPIC_OR_PARTITION
+                field("error_code", "int16", "0+", default=NO_ERROR),  # e.g. UNKNOWN_TOPIC_OR_PARTITION
             )),
         )),
     ),
@@ -226,10 +227,10 @@ OFFSET_FETCH = ApiSpec(
                 field("committed_offset", "int64", "0-7", default=-1),  # -1 = nothing committed
                 field("committed_leader_epoch", "int32", "5-7", default=-1, ignorable=True),  # leader epoch
                 field("metadata", "string", "0-7", nullable="0-7", default=None),  # committed metadata
-                field("error_code", "int16", "0-7", default=0),  # partition error
+                field("error_code", "int16", "0-7", default=NO_ERROR),  # partition error
             )),
         )),
-        field("error_code", "int16", "2-7", default=0, ignorable=True),  # group-level error (v2-7)
+        field("error_code", "int16", "2-7", default=NO_ERROR, ignorable=True),  # group-level error (v2-7)
         field("groups", "[]", "8+", default=[], fields=(  # v8+ results per group
             field("group_id", "string", "8+"),  # group id
             field("topics", "[]", "8+", fields=(  # results per topic
@@ -239,10 +240,10 @@ OFFSET_FETCH = ApiSpec(
                     field("committed_offset", "int64", "8+", default=-1),  # -1 = nothing committed
                     field("committed_leader_epoch", "int32", "8+", default=-1, ignorable=True),  # leader epoch
                     field("metadata", "string", "8+", nullable="8+", default=None),  # committed metadata
-                    field("error_code", "int16", "8+", default=0),  # partition error
+                    field("error_code", "int16", "8+", default=NO_ERROR),  # partition error
                 )),
             )),
-            field("error_code", "int16", "8+", default=0),  # group-level error
+            field("error_code", "int16", "8+", default=NO_ERROR),  # group-level error
         )),
     ),
 )

@@ -1,7 +1,7 @@
-"""Kafka wire primitives, reading: ``Reader`` consumes one primitive per method call. Pure.
+"""Reading Kafka wire primitives: ``Reader`` consumes one primitive per method call. Pure.
 
 Every method raises :class:`~spark_kafka_sink.errors.ProtocolError` on truncated or malformed input (it never
-returns garbage and never reads past the end). ``primitives`` re-exports it and lists the methods.
+returns garbage and never reads past the end).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from spark_kafka_sink.errors import ProtocolError
-from spark_kafka_sink.protocol.primitive_formats import (
+from spark_kafka_sink.protocol.primitives._formats import (
     INT8,
     INT16,
     INT32,

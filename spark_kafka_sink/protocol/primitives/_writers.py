@@ -1,7 +1,7 @@
-"""Kafka wire primitives, writing: one ``write_*`` function per type, each returning ``bytes``. Pure.
+"""Writing Kafka wire primitives: one ``write_*`` function per type, each returning ``bytes``. Pure.
 
-Named like the ``Reader`` methods (see ``primitive_reader``); ``primitives`` re-exports all of them. They raise
-``ValueError`` for out-of-range values or a null where the format has none: that is local misuse.
+Named like the ``Reader`` methods. They raise ``ValueError`` for out-of-range values or a null where the format
+has none: that is local misuse.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import uuid as _uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from spark_kafka_sink.protocol.primitive_formats import (
+from spark_kafka_sink.protocol.primitives._formats import (
     INT8,
     INT16,
     INT32,

@@ -10,15 +10,12 @@
     decode_batch(data) -> DecodedBatch                                # exactly one batch, nothing after it
 
 Sizes (``max_bytes``, ``estimated_size``) count the uncompressed records, as an upper bound of what is sent.
-
-This module is the stable import path; the code lives in ``record_batch_format`` (header table, attribute bits,
-record layout), ``record_batch_encoder``, ``record_batch_producer_state`` and ``record_batch_decoder``.
 """
 
 from __future__ import annotations
 
-from spark_kafka_sink.protocol.record_batch_decoder import DecodedBatch, DecodedRecord, decode_batch, decode_batches
-from spark_kafka_sink.protocol.record_batch_encoder import (
+from spark_kafka_sink.protocol.record_batch._decoder import DecodedBatch, DecodedRecord, decode_batch, decode_batches
+from spark_kafka_sink.protocol.record_batch._encoder import (
     BatchBuilder,
     Record,
     assemble_batch,
@@ -26,7 +23,7 @@ from spark_kafka_sink.protocol.record_batch_encoder import (
     encode_record,
     record_size,
 )
-from spark_kafka_sink.protocol.record_batch_format import (
+from spark_kafka_sink.protocol.record_batch._format import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
     ATTR_LOG_APPEND_TIME,
@@ -34,7 +31,7 @@ from spark_kafka_sink.protocol.record_batch_format import (
     HEADER_SIZE,
     Header,
 )
-from spark_kafka_sink.protocol.record_batch_producer_state import producer_state_header, with_producer_state
+from spark_kafka_sink.protocol.record_batch._producer_state import producer_state_header, with_producer_state
 
 __all__ = [
     "HEADER_SIZE",

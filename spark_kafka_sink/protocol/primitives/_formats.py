@@ -1,8 +1,4 @@
-"""The number formats that ``Reader`` and the ``write_*`` functions share: fixed-width structs, zigzag, LEB128.
-
-Pure. Kept apart so each direction declares nothing the other also needs; ``primitives`` re-exports the public
-names (``zigzag32``, ``zigzag64``, ``uvarint_size``, ``varint_size``, ``varlong_size``).
-"""
+"""The number formats that reading and writing share: fixed-width structs, zigzag, LEB128, encoded sizes. Pure."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import crc32c
 
-from spark_kafka_sink.protocol.record_batch_format import (
+from spark_kafka_sink.protocol.record_batch._format import (
     ATTR_TRANSACTIONAL,
     ATTRIBUTES_STRUCT,
     CRC_START,

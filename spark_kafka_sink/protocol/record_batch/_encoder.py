@@ -1,6 +1,6 @@
 """RecordBatch v2 encoding: one record, a whole batch, or record by record with ``BatchBuilder``. Pure.
 
-Producer id / epoch / sequence are written as -1 here; ``record_batch_producer_state`` sets them at drain time.
+Producer id / epoch / sequence are written as -1 here; ``with_producer_state`` sets them at drain time.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import crc32c
 from spark_kafka_sink.errors import IllegalStateError
 from spark_kafka_sink.protocol.compression import Codec, codec_id, compress
 from spark_kafka_sink.protocol.primitives import varint_size, varlong_size, write_varint, write_varlong
-from spark_kafka_sink.protocol.record_batch_format import (
+from spark_kafka_sink.protocol.record_batch._format import (
     ATTR_TRANSACTIONAL,
     CRC_START,
     CRC_STRUCT,
@@ -52,7 +52,7 @@ def _length_prefixed(data: bytes | None) -> bytes:
 def encode_record(
     offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]
 ) -> bytes:
-    """One record, length prefix included (layout in ``record_batch_format``)."""
+    """One record, length prefix included (layout: the record comment in ``_format``)."""
     parts = [b"\x00", write_varlong(timestamp_delta), write_varint(offset_delta)]
     parts.append(_length_prefixed(key))
     parts.append(_length_prefixed(value))

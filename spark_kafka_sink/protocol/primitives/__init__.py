@@ -33,16 +33,13 @@ Writing — module functions named like the reader methods with a ``write_`` pre
 
 Sizes (for preallocation): ``uvarint_size(v)``, ``varint_size(v)``, ``varlong_size(v)``.
 Writers raise ``ValueError`` for out-of-range values or a null where the format has none: that is local misuse.
-
-This module is the stable import path; the code lives in ``primitive_reader`` (Reader), ``primitive_writers``
-(write_*) and ``primitive_formats`` (fixed-width structs, zigzag, LEB128 and sizes, shared by both).
 """
 
 from __future__ import annotations
 
-from spark_kafka_sink.protocol.primitive_formats import uvarint_size, varint_size, varlong_size, zigzag32, zigzag64
-from spark_kafka_sink.protocol.primitive_reader import Reader
-from spark_kafka_sink.protocol.primitive_writers import (
+from spark_kafka_sink.protocol.primitives._formats import uvarint_size, varint_size, varlong_size, zigzag32, zigzag64
+from spark_kafka_sink.protocol.primitives._reader import Reader
+from spark_kafka_sink.protocol.primitives._writers import (
     write_array,
     write_boolean,
     write_bytes,

@@ -13,7 +13,7 @@ import crc32c
 from spark_kafka_sink.errors import ProtocolError
 from spark_kafka_sink.protocol.compression import Codec, decompress
 from spark_kafka_sink.protocol.primitives import Reader
-from spark_kafka_sink.protocol.record_batch_format import (
+from spark_kafka_sink.protocol.record_batch._format import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
     ATTR_LOG_APPEND_TIME,
