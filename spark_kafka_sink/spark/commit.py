@@ -94,6 +94,11 @@ class WriteSummary:
     batch_id: int | None = None
     write_id: int | None = None
 
+    @property
+    def rows_per_second(self) -> float:
+        """The write's own rate: rows over the time from the first task's start to the commit."""
+        return self.rows / self.seconds if self.seconds > 0 else 0.0
+
     def line(self) -> str:
         where = f"micro-batch {self.batch_id}: " if self.batch_id is not None else ""
         if self.write_id is not None:
@@ -104,7 +109,8 @@ class WriteSummary:
         if more > 0:
             ranges += f", ... and {more} more topic-partitions"
         return (f"pykafka-sink {where}committed {self.rows} rows, {self.bytes} bytes, {self.guarantee}, "
-                f"{self.tasks} tasks, {self.seconds:.1f} s; offsets: {ranges or 'none'}")
+                f"{self.tasks} tasks, {self.seconds:.1f} s, {self.rows_per_second:,.0f} rows/s; "
+                f"offsets: {ranges or 'none'}")
 
 
 def summarize(options: SinkOptions, messages: Sequence[KafkaCommitMessage], batch_id: int | None = None,

@@ -43,7 +43,7 @@ class KafkaSinkDataSource(DataSource):
             raise ConfigError(
                 f"{FORMAT_NAME} cannot overwrite: Kafka topics are append-only. Use .mode(\"append\")", key="mode")
         options = SinkOptions.parse(self.options, streaming=False)
-        plan = plan_columns(schema, options.topic)
+        plan = plan_columns(schema, options.topic, options.timestamp_column)
         _preflight(options)
         return KafkaBatchWriter(options, plan)
 
@@ -51,7 +51,7 @@ class KafkaSinkDataSource(DataSource):
         # overwrite is the "complete" output mode: like Spark's Kafka sink, each micro-batch's rows are appended.
         # No broker round trip here: Spark calls this for every micro-batch.
         options = SinkOptions.parse(self.options, streaming=True)
-        plan = plan_columns(schema, options.topic)
+        plan = plan_columns(schema, options.topic, options.timestamp_column)
         return KafkaStreamWriter(options, plan)
 
 

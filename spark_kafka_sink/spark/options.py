@@ -13,6 +13,10 @@ Decisions beyond Spark's own sink:
 * Options that are neither ``kafka.*`` nor the connector's are ignored, as Spark does (``path``,
   ``checkpointLocation`` ...), except near-misspellings of the connector's options, which are errors: a silently
   ignored ``deliveryGuarentee`` would downgrade exactly_once to at_least_once.
+* Record timestamps come from a column only when ``timestampColumn`` names it (a timestamp or long column of
+  epoch milliseconds). Spark's sink ignores every column but key, value, topic, partition and headers, one named
+  ``timestamp`` included, so by default records get the send time here too and a Kafka -> Kafka copy behaves the same
+  with either format.
 * Streaming with exactly_once takes its default ``transactionalIdPrefix`` from the checkpoint location, so the
   ids are stable across micro-batches and restarts (a restart then fences the crashed run's open transactions).
 """
@@ -46,6 +50,7 @@ _CONNECTOR_OPTIONS = {
     "deliveryguarantee": "deliveryGuarantee",
     "transactionalidprefix": "transactionalIdPrefix",
     "writeid": "writeId",
+    "timestampcolumn": "timestampColumn",
 }
 _REFUSED_PRODUCER_KEYS = {
     "key.serializer": "keys are written as the bytes of the key column (strings as UTF-8): serialize in the "
@@ -74,6 +79,7 @@ class SinkOptions:
     guarantee: DeliveryGuarantee
     transactional_id_prefix: str | None  # set iff exactly_once
     write_id: int | None
+    timestamp_column: str | None = None  # the column giving record timestamps; None: send time (as Spark's sink)
     ignored: tuple[str, ...] = field(default=())  # options passed through by Spark or unknown: not used
 
     @property
@@ -102,7 +108,8 @@ class SinkOptions:
         # Only non-secret settings: the producer options' Secret values already print as ***.
         return (f"SinkOptions(bootstrap={self.bootstrap_servers!r}, topic={self.topic!r}, "
                 f"guarantee={self.guarantee.value}, transactional_id_prefix={self.transactional_id_prefix!r}, "
-                f"write_id={self.write_id!r}, producer_keys={sorted(self.producer_options)})")
+                f"write_id={self.write_id!r}, timestamp_column={self.timestamp_column!r}, "
+                f"producer_keys={sorted(self.producer_options)})")
 
     # ------------------------------------------------------------------------------------------ parsing
 
@@ -145,7 +152,8 @@ class SinkOptions:
         config = _validated(producer_raw, f"{prefix}-0" if prefix else None, guarantee)
         producer_options = config.to_dict()
         producer_options.pop("transactional.id", None)  # each task sets its own
-        return cls(producer_options, topic, guarantee, prefix, write_id, tuple(sorted(ignored)))
+        return cls(producer_options, topic, guarantee, prefix, write_id, _timestamp_column(lowered),
+                   tuple(sorted(ignored)))
 
 
 def _refuse_misspelling(key: str, raw_key: str) -> None:
@@ -169,6 +177,16 @@ def _topic(lowered: Mapping[str, tuple[str, str]]) -> str | None:
         raise ConfigError("option topic is empty: give a topic name, or drop the option to use the topic column",
                           key="topic")
     return topic.strip()
+
+
+def _timestamp_column(lowered: Mapping[str, tuple[str, str]]) -> str | None:
+    column = _option(lowered, "timestampcolumn")
+    if column is None:
+        return None
+    if not column.strip():
+        raise ConfigError("option timestampColumn is empty: name a timestamp or long (epoch ms) column, or drop the "
+                          "option to give records the send time", key="timestampColumn")
+    return column.strip()
 
 
 def _guarantee(lowered: Mapping[str, tuple[str, str]]) -> DeliveryGuarantee:

@@ -1,14 +1,16 @@
 """The DataFrame's columns: checked on the driver, then turned into the producer's input in each task.
 
-Accepted columns, as Spark's built-in Kafka sink (names are matched exactly, as Spark does; other columns are
-ignored):
+Accepted columns, as Spark's built-in Kafka sink (names are matched exactly, as Spark does; every other column is
+ignored, one named ``timestamp`` included, as Spark does):
 
     value      string | binary                               required; null = tombstone
     key        string | binary                               optional; null = no key
     topic      string                                        required unless the topic option is set (it wins)
     partition  int                                           optional; null = the partitioner decides
     headers    array<struct<key: string, value: binary>>     optional
-    timestamp  timestamp | long (epoch milliseconds)         beyond Spark; null / absent = send time
+
+Beyond Spark, opt-in: the ``timestampColumn`` option names a timestamp or long (epoch milliseconds) column that
+gives the records' timestamps (null = send time); without it every record gets the send time, as with Spark's sink.
 
 ``plan_columns`` runs on the driver; ``to_producer_batch`` runs per Arrow batch in a task, with the checks only
 the data can fail (a null topic, a partition out of range), before any of that batch is handed to the producer.
@@ -34,7 +36,7 @@ from pyspark.sql.types import (
 
 from spark_kafka_sink.errors import ConfigError
 
-__all__ = ["ColumnPlan", "InvalidColumnError", "plan_columns", "to_producer_batch", "ACCEPTED_TYPES"]
+__all__ = ["ColumnPlan", "InvalidColumnError", "plan_columns", "to_producer_batch", "ACCEPTED_TYPES", "TIMESTAMP_TYPES"]
 
 #: Column -> the accepted Spark types, as error messages show them.
 ACCEPTED_TYPES: dict[str, str] = {
@@ -43,8 +45,9 @@ ACCEPTED_TYPES: dict[str, str] = {
     "topic": "string",
     "partition": "int",
     "headers": "array<struct<key: string, value: binary>>",
-    "timestamp": "timestamp or long (epoch milliseconds)",
 }
+#: What the column named by the timestampColumn option may be.
+TIMESTAMP_TYPES = "timestamp or long (epoch milliseconds)"
 
 
 class InvalidColumnError(ConfigError):
@@ -65,7 +68,6 @@ _TYPE_CHECKS: dict[str, Callable[[DataType], bool]] = {
     "topic": lambda dt: isinstance(dt, StringType),
     "partition": lambda dt: isinstance(dt, IntegerType),
     "headers": _is_headers_type,
-    "timestamp": lambda dt: isinstance(dt, (TimestampType, LongType)),
 }
 
 
@@ -77,12 +79,15 @@ class ColumnPlan:
     topic_column: bool  # the topic column is used (present and no topic option)
     has_partition: bool
     has_headers: bool
-    timestamp: str | None  # "timestamp" (Spark timestamp), "long" (epoch ms) or None
+    timestamp_column: str | None  # the timestampColumn option's column (a timestamp or long), or None: send time
     topic_option: str | None
 
 
-def plan_columns(schema: StructType, topic_option: str | None) -> ColumnPlan:
-    """Check the DataFrame's schema; raises InvalidColumnError naming the column and the accepted types."""
+def plan_columns(schema: StructType, topic_option: str | None, timestamp_column: str | None = None) -> ColumnPlan:
+    """Check the DataFrame's schema; raises InvalidColumnError naming the column (or option) and the accepted types.
+
+    ``timestamp_column`` is the timestampColumn option: the column that gives the records' timestamps.
+    """
     by_name = {f.name: f.dataType for f in schema.fields}
     if "value" not in by_name:
         near = [n for n in by_name if n.lower() == "value"]
@@ -100,13 +105,23 @@ def plan_columns(schema: StructType, topic_option: str | None) -> ColumnPlan:
     if topic_option is None and "topic" not in by_name:
         raise InvalidColumnError(
             "no topic: set the 'topic' option, or add a 'topic' column of type string", key="topic")
-    ts = by_name.get("timestamp")
+    if timestamp_column is not None:
+        ts = by_name.get(timestamp_column)
+        if ts is None:
+            raise InvalidColumnError(
+                f"option timestampColumn names column {timestamp_column!r}, which the DataFrame does not have "
+                f"(names are case-sensitive); columns are {sorted(by_name)}", key="timestampColumn")
+        if not isinstance(ts, (TimestampType, LongType)):
+            raise InvalidColumnError(
+                f"column '{timestamp_column}' (option timestampColumn) has type {ts.simpleString()}; accepted: "
+                f"{TIMESTAMP_TYPES}. Cast it, or drop the option to give records the send time",
+                key=timestamp_column)
     return ColumnPlan(
         has_key="key" in by_name,
         topic_column=topic_option is None,
         has_partition="partition" in by_name,
         has_headers="headers" in by_name,
-        timestamp=None if ts is None else ("timestamp" if isinstance(ts, TimestampType) else "long"),
+        timestamp_column=timestamp_column,
         topic_option=topic_option,
     )
 
@@ -152,8 +167,8 @@ def to_producer_batch(batch: pa.RecordBatch, plan: ColumnPlan,
         columns["partition"] = partitions
     if plan.has_headers:
         columns["headers"] = batch.column("headers")
-    if plan.timestamp is not None:
-        columns["timestamp"] = _epoch_ms(batch.column("timestamp"))
+    if plan.timestamp_column is not None:
+        columns["timestamp"] = _epoch_ms(batch.column(plan.timestamp_column))
     return pa.RecordBatch.from_pydict(columns)
 
 

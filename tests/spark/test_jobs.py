@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from spark_kafka_sink.testing.broker_jars import REPO_ROOT
+from spark_kafka_sink.testing.demo import summary_rate
 from tests.conftest import ConsumedRecord
 
 JOBS = REPO_ROOT / "jobs"
@@ -54,6 +56,10 @@ def test_batch_job_through_spark_submit_as_installed(bootstrap: str, topic_facto
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "batch_to_kafka: wrote 3000 rows" in proc.stdout
     assert "pykafka-sink committed 3000 rows" in proc.stderr  # the driver's summary line
+    # `make run` reports the write's own rate from that line, not the job's wall time.
+    rate = summary_rate(proc.stderr.splitlines())
+    assert re.fullmatch(r"[\d,]+ rows/s \(3000 rows in [\d.]+ s, first task start to commit; the sink's summary\)",
+                        rate), rate
     records = readback(topic)
     assert len(records) == 3000 and len({r.value for r in records}) == 3000
     assert all(r.headers == (("source", b"batch_to_kafka"),) for r in records)

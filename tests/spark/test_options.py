@@ -77,6 +77,12 @@ def test_unrelated_options_are_ignored_like_spark() -> None:
     assert opts.ignored == ("checkpointLocation", "path")
 
 
+def test_timestamp_column_is_opt_in_and_any_key_case() -> None:
+    assert parse().timestamp_column is None
+    assert parse(TimestampColumn=" event_time ").timestamp_column == "event_time"
+    assert "timestamp_column='event_time'" in repr(parse(timestampcolumn="event_time"))
+
+
 @pytest.mark.parametrize(("extra", "named", "streaming"), [
     ({"kafka.bootstrap.servers": ""}, "kafka.bootstrap.servers", False),
     ({"kafka.lingr.ms": "5"}, "kafka.linger.ms", False),
@@ -94,6 +100,8 @@ def test_unrelated_options_are_ignored_like_spark() -> None:
     ({"deliveryGuarantee": "exactly_once"}, "checkpointLocation", True),
     ({"kafka.linger.ms": "-3"}, "linger.ms", False),
     ({"topic": " "}, "topic", False),
+    ({"timestampColumn": " "}, "timestampColumn", False),
+    ({"timestampColum": "ts"}, "timestampColumn", False),
 ])
 def test_bad_options_name_the_option(extra: dict[str, str], named: str, streaming: bool) -> None:
     with pytest.raises(ConfigError) as info:

@@ -28,9 +28,17 @@ def schema(**cols: object) -> StructType:
 
 def test_full_plan() -> None:
     plan = plan_columns(schema(key=BinaryType(), value=StringType(), topic=StringType(), partition=IntegerType(),
-                               headers=HEADERS, timestamp=TimestampType(), other=LongType()), None)
+                               headers=HEADERS, timestamp=TimestampType(), other=LongType()), None, "timestamp")
     assert plan.has_key and plan.topic_column and plan.has_partition and plan.has_headers
-    assert plan.timestamp == "timestamp"
+    assert plan.timestamp_column == "timestamp"
+
+
+def test_other_columns_are_ignored_whatever_their_type_timestamp_included() -> None:
+    # As Spark's sink: only key, value, topic, partition and headers are read; a string `timestamp` is just data.
+    plan = plan_columns(schema(value=StringType(), timestamp=StringType(), ts=ArrayType(LongType())), "t")
+    assert plan.timestamp_column is None
+    batch = pa.RecordBatch.from_pydict({"value": ["v"], "timestamp": ["2024-01-01"], "ts": [[1]]})
+    assert to_producer_batch(batch, plan, lambda t: 1).schema.names == ["value"]
 
 
 def test_topic_option_wins_over_column_of_any_type() -> None:
@@ -51,13 +59,28 @@ def test_topic_option_wins_over_column_of_any_type() -> None:
     ({"value": StringType(), "headers": ArrayType(StructType([StructField("key", StringType()),
                                                                StructField("value", StringType())]))},
      "t", "'headers'", "array<struct<key: string, value: binary>>"),
-    ({"value": StringType(), "timestamp": StringType()}, "t", "'timestamp'", "timestamp or long"),
     ({"value": StringType()}, None, "topic", "string"),
 ])
 def test_bad_columns(cols: dict[str, object], topic: str | None, named: str, accepted: str) -> None:
     with pytest.raises(InvalidColumnError) as info:
         plan_columns(schema(**cols), topic)
     assert named in str(info.value) and accepted in str(info.value)
+
+
+@pytest.mark.parametrize(("cols", "column", "key", "words"), [
+    ({"value": StringType(), "timestamp": StringType()}, "timestamp", "timestamp",
+     ("'timestamp' (option timestampColumn) has type string", "timestamp or long")),
+    ({"value": StringType(), "event_time": IntegerType()}, "event_time", "event_time",
+     ("'event_time' (option timestampColumn) has type int", "timestamp or long")),
+    ({"value": StringType(), "Event_Time": TimestampType()}, "event_time", "timestampColumn",
+     ("timestampColumn names column 'event_time'", "case-sensitive", "'Event_Time'")),
+])
+def test_bad_timestamp_column(cols: dict[str, object], column: str, key: str, words: tuple[str, ...]) -> None:
+    with pytest.raises(InvalidColumnError) as info:
+        plan_columns(schema(**cols), "t", column)
+    assert info.value.key == key
+    for word in words:
+        assert word in str(info.value)
 
 
 def _batch() -> pa.RecordBatch:
@@ -74,7 +97,7 @@ def _batch() -> pa.RecordBatch:
 
 def test_conversion_keeps_sink_columns_and_casts() -> None:
     plan = plan_columns(schema(value=StringType(), key=BinaryType(), topic=StringType(), partition=IntegerType(),
-                               headers=HEADERS, timestamp=TimestampType(), other=LongType()), None)
+                               headers=HEADERS, timestamp=TimestampType(), other=LongType()), None, "timestamp")
     out = to_producer_batch(_batch(), plan, lambda topic: 2)
     assert out.schema.names == ["value", "key", "topic", "partition", "headers", "timestamp"]
     assert out.column("value").to_pylist() == [b"v", None]
@@ -115,7 +138,8 @@ def test_partition_range_is_per_topic() -> None:
         to_producer_batch(batch, plan, counts.__getitem__)
 
 
-def test_long_timestamps_pass_through() -> None:
-    plan = plan_columns(schema(value=BinaryType(), timestamp=LongType()), "t")
-    batch = pa.RecordBatch.from_pydict({"value": [b"a"], "timestamp": pa.array([1700000000123], pa.int64())})
+def test_long_timestamps_pass_through_from_the_named_column() -> None:
+    plan = plan_columns(schema(value=BinaryType(), event_ms=LongType(), timestamp=LongType()), "t", "event_ms")
+    batch = pa.RecordBatch.from_pydict({"value": [b"a"], "event_ms": pa.array([1700000000123], pa.int64()),
+                                        "timestamp": pa.array([5], pa.int64())})
     assert to_producer_batch(batch, plan, lambda t: 1).column("timestamp").to_pylist() == [1700000000123]

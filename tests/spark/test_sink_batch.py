@@ -88,30 +88,41 @@ def test_explicit_partitions_and_null_partition(spark: Any, bootstrap: str, topi
     assert spark_read_topic(spark, bootstrap, topic).count() == 121
 
 
-def test_timestamp_column_timestamp_and_long(spark: Any, bootstrap: str, topic_factory: Callable[..., str]) -> None:
+def test_timestamp_column_option_timestamp_and_long(spark: Any, bootstrap: str,
+                                                    topic_factory: Callable[..., str]) -> None:
     topic = topic_factory(partitions=1)
     base = dt.datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=dt.timezone.utc)
     rows = [(f"v{i}", base + dt.timedelta(milliseconds=37 * i, microseconds=999)) for i in range(50)]
-    df = spark.createDataFrame(rows, "value string, timestamp timestamp")
-    write_df(df, bootstrap, topic=topic)
+    df = spark.createDataFrame(rows, "value string, event_time timestamp")
+    write_df(df, bootstrap, topic=topic, timestampColumn="event_time")
     # Kafka keeps milliseconds: the microseconds are truncated.
-    expected = as_binary(df, "value").withColumn("timestamp", F.timestamp_millis(F.unix_millis("timestamp")))
+    expected = as_binary(df, "value").select(
+        "value", F.timestamp_millis(F.unix_millis("event_time")).alias("timestamp"))
     assert_df_equality(expected, read_back(spark, bootstrap, topic, "value", "timestamp"),
                        ignore_row_order=True, ignore_nullable=True)
 
     long_topic = topic_factory(partitions=1)
     longs = spark.createDataFrame([(f"w{i}", 1_600_000_000_000 + i) for i in range(20)], "value string, timestamp long")
-    write_df(longs, bootstrap, topic=long_topic)
+    write_df(longs, bootstrap, topic=long_topic, timestampColumn="timestamp")
     back = read_back(spark, bootstrap, long_topic, "value", F.unix_millis("timestamp").alias("timestamp"))
     assert_df_equality(as_binary(longs, "value"), back, ignore_row_order=True, ignore_nullable=True)
 
 
-def test_missing_timestamp_means_send_time(spark: Any, bootstrap: str, topic_factory: Callable[..., str]) -> None:
-    topic = topic_factory(partitions=1)
+def test_timestamp_column_is_ignored_without_the_option(spark: Any, bootstrap: str,
+                                                        topic_factory: Callable[..., str]) -> None:
+    """As with Spark's sink, a column named timestamp is data, not the record time: records get the send time."""
+    old = dt.datetime(2001, 1, 1, tzinfo=dt.timezone.utc)
+    ts_topic, string_topic, null_topic = (topic_factory(partitions=1) for _ in range(3))
     before_ms = int(time.time() * 1000)
-    write_df(spark.createDataFrame([("a", None)], "value string, timestamp long"), bootstrap, topic=topic)
-    [row] = read_back(spark, bootstrap, topic, F.unix_millis("timestamp").alias("ms")).collect()
-    assert before_ms - 1000 <= row.ms <= int(time.time() * 1000) + 1000
+    write_df(spark.createDataFrame([("a", old)], "value string, timestamp timestamp"), bootstrap, topic=ts_topic)
+    write_df(spark.createDataFrame([("b", "2001-01-01")], "value string, timestamp string"), bootstrap,
+             topic=string_topic)
+    write_df(spark.createDataFrame([("c", None)], "value string, timestamp long"), bootstrap, topic=null_topic,
+             timestampColumn="timestamp")  # with the option, null means the send time
+    after_ms = int(time.time() * 1000)
+    for topic in (ts_topic, string_topic, null_topic):
+        [row] = read_back(spark, bootstrap, topic, F.unix_millis("timestamp").alias("ms")).collect()
+        assert before_ms - 1000 <= row.ms <= after_ms + 1000, topic
 
 
 def test_many_partitions_match_sparks_own_sink(spark: Any, bootstrap: str, topic_factory: Callable[..., str]) -> None:
