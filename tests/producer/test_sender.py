@@ -14,7 +14,6 @@ from spark_kafka_sink.errors import (
     MessageTooLargeError,
     ProducerFencedError,
 )
-from spark_kafka_sink.net.client import ClientRequest
 from spark_kafka_sink.producer.accumulator import RecordAccumulator
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.record_metadata import RecordMetadata, TopicPartition
@@ -27,8 +26,7 @@ from spark_kafka_sink.protocol.messages import (
     INIT_PRODUCER_ID,
     PRODUCE,
 )
-
-from tests.producer.fake_client import FakeClient, batches_of, metadata_body, produce_answer
+from tests.producer.fake_client import FakeClient, FakeRequest, batches_of, metadata_body, produce_answer
 
 T0 = TopicPartition("t", 0)
 T1 = TopicPartition("t", 1)
@@ -82,15 +80,15 @@ class Rig:
         self.step()
         assert future.done()
 
-    def produce(self) -> ClientRequest:
+    def produce(self) -> FakeRequest:
         return self.client.take(PRODUCE)
 
-    def answer(self, request: ClientRequest, codes: dict[tuple[str, int], int] | None = None,
+    def answer(self, request: FakeRequest, codes: dict[tuple[str, int], int] | None = None,
                offsets: dict[tuple[str, int], int] | None = None) -> None:
         self.client.respond(request, produce_answer(request, codes, offsets))
 
 
-def sequences(request: ClientRequest) -> dict[tuple[str, int], tuple[int, int, int]]:
+def sequences(request: FakeRequest) -> dict[tuple[str, int], tuple[int, int, int]]:
     return {tp: (b.producer_id, b.producer_epoch, b.base_sequence) for tp, b in batches_of(request).items()}
 
 
@@ -354,7 +352,7 @@ def init_transactional(rig: Rig) -> None:
     assert rig.tm.state is TxnState.READY
 
 
-def add_partitions_answer(request: ClientRequest, code: int) -> dict[str, Any]:
+def add_partitions_answer(request: FakeRequest, code: int) -> dict[str, Any]:
     return {"results_by_topic_v3_and_below": [
         {"name": t["name"], "results_by_partition": [{"partition_index": p, "partition_error_code": code}
                                                      for p in t["partitions"]]}
