@@ -16,6 +16,7 @@ from spark_kafka_sink.errors import KafkaError
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.metadata import Metadata
 from spark_kafka_sink.producer.sender_client import RequestBody, SenderClient
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import PRODUCE, ApiSpec, encode_request_body
 from spark_kafka_sink.protocol.record_batch import DecodedBatch, decode_batch
 
@@ -53,25 +54,25 @@ def metadata_body(leaders: Mapping[tuple[str, int], int], brokers: tuple[int, ..
     topics: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), leader in sorted(leaders.items()):
         topics.setdefault(topic, []).append({
-            "error_code": 0, "partition_index": partition, "leader_id": leader, "leader_epoch": 0,
+            "error_code": NO_ERROR, "partition_index": partition, "leader_id": leader, "leader_epoch": 0,
             "replica_nodes": list(brokers), "isr_nodes": list(brokers)})
     return {
         "brokers": [{"node_id": b, "host": f"broker{b}", "port": 9000 + b} for b in brokers],
         "controller_id": brokers[0],
         "cluster_id": "fake",
-        "topics": [{"error_code": 0, "name": t, "partitions": ps} for t, ps in topics.items()],
+        "topics": [{"error_code": NO_ERROR, "name": t, "partitions": ps} for t, ps in topics.items()],
     }
 
 
 def produce_answer(request: FakeRequest, codes: Mapping[tuple[str, int], int] | None = None,
                    base_offsets: Mapping[tuple[str, int], int] | None = None, log_start_offset: int = 0
                    ) -> dict[str, Any]:
-    """A Produce response for every partition of ``request``: error code 0 unless ``codes`` says otherwise."""
+    """A Produce response for every partition of ``request``: NO_ERROR unless ``codes`` says otherwise."""
     codes = codes or {}
     base_offsets = base_offsets or {}
     return {"throttle_time_ms": 0, "responses": [
         {"name": t["name"], "partition_responses": [
-            {"index": p["index"], "error_code": codes.get((t["name"], p["index"]), 0),
+            {"index": p["index"], "error_code": codes.get((t["name"], p["index"]), NO_ERROR),
              "base_offset": base_offsets.get((t["name"], p["index"]), 0), "log_append_time_ms": -1,
              "log_start_offset": log_start_offset, "record_errors": [], "error_message": None}
             for p in t["partition_data"]]}
