@@ -145,6 +145,25 @@ def test_not_leader_refreshes_metadata_and_reroutes_the_same_bytes() -> None:
     assert future.result(0).offset == 5
 
 
+def test_a_topic_without_a_known_leader_is_looked_up_and_then_sent() -> None:
+    rig = Rig()
+    rig.init_idempotent()
+    new = TopicPartition("new", 0)
+    future = rig.send(new, b"x")
+    rig.client.polls.clear()
+    rig.step()
+    assert not rig.client.produce_requests() and "new" in rig.client.metadata.topics_of_interest()
+    assert max(rig.client.polls) <= 100  # polls again within retry.backoff.ms to see the leader
+    rig.client.next_metadata = metadata_body({("t", 0): 1, ("t", 1): 2, ("new", 0): 3})  # answered at this poll
+    rig.step(100)
+    rig.step()
+    request = rig.produce()
+    assert request.node_id == 3 and sequences(request) == {("new", 0): (7, 0, 0)}
+    rig.answer(request, offsets={("new", 0): 12})
+    rig.step()
+    assert future.result(0).offset == 12
+
+
 def test_request_timeout_retries_and_delivery_timeout_fails() -> None:
     rig = Rig()
     rig.init_idempotent()
