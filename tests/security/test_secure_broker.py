@@ -10,10 +10,8 @@ from typing import Any
 import pytest
 
 from spark_kafka_sink.errors import (
-    IllegalSaslStateError, KafkaError, SaslAuthenticationFailedError, UnsupportedSaslMechanismError,
-)
-from spark_kafka_sink.net.security_errors import (
-    HostnameMismatchError, SecurityProtocolMismatchError, TlsHandshakeError, UntrustedCertificateError,
+    HostnameMismatchError, IllegalSaslStateError, KafkaError, SaslAuthenticationFailedError,
+    SecurityProtocolMismatchError, TlsHandshakeError, UnsupportedSaslMechanismError, UntrustedCertificateError,
 )
 from tests.security._client import connect, metadata, produce
 from tests.security.conftest import (

@@ -7,7 +7,7 @@ import pickle
 import pytest
 
 from spark_kafka_sink.errors import ConfigError
-from spark_kafka_sink.producer.config_options import Secret
+from spark_kafka_sink.secret import Secret
 from spark_kafka_sink.spark.options import DEFAULT_BATCH_SIZE, DEFAULT_TRANSACTION_TIMEOUT_MS, DeliveryGuarantee, SinkOptions
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "topic": "t"}
