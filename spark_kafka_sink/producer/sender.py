@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from spark_kafka_sink.errors import KafkaError, ProducerClosedError
+from spark_kafka_sink.errors import KafkaError, ProducerClosedError, TransactionAbortedError
 from spark_kafka_sink.net.connection import monotonic_ms
 from spark_kafka_sink.producer.accumulator import NO_DELAY_LIMIT_MS, RecordAccumulator
 from spark_kafka_sink.producer.batch import ProducerBatch
@@ -49,7 +49,6 @@ from spark_kafka_sink.producer.metrics import ProducerMetrics
 from spark_kafka_sink.producer.sender_responses import ProduceContext, ResponseHandler
 from spark_kafka_sink.producer.transactions import (
     MAX_TRANSACTIONAL_PRODUCE_VERSION,
-    TransactionAbortedError,
     TransactionManager,
     TxnRequest,
     TxnState,

@@ -41,8 +41,7 @@ from spark_kafka_sink.producer.batch import ProducerBatch
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.metrics import ProducerMetrics
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET, NO_TIMESTAMP, TopicPartition
-from spark_kafka_sink.producer.transactions import TransactionManager, TxnRequest
-from spark_kafka_sink.producer.txn_requests import broker_error, fenced_error
+from spark_kafka_sink.producer.transactions import TransactionManager, TxnRequest, broker_error, fenced_error
 
 __all__ = ["ProduceContext", "ResponseHandler"]
 

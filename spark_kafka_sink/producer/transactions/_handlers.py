@@ -43,7 +43,7 @@ from spark_kafka_sink.protocol.messages import (
     ApiSpec,
 )
 from spark_kafka_sink.producer.record_metadata import TopicPartition
-from spark_kafka_sink.producer.sequences import NO_PRODUCER_ID_AND_EPOCH, ProducerIdAndEpoch
+from spark_kafka_sink.producer.transactions._sequences import NO_PRODUCER_ID_AND_EPOCH, ProducerIdAndEpoch
 
 __all__ = ["RequestKind", "TxnRequest", "Coordinator", "TxnResponseHandlers", "broker_error", "fenced_error",
            "FIND_COORDINATOR_KEY_TYPE_TRANSACTION", "MAX_END_TXN_VERSION", "MAX_ADD_PARTITIONS_VERSION"]

@@ -5,7 +5,7 @@ It is sans-IO: it never touches the network. The sender asks :meth:`next_request
 that is due (at most one is in flight), sends it, and feeds the answer back with :meth:`handle_response`.
 
 States, the transition table and the transitions themselves are in
-:mod:`~spark_kafka_sink.producer.txn_state` (re-exported here); any illegal transition raises
+:mod:`~spark_kafka_sink.producer.transactions._states` (re-exported here); any illegal transition raises
 :class:`~spark_kafka_sink.errors.IllegalStateError` naming both states.
 
 Idempotence: sequences are assigned when a batch is drained (``stamp``), retried batches keep them, and draining
@@ -42,44 +42,21 @@ import itertools
 import threading
 from concurrent.futures import Future
 
-from spark_kafka_sink.errors import IllegalStateError, KafkaError, TransactionAbortedError
-from spark_kafka_sink.producer.idempotence import IdempotenceMixin
+from spark_kafka_sink.errors import IllegalStateError, KafkaError
 from spark_kafka_sink.producer.record_metadata import TopicPartition
-from spark_kafka_sink.producer.sequences import (
+from spark_kafka_sink.producer.transactions._admin import TransactionIdentity
+from spark_kafka_sink.producer.transactions._handlers import Coordinator, TxnRequest, TxnResponseHandlers
+from spark_kafka_sink.producer.transactions._idempotence import IdempotenceMixin
+from spark_kafka_sink.producer.transactions._sequences import (
     NO_PRODUCER_ID_AND_EPOCH,
     InFlightEntry,
     PartitionSequences,
     ProducerIdAndEpoch,
     SequencedBatch,
+)
+from spark_kafka_sink.producer.transactions._states import TxnState, TxnStateMachine
 
-)
-from spark_kafka_sink.producer.transaction_admin import (
-    TransactionIdentity,
-    end_transaction,
-    fence_transactional_id,
-)
-from spark_kafka_sink.producer.txn_requests import (
-    Coordinator,
-    RequestKind,
-    TxnRequest,
-    TxnResponseHandlers,
-)
-from spark_kafka_sink.producer.txn_state import TRANSITIONS, TxnState, TxnStateMachine
-
-__all__ = [
-    "TxnState",
-    "TRANSITIONS",
-    "TransactionManager",
-    "TransactionAbortedError",
-    "ProducerIdAndEpoch",
-    "Coordinator",
-    "TxnRequest",
-    "RequestKind",
-    "TransactionIdentity",
-    "end_transaction",
-    "fence_transactional_id",
-    "MAX_TRANSACTIONAL_PRODUCE_VERSION",
-]
+__all__ = ["TransactionManager", "MAX_TRANSACTIONAL_PRODUCE_VERSION"]
 
 #: Produce v12 lets a transaction-version-2 coordinator add partitions implicitly; we stay on the v1 flow.
 MAX_TRANSACTIONAL_PRODUCE_VERSION = 11

@@ -22,7 +22,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from spark_kafka_sink.errors import IllegalStateError, KafkaError, TransactionAbortedError
-from spark_kafka_sink.producer.txn_requests import RequestKind, TxnRequest, fenced_error
+from spark_kafka_sink.producer.transactions._handlers import RequestKind, TxnRequest, fenced_error
 
 __all__ = ["TxnState", "TRANSITIONS", "TxnStateMachine"]
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from spark_kafka_sink.errors import KafkaError, error_for_code
 from spark_kafka_sink.producer.record_metadata import TopicPartition
-from spark_kafka_sink.producer.sequences import (
+from spark_kafka_sink.producer.transactions._sequences import (
     NO_SEQUENCE,
     InFlightEntry,
     PartitionSequences,
