@@ -4,9 +4,8 @@ One instance per producer with idempotence on (the default); it behaves like the
 It is sans-IO: it never touches the network. The sender asks :meth:`next_request` for the one coordinator request
 that is due (at most one is in flight), sends it, and feeds the answer back with :meth:`handle_response`.
 
-States, the transition table and the transitions themselves are in
-:mod:`~spark_kafka_sink.producer.transactions._states` (re-exported here); any illegal transition raises
-:class:`~spark_kafka_sink.errors.IllegalStateError` naming both states.
+States and the transition table are in :mod:`._states`; every move goes through its check, so any illegal
+transition raises :class:`~spark_kafka_sink.errors.IllegalStateError` naming both states.
 
 Idempotence: sequences are assigned when a batch is drained (``stamp``), retried batches keep them, and draining
 a partition stops while an earlier batch of it awaits a retry (``should_stop_draining``), so a partition never has
@@ -38,14 +37,28 @@ re-enter the producer: only the facade waits on them).
 
 from __future__ import annotations
 
+import copy
 import itertools
+import logging
 import threading
 from concurrent.futures import Future
 
-from spark_kafka_sink.errors import IllegalStateError, KafkaError
+from spark_kafka_sink.errors import (
+    FENCED_CODES,
+    PRODUCE_FATAL_CODES,
+    IllegalStateError,
+    KafkaError,
+    TransactionAbortedError,
+)
 from spark_kafka_sink.producer.record_metadata import TopicPartition
 from spark_kafka_sink.producer.transactions._admin import TransactionIdentity
-from spark_kafka_sink.producer.transactions._handlers import Coordinator, TxnRequest, TxnResponseHandlers
+from spark_kafka_sink.producer.transactions._handlers import (
+    Coordinator,
+    RequestKind,
+    TxnRequest,
+    TxnResponseHandlers,
+    fenced_error,
+)
 from spark_kafka_sink.producer.transactions._idempotence import IdempotenceMixin
 from spark_kafka_sink.producer.transactions._sequences import (
     NO_PRODUCER_ID_AND_EPOCH,
@@ -54,15 +67,17 @@ from spark_kafka_sink.producer.transactions._sequences import (
     ProducerIdAndEpoch,
     SequencedBatch,
 )
-from spark_kafka_sink.producer.transactions._states import TxnState, TxnStateMachine
+from spark_kafka_sink.producer.transactions._states import TRANSITIONS, TxnState
 
 __all__ = ["TransactionManager", "MAX_TRANSACTIONAL_PRODUCE_VERSION"]
+
+_log = logging.getLogger(__name__)
 
 #: Produce v12 lets a transaction-version-2 coordinator add partitions implicitly; we stay on the v1 flow.
 MAX_TRANSACTIONAL_PRODUCE_VERSION = 11
 
 
-class TransactionManager(TxnStateMachine, IdempotenceMixin, TxnResponseHandlers):
+class TransactionManager(IdempotenceMixin, TxnResponseHandlers):
     """Producer id, epoch, sequences and (with a transactional.id) the transaction state machine."""
 
     def __init__(self, *, transactional_id: str | None, transaction_timeout_ms: int, retry_backoff_ms: int) -> None:
@@ -279,6 +294,83 @@ class TransactionManager(TxnStateMachine, IdempotenceMixin, TxnResponseHandlers)
         bump = self._init_producer_id_request(bump=True)
         bump.result = result
         self._enqueue(bump)
+
+
+    # ----------------------------------------------------------------------------------------- state machine
+
+    def _transition(self, target: TxnState, error: KafkaError | None = None) -> None:
+        # Caller holds _lock.
+        self._state.check_transition(
+            target, f"transactional.id {self.transactional_id!r}" if self.is_transactional else "idempotent producer")
+        if error is not None:
+            self._last_error = error
+        elif target not in (TxnState.ABORTABLE_ERROR, TxnState.FATAL_ERROR, TxnState.ABORTING_TRANSACTION):
+            self._last_error = None
+        _log.debug("transaction manager %s -> %s", self._state.name, target.name)
+        self._state = target
+
+    def transition_to_fatal_error(self, error: KafkaError) -> None:
+        """Enter FATAL_ERROR with ``error`` (from the sender: e.g. a SASL authentication failure), failing every
+        queued or pending user call with it. Does nothing if already fatal: the first error is the one reported."""
+        with self._lock:
+            if self._state is not TxnState.FATAL_ERROR:
+                self._fatal(error)
+
+    def _fatal(self, error: KafkaError) -> None:
+        # Caller holds _lock. Every queued or in-flight user call fails with it too.
+        if self._state is not TxnState.FATAL_ERROR:
+            _log.error("producer entered a fatal state: %s", error)
+            self._transition(TxnState.FATAL_ERROR, error)
+        for _, _, req in self._queue:
+            _fail(req.result, error)
+        self._queue.clear()
+        if self._pending_result is not None:
+            _fail(self._pending_result[1], error)
+            self._pending_result = None
+
+    def _abortable(self, error: KafkaError) -> None:
+        # Caller holds _lock.
+        if self._state is TxnState.ABORTING_TRANSACTION:
+            return  # already aborting: the error changes nothing
+        if self._state in TRANSITIONS[TxnState.ABORTABLE_ERROR]:
+            _log.info("transaction must be aborted: %s", error)
+            self._transition(TxnState.ABORTABLE_ERROR, error)
+
+    def _raise_if_failed(self) -> None:
+        # Caller holds _lock. A fresh copy each time: re-raising one instance would grow its traceback forever.
+        if self._state in (TxnState.FATAL_ERROR, TxnState.ABORTABLE_ERROR) and self._last_error is not None:
+            raise _fresh(self._last_error)
+
+    def _maybe_transition_to_error(self, error: BaseException) -> None:
+        code = getattr(error, "code", None)
+        if code in FENCED_CODES:
+            self._fatal(fenced_error(error, "Produce"))
+        elif code in PRODUCE_FATAL_CODES or (isinstance(error, KafkaError) and error.fatal):
+            self._fatal(error if isinstance(error, KafkaError) else KafkaError(str(error)))
+        elif self.is_transactional and not isinstance(error, TransactionAbortedError):
+            wrapped = error if isinstance(error, KafkaError) else KafkaError(str(error))
+            self._abortable(wrapped)
+
+    def _error_for_request(self, req: TxnRequest) -> KafkaError | None:
+        # Caller holds _lock. A failed producer sends nothing more, except that FindCoordinator may still help
+        # the abort that an abortable error calls for.
+        if self._last_error is None:
+            return None
+        if self._state is TxnState.FATAL_ERROR or (
+                self._state is TxnState.ABORTABLE_ERROR and req.kind is not RequestKind.FIND_COORDINATOR):
+            return _fresh(self._last_error)
+        return None
+
+
+def _fresh(error: KafkaError) -> KafkaError:
+    clone = copy.copy(error)
+    clone.__traceback__ = None
+    return clone
+
+
+def _fail(result: Future[None] | None, error: BaseException) -> None:
+    if result is not None and not result.done():
+        result.set_exception(error)
 
 
 def _done(result: Future[None] | None) -> None:
