@@ -286,6 +286,21 @@ def ready_idempotent() -> TransactionManager:
     return tm
 
 
+def assert_epoch_bump_requested(tm: TransactionManager, current: tuple[int, int]) -> None:
+    """The sender's next round asks for a new epoch: InitProducerId carrying the ``current`` id and epoch."""
+    tm.maybe_request_producer_id()
+    assert tm.state is TxnState.INITIALIZING
+    bump = next_req(tm)
+    assert bump.kind is RequestKind.INIT_PRODUCER_ID
+    assert (bump.build(3)["producer_id"], bump.build(3)["producer_epoch"]) == current
+
+
+def assert_no_epoch_bump(tm: TransactionManager) -> None:
+    """The sender's next round asks for nothing: the current epoch goes on."""
+    tm.maybe_request_producer_id()
+    assert tm.state is TxnState.READY and tm.next_request(0, False) is None
+
+
 def test_sequences_are_assigned_at_drain_and_retries_go_in_order() -> None:
     tm = ready_idempotent()
     b1, b2, b3 = batch(records=2), batch(records=3), batch(records=1)
@@ -313,7 +328,7 @@ def test_out_of_order_behind_a_failed_batch_retries_without_bump() -> None:
     tm.stamp(b1)
     tm.stamp(b2)
     assert tm.can_retry(b2, 45, -1)  # b1 is not acknowledged: b2 simply follows it
-    assert tm.state is TxnState.READY and not tm._bump_required
+    assert_no_epoch_bump(tm)
 
 
 def test_real_gap_bumps_the_epoch_and_renumbers_from_zero() -> None:
@@ -335,7 +350,7 @@ def test_real_gap_bumps_the_epoch_and_renumbers_from_zero() -> None:
     tm.stamp(b2)
     assert (b2.producer_id, b2.base_sequence) == (6, 0)
     assert tm.can_retry(b3, 45, -1)  # answer to b3's old send: renumbered, so just retried
-    assert not tm._bump_required
+    assert_no_epoch_bump(tm)
 
 
 def test_unknown_producer_id_for_idempotent_producer_bumps() -> None:
@@ -343,7 +358,7 @@ def test_unknown_producer_id_for_idempotent_producer_bumps() -> None:
     b1 = batch()
     tm.stamp(b1)
     assert tm.can_retry(b1, 59, -1)
-    assert tm._bump_required
+    assert_epoch_bump_requested(tm, (5, 0))
 
 
 def test_expired_batch_resolves_when_later_batches_succeeded() -> None:
@@ -355,7 +370,8 @@ def test_expired_batch_resolves_when_later_batches_succeeded() -> None:
     assert tm.should_stop_draining(batch())  # unresolved: no new sequences
     tm.batch_succeeded(b2, 10)
     tm.maybe_resolve_sequences()
-    assert not tm._bump_required and not tm.should_stop_draining(batch())
+    assert not tm.should_stop_draining(batch())
+    assert_no_epoch_bump(tm)
 
 
 def test_expired_batch_without_later_success_bumps() -> None:
@@ -364,7 +380,7 @@ def test_expired_batch_without_later_success_bumps() -> None:
     tm.stamp(b1)
     tm.batch_failed(b1, KafkaError("expired"), maybe_written=True)
     tm.maybe_resolve_sequences()
-    assert tm._bump_required
+    assert_epoch_bump_requested(tm, (5, 0))
 
 
 def test_rejected_batch_bumps_idempotent_epoch() -> None:
@@ -372,7 +388,8 @@ def test_rejected_batch_bumps_idempotent_epoch() -> None:
     b1 = batch()
     tm.stamp(b1)
     tm.batch_failed(b1, OutOfOrderSequenceNumberError(), maybe_written=False)
-    assert tm._bump_required and tm.state is TxnState.READY
+    assert tm.state is TxnState.READY  # an idempotent producer goes on: the sender fetches the new epoch
+    assert_epoch_bump_requested(tm, (5, 0))
 
 
 # ------------------------------------------------------------------------------------------------ real broker

@@ -59,13 +59,12 @@ from spark_kafka_sink.producer.transactions._handlers import (
     TxnResponseHandlers,
     fenced_error,
 )
-from spark_kafka_sink.producer.transactions._idempotence import IdempotenceMixin
 from spark_kafka_sink.producer.transactions._sequences import (
     NO_PRODUCER_ID_AND_EPOCH,
-    InFlightEntry,
-    PartitionSequences,
     ProducerIdAndEpoch,
+    SequenceBook,
     SequencedBatch,
+    StampableBatch,
 )
 from spark_kafka_sink.producer.transactions._states import TRANSITIONS, TxnState
 
@@ -77,7 +76,7 @@ _log = logging.getLogger(__name__)
 MAX_TRANSACTIONAL_PRODUCE_VERSION = 11
 
 
-class TransactionManager(IdempotenceMixin, TxnResponseHandlers):
+class TransactionManager(TxnResponseHandlers):
     """Producer id, epoch, sequences and (with a transactional.id) the transaction state machine."""
 
     def __init__(self, *, transactional_id: str | None, transaction_timeout_ms: int, retry_backoff_ms: int) -> None:
@@ -89,11 +88,7 @@ class TransactionManager(IdempotenceMixin, TxnResponseHandlers):
         self._state = TxnState.UNINITIALIZED
         self._last_error: KafkaError | None = None
         self._producer = NO_PRODUCER_ID_AND_EPOCH
-        self._partitions: dict[TopicPartition, PartitionSequences] = {}
-        self._entries: dict[SequencedBatch, InFlightEntry] = {}  # batches with a sequence, by identity
-        self._unresolved: dict[TopicPartition, int] = {}  # partition -> sequence after an expired sent batch
-        self._rewrite_on_bump: set[TopicPartition] = set()  # partitions renumbered when the new epoch arrives
-        self._bump_required = False
+        self._sequences = SequenceBook(transactional=transactional_id is not None)  # no lock of its own
         self._queue: list[tuple[int, int, TxnRequest]] = []  # heap by (priority, enqueue order)
         self._counter = itertools.count()
         self._in_flight: TxnRequest | None = None
@@ -257,8 +252,8 @@ class TransactionManager(IdempotenceMixin, TxnResponseHandlers):
         if self.is_transactional:
             return
         with self._lock:
-            if self._state is TxnState.READY and self._bump_required:
-                self._bump_required = False
+            if self._state is TxnState.READY and self._sequences.epoch_bump_required:
+                self._sequences.epoch_bump_started()
                 self._transition(TxnState.UNINITIALIZED)  # keep _producer: InitProducerId v3+ carries it
             if self._state is TxnState.UNINITIALIZED:
                 self._transition(TxnState.INITIALIZING)
@@ -274,7 +269,9 @@ class TransactionManager(IdempotenceMixin, TxnResponseHandlers):
 
     def _producer_granted(self, producer: ProducerIdAndEpoch) -> None:
         # Caller holds _lock: InitProducerId succeeded.
-        self._set_producer(producer, reset_all=self.is_transactional)
+        _log.info("%s for %s", producer, self.transactional_id or "idempotent producer")
+        self._producer = producer
+        self._sequences.start_epoch(producer, reset_all=self.is_transactional)
         self._transition(TxnState.READY)
 
     def _complete_transaction(self, result: Future[None] | None) -> None:
@@ -285,16 +282,70 @@ class TransactionManager(IdempotenceMixin, TxnResponseHandlers):
         self._new_partitions.clear()
         self._pending_partitions.clear()
         self._txn_partitions.clear()
-        if not self._bump_required:
+        if not self._sequences.epoch_bump_required:
             self._transition(TxnState.READY)
             _done(result)
             return
         self._transition(TxnState.INITIALIZING)
-        self._bump_required = False
+        self._sequences.epoch_bump_started()
         bump = self._init_producer_id_request(bump=True)
         bump.result = result
         self._enqueue(bump)
 
+
+    # ----------------------------------------------------------------------------------------- sender: sequences
+
+    def should_stop_draining(self, batch: SequencedBatch) -> bool:
+        """True if ``batch`` (the head of its partition's deque) must not be drained now (Java's
+        shouldStopDrainBatchesForPartition): no usable producer id, partition not yet in the transaction, an
+        epoch change still draining, an unresolved sequence, or an earlier batch of the partition in flight."""
+        with self._lock:
+            if not self._has_usable_producer_id():
+                return True
+            if self.is_transactional and batch.tp not in self._txn_partitions:
+                return True
+            return self._sequences.must_wait(batch, self._producer)
+
+    def stamp(self, batch: StampableBatch) -> None:
+        """At drain: give a new batch the next sequence (or restamp a renumbered one) and set its producer
+        state. The batch's own lock is taken after the manager's is released."""
+        with self._lock:
+            entry = self._sequences.entry_at_drain(batch, self._producer)
+            want = (entry.producer.producer_id, entry.producer.epoch, entry.base_sequence)
+        if (batch.producer_id, batch.producer_epoch, batch.base_sequence) != want:
+            if batch.has_sequence:
+                batch.reset_producer_state()
+            batch.set_producer_state(*want, self.is_transactional)
+
+    def batch_succeeded(self, batch: SequencedBatch, base_offset: int) -> None:
+        with self._lock:
+            self._sequences.acknowledge(batch, base_offset)
+
+    def can_retry(self, batch: SequencedBatch, error_code: int, log_start_offset: int) -> bool:
+        """Whether a produce error on a sequenced batch should be retried (Java's TransactionManager.canRetry);
+        may request an epoch bump for the partition."""
+        with self._lock:
+            return self._sequences.can_retry(batch, error_code, log_start_offset, self._producer)
+
+    def batch_failed(self, batch: SequencedBatch, error: BaseException, *, maybe_written: bool) -> None:
+        """A batch reached a final failure. ``maybe_written``: it was sent and its fate is unknown (expired)."""
+        with self._lock:
+            self._maybe_transition_to_error(error)
+            self._sequences.batch_failed(batch, maybe_written=maybe_written,
+                                         producer_failed=self._state is TxnState.FATAL_ERROR)
+
+    def maybe_resolve_sequences(self) -> None:
+        """Once a partition with an expired sent batch has nothing in flight: if later batches were acknowledged,
+        the expired one was written too; otherwise its fate is unknown and the sequences must restart (inside a
+        transaction: the transaction must be aborted first)."""
+        with self._lock:
+            for tp in self._sequences.resolve_sequences():
+                self._abortable(KafkaError(
+                    f"no acknowledgement for some batches sent to {tp} and they can no longer be retried; "
+                    "abort the transaction and continue"))
+
+    def _forget_abandoned_batches(self) -> None:
+        self._sequences.forget_abandoned_batches()
 
     # ----------------------------------------------------------------------------------------- state machine
 
