@@ -1,19 +1,18 @@
-"""The producer's idempotence and transactions: the transaction manager, its states, coordinator requests,
-sequence bookkeeping, and ending a transaction from another process."""
+"""The producer's idempotence and transactions. (docstring written below)"""
 
 from spark_kafka_sink.producer.transactions._admin import (
     TransactionIdentity,
     end_transaction,
     fence_transactional_id,
 )
+from spark_kafka_sink.producer.transactions._errors import broker_error, fenced_error
 from spark_kafka_sink.producer.transactions._handlers import (
+    MAX_TRANSACTIONAL_PRODUCE_VERSION,
     Coordinator,
     RequestKind,
     TxnRequest,
-    broker_error,
-    fenced_error,
 )
-from spark_kafka_sink.producer.transactions._manager import MAX_TRANSACTIONAL_PRODUCE_VERSION, TransactionManager
+from spark_kafka_sink.producer.transactions._manager import TransactionManager
 from spark_kafka_sink.producer.transactions._sequences import ProducerIdAndEpoch
 from spark_kafka_sink.producer.transactions._states import TRANSITIONS, TxnState
 

@@ -1,47 +1,35 @@
-"""``TransactionManager``: producer id / epoch, per-partition sequences, and the transaction state machine.
+"""``TransactionManager``: one per producer with idempotence on (the default), like the Java client's. It owns the
+producer id/epoch, the transaction state (moved only through the ``TRANSITIONS`` check of :mod:`._states`), the
+partitions of the open transaction, the user calls in progress, and the hooks the sender, accumulator and facade
+call. It keeps three collaborators: a :class:`~._sequences.SequenceBook` (per-partition sequences), a
+:class:`~._queue.RequestQueue` (coordinator requests) and the handler of each request (:mod:`._handlers`), which
+acts on the manager through its ``TxnHost`` methods.
 
-One instance per producer with idempotence on (the default); it behaves like the Java client's TransactionManager.
-It is sans-IO: it never touches the network. The sender asks :meth:`next_request` for the one coordinator request
-that is due (at most one is in flight), sends it, and feeds the answer back with :meth:`handle_response`.
+Sans-IO: it never touches the network. The sender asks :meth:`TransactionManager.next_request` for the one
+coordinator request that is due (at most one is in flight), sends it, and feeds the answer back with
+:meth:`TransactionManager.handle_response`.
 
-States and the transition table are in :mod:`._states`; every move goes through its check, so any illegal
-transition raises :class:`~spark_kafka_sink.errors.IllegalStateError` naming both states.
-
-Idempotence: sequences are assigned when a batch is drained (``stamp``), retried batches keep them, and draining
-a partition stops while an earlier batch of it awaits a retry (``should_stop_draining``), so a partition never has
-its batches reordered. OUT_OF_ORDER_SEQUENCE_NUMBER / UNKNOWN_PRODUCER_ID that show a real gap make an idempotent
-producer ask for a new epoch: InitProducerId (v3+ carrying the current id and epoch, which a Kafka 4 broker
-answers with a fresh producer id for a null transactional id); the affected partitions' unfinished batches are
-then renumbered from sequence 0 and retried. (The Java client bumps the epoch locally instead; asking the broker
-costs one round trip per rare bump and keeps the broker the only source of ids.) DUPLICATE_SEQUENCE_NUMBER is
-success. A transactional producer never bumps on its own: such errors make the transaction abortable, and the
-abort is followed by InitProducerId with the current id/epoch, which resets every sequence.
-
-Transactions use the explicit transaction-version-1 flow everywhere, even when the cluster finalized
-``transaction.version`` 2: AddPartitionsToTxn (v <= 3) before the first batch to each new partition, Produce
-v <= 11, EndTxn v <= 4. The broker chooses the flow per request version, and mixing the two inside one
-transaction is not allowed; TV2's EndTxn v5 also bumps the epoch on every commit, which would stop a driver in
-another process from ending the transaction knowing only (transactional.id, producer id, epoch) -- exactly what
-:func:`end_transaction` does for the Spark driver.
-
-Errors: PRODUCER_FENCED, INVALID_PRODUCER_EPOCH (reported as :class:`ProducerFencedError`),
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED and other unexpected coordinator answers are fatal: every later call raises
-the same named error. TRANSACTION_ABORTABLE and failed produce requests inside a transaction are abortable:
-commit raises, ``abort_transaction()`` recovers. NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE re-run
-FindCoordinator (key type 1); CONCURRENT_TRANSACTIONS / COORDINATOR_LOAD_IN_PROGRESS retry after a backoff.
+Failures: PRODUCER_FENCED, INVALID_PRODUCER_EPOCH (reported as :class:`ProducerFencedError`), authorization and
+other unexpected answers are fatal: the manager fails every queued or pending user call and every later call
+raises a fresh copy of the same error. Abortable errors (TRANSACTION_ABORTABLE, a failed batch inside a
+transaction) fail the commit; ``abort_transaction()`` recovers. After an abort that follows a failed batch the
+sequences are inconsistent: InitProducerId with the current id/epoch (a new epoch) resets them before the abort's
+future completes.
 
 Threads: user threads (init / begin / commit / abort / send) and the sender thread share every field; the
-re-entrant ``_lock`` guards them all. Result futures are completed while holding it (they have no callbacks that
-re-enter the producer: only the facade waits on them).
+re-entrant ``_lock`` guards them all, including the collaborators, which have no lock of their own. Result
+futures are completed while holding it (they have no callbacks that re-enter the producer: only the facade waits
+on them). A batch's own lock (``stamp``) is taken after the manager's is released; the accumulator may call
+``should_stop_draining`` with a partition lock held (partition lock before ``_lock``).
 """
 
 from __future__ import annotations
 
 import copy
-import itertools
 import logging
 import threading
 from concurrent.futures import Future
+from typing import Any
 
 from spark_kafka_sink.errors import (
     FENCED_CODES,
@@ -52,13 +40,17 @@ from spark_kafka_sink.errors import (
 )
 from spark_kafka_sink.producer.record_metadata import TopicPartition
 from spark_kafka_sink.producer.transactions._admin import TransactionIdentity
+from spark_kafka_sink.producer.transactions._errors import fenced_error
 from spark_kafka_sink.producer.transactions._handlers import (
+    AddPartitionsToTxnHandler,
     Coordinator,
+    EndTxnHandler,
+    FindCoordinatorHandler,
+    InitProducerIdHandler,
     RequestKind,
     TxnRequest,
-    TxnResponseHandlers,
-    fenced_error,
 )
+from spark_kafka_sink.producer.transactions._queue import RequestQueue
 from spark_kafka_sink.producer.transactions._sequences import (
     NO_PRODUCER_ID_AND_EPOCH,
     ProducerIdAndEpoch,
@@ -68,30 +60,26 @@ from spark_kafka_sink.producer.transactions._sequences import (
 )
 from spark_kafka_sink.producer.transactions._states import TRANSITIONS, TxnState
 
-__all__ = ["TransactionManager", "MAX_TRANSACTIONAL_PRODUCE_VERSION"]
+__all__ = ["TransactionManager"]
 
 _log = logging.getLogger(__name__)
 
-#: Produce v12 lets a transaction-version-2 coordinator add partitions implicitly; we stay on the v1 flow.
-MAX_TRANSACTIONAL_PRODUCE_VERSION = 11
 
-
-class TransactionManager(TxnResponseHandlers):
+class TransactionManager:
     """Producer id, epoch, sequences and (with a transactional.id) the transaction state machine."""
 
     def __init__(self, *, transactional_id: str | None, transaction_timeout_ms: int, retry_backoff_ms: int) -> None:
+        # Set once here, read by every thread without the lock:
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
         self._lock = threading.RLock()
-        # Everything below is guarded by _lock.
+        # Everything below is guarded by _lock (the collaborators too: they have no lock of their own).
         self._state = TxnState.UNINITIALIZED
         self._last_error: KafkaError | None = None
         self._producer = NO_PRODUCER_ID_AND_EPOCH
-        self._sequences = SequenceBook(transactional=transactional_id is not None)  # no lock of its own
-        self._queue: list[tuple[int, int, TxnRequest]] = []  # heap by (priority, enqueue order)
-        self._counter = itertools.count()
-        self._in_flight: TxnRequest | None = None
+        self._sequences = SequenceBook(transactional=transactional_id is not None)
+        self._requests = RequestQueue()
         self._coordinator: Coordinator | None = None
         self._new_partitions: set[TopicPartition] = set()  # sent to, not yet in an AddPartitionsToTxn
         self._pending_partitions: set[TopicPartition] = set()  # in the AddPartitionsToTxn in flight
@@ -141,6 +129,12 @@ class TransactionManager(TxnResponseHandlers):
         with self._lock:
             return self._coordinator
 
+    @property
+    def has_partitions_in_transaction(self) -> bool:
+        """True once an AddPartitionsToTxn of the open transaction succeeded."""
+        with self._lock:
+            return bool(self._txn_partitions)
+
     def _require_transactional(self, what: str) -> None:
         if not self.is_transactional:
             raise IllegalStateError(f"{what} needs a transactional.id in the producer config")
@@ -157,7 +151,7 @@ class TransactionManager(TxnResponseHandlers):
             self._raise_if_failed()
             self._transition(TxnState.INITIALIZING)
             req = self._init_producer_id_request(bump=False)
-            self._enqueue(req)
+            self._requests.push(req)
             return self._remember(req)
 
     def begin_transaction(self) -> None:
@@ -194,9 +188,9 @@ class TransactionManager(TxnResponseHandlers):
 
     def _begin_completing(self, commit: bool) -> Future[None]:
         if self._new_partitions:
-            self._enqueue(self._add_partitions_request())
-        end = self._end_txn_request(commit)
-        self._enqueue(end)
+            self._requests.push(self._add_partitions_request())
+        end = EndTxnHandler(self, commit=commit)
+        self._requests.push(end)
         return self._remember(end)
 
     def _cached_result(self, state: TxnState) -> Future[None] | None:
@@ -257,41 +251,164 @@ class TransactionManager(TxnResponseHandlers):
                 self._transition(TxnState.UNINITIALIZED)  # keep _producer: InitProducerId v3+ carries it
             if self._state is TxnState.UNINITIALIZED:
                 self._transition(TxnState.INITIALIZING)
-                self._enqueue(self._init_producer_id_request(bump=self._producer.is_valid))
+                self._requests.push(self._init_producer_id_request(bump=self._producer.is_valid))
+
+    def has_in_flight_request(self) -> bool:
+        with self._lock:
+            return self._requests.in_flight is not None
+
+    def has_pending_requests(self) -> bool:
+        with self._lock:
+            return bool(self._requests) or bool(self._new_partitions) or self._requests.in_flight is not None
+
+    def next_request(self, now_ms: int, has_incomplete_batches: bool) -> TxnRequest | None:
+        """The coordinator request to send now, or None (nothing due, backing off, or EndTxn waiting for the
+        batches of the transaction to finish). The caller must then call ``request_sent`` or ``requeue``."""
+        with self._lock:
+            if self._requests.in_flight is not None:
+                return None
+            if self._new_partitions and self._state is not TxnState.FATAL_ERROR:
+                self._requests.push(self._add_partitions_request())
+            while (req := self._requests.peek_due(now_ms)) is not None:
+                if req.kind is RequestKind.END_TXN and has_incomplete_batches:
+                    return None  # commit only what the broker acknowledged; abort only once nothing is in flight
+                self._requests.pop()
+                error = self._error_for_request(req)
+                if error is not None:
+                    req.fail(error)
+                    continue
+                if req.kind is RequestKind.END_TXN:
+                    self._sequences.forget_abandoned_batches()
+                    if not self._transaction_started:
+                        # Nothing was added to this transaction: there is nothing to end on the broker.
+                        self.complete_transaction(req.result)
+                        continue
+                if req.to_coordinator and self._coordinator is None:
+                    self._requests.push(req)
+                    self._lookup_coordinator()
+                    continue
+                return req
+            return None
+
+    def next_request_delay_ms(self, now_ms: int) -> int | None:
+        """Milliseconds until the head request's backoff ends (None: nothing queued), for the sender's poll."""
+        with self._lock:
+            return self._requests.delay_ms(now_ms)
+
+    def request_sent(self, req: TxnRequest) -> None:
+        with self._lock:
+            self._requests.sent(req)
+
+    def requeue(self, req: TxnRequest, now_ms: int, *, backoff_ms: int = 0, find_coordinator: bool = False) -> None:
+        """Put ``req`` back (not sent, or to retry); optionally after re-finding the coordinator."""
+        with self._lock:
+            self._requests.finished(req)
+            error = self._error_for_request(req)
+            if self._state is TxnState.FATAL_ERROR and error is not None:
+                req.fail(error)
+                return
+            req.not_before_ms = now_ms + backoff_ms
+            self._requests.push(req)
+            if find_coordinator and req.to_coordinator:
+                self._lookup_coordinator()
+
+    def handle_request_failure(self, req: TxnRequest, error: BaseException, now_ms: int) -> None:
+        """Disconnected or timed out: resend after a backoff, to a freshly found coordinator if it was one."""
+        _log.info("%s failed (%s); retrying", req.kind.name, error)
+        self.requeue(req, now_ms, backoff_ms=self.retry_backoff_ms, find_coordinator=True)
+
+    def handle_response(self, req: TxnRequest, version: int, body: dict[str, Any], now_ms: int) -> None:
+        """Feed the decoded answer to ``req`` (sent with ``version``) to its handler."""
+        with self._lock:
+            self._requests.finished(req)
+            req.handle_response(version, body, now_ms)
+
+    def _lookup_coordinator(self) -> None:
+        # Caller holds _lock.
+        self._coordinator = None
+        if not self._requests.has(RequestKind.FIND_COORDINATOR):
+            self._requests.push(FindCoordinatorHandler(self))
+
+    def _init_producer_id_request(self, *, bump: bool) -> InitProducerIdHandler:
+        return InitProducerIdHandler(self, bump=bump, transaction_timeout_ms=self.transaction_timeout_ms)
+
+    def _add_partitions_request(self) -> AddPartitionsToTxnHandler:
+        # Caller holds _lock: the new partitions are pending until the answer.
+        partitions = frozenset(self._new_partitions)
+        self._pending_partitions |= partitions
+        self._new_partitions.clear()
+        return AddPartitionsToTxnHandler(self, partitions)
 
     def _has_usable_producer_id(self) -> bool:
         # Caller holds _lock. Nothing is drained without one, nor while a new one is being fetched.
         return self._producer.is_valid and self._state not in (
             TxnState.FATAL_ERROR, TxnState.UNINITIALIZED, TxnState.INITIALIZING)
 
-    def _has_fatal_error(self) -> bool:
-        return self._state is TxnState.FATAL_ERROR
+    # ----------------------------------------------------------------------------------------- handler callbacks
+    # The TxnHost interface of the request handlers; they call it with _lock held (from handle_response).
 
-    def _producer_granted(self, producer: ProducerIdAndEpoch) -> None:
-        # Caller holds _lock: InitProducerId succeeded.
-        _log.info("%s for %s", producer, self.transactional_id or "idempotent producer")
-        self._producer = producer
-        self._sequences.start_epoch(producer, reset_all=self.is_transactional)
-        self._transition(TxnState.READY)
+    def coordinator_found(self, coordinator: Coordinator) -> None:
+        with self._lock:
+            self._coordinator = coordinator
+            _log.debug("transaction coordinator of %r is node %s", self.transactional_id, coordinator)
 
-    def _complete_transaction(self, result: Future[None] | None) -> None:
-        # Caller holds _lock: EndTxn succeeded (or was not needed). After a failed batch the sequences are
-        # inconsistent: InitProducerId with the current id/epoch (a new epoch) resets them all before the
-        # caller's ``result`` completes.
-        self._transaction_started = False
-        self._new_partitions.clear()
-        self._pending_partitions.clear()
-        self._txn_partitions.clear()
-        if not self._sequences.epoch_bump_required:
+    def producer_id_granted(self, producer: ProducerIdAndEpoch) -> None:
+        """InitProducerId succeeded: a transactional producer starts every sequence afresh, an idempotent one
+        renumbers the partitions that asked for the new epoch."""
+        with self._lock:
+            _log.info("%s for %s", producer, self.transactional_id or "idempotent producer")
+            self._producer = producer
+            self._sequences.start_epoch(producer, reset_all=self.is_transactional)
             self._transition(TxnState.READY)
-            _done(result)
-            return
-        self._transition(TxnState.INITIALIZING)
-        self._sequences.epoch_bump_started()
-        bump = self._init_producer_id_request(bump=True)
-        bump.result = result
-        self._enqueue(bump)
 
+    def partitions_added(self, partitions: frozenset[TopicPartition]) -> None:
+        with self._lock:
+            self._txn_partitions |= partitions
+            self._pending_partitions -= partitions
+            self._transaction_started = True
+
+    def complete_transaction(self, result: Future[None] | None) -> None:
+        """EndTxn succeeded (or was not needed). After a failed batch the sequences are inconsistent: InitProducerId
+        with the current id/epoch (a new epoch) resets them all before the caller's ``result`` completes."""
+        with self._lock:
+            self._transaction_started = False
+            self._new_partitions.clear()
+            self._pending_partitions.clear()
+            self._txn_partitions.clear()
+            if not self._sequences.epoch_bump_required:
+                self._transition(TxnState.READY)
+                _done(result)
+                return
+            self._transition(TxnState.INITIALIZING)
+            self._sequences.epoch_bump_started()
+            bump = self._init_producer_id_request(bump=True)
+            bump.result = result
+            self._requests.push(bump)
+
+    def transition_to_abortable_error(self, error: KafkaError) -> None:
+        """The open transaction can only be aborted now; nothing changes if it is already aborting or there is no
+        transaction to abort."""
+        with self._lock:
+            if self._state is TxnState.ABORTING_TRANSACTION:
+                return  # already aborting: the error changes nothing
+            if self._state in TRANSITIONS[TxnState.ABORTABLE_ERROR]:
+                _log.info("transaction must be aborted: %s", error)
+                self._transition(TxnState.ABORTABLE_ERROR, error)
+
+    def transition_to_fatal_error(self, error: KafkaError) -> None:
+        """Enter FATAL_ERROR with ``error`` (a broker answer, or from the sender: e.g. a SASL authentication
+        failure), failing every queued or pending user call with it. Does nothing if already fatal: the first
+        error is the one reported."""
+        with self._lock:
+            if self._state is TxnState.FATAL_ERROR:
+                return
+            _log.error("producer entered a fatal state: %s", error)
+            self._transition(TxnState.FATAL_ERROR, error)
+            for req in self._requests.take_all():
+                req.fail(error)
+            if self._pending_result is not None:
+                _fail(self._pending_result[1], error)
+                self._pending_result = None
 
     # ----------------------------------------------------------------------------------------- sender: sequences
 
@@ -337,20 +454,17 @@ class TransactionManager(TxnResponseHandlers):
     def maybe_resolve_sequences(self) -> None:
         """Once a partition with an expired sent batch has nothing in flight: if later batches were acknowledged,
         the expired one was written too; otherwise its fate is unknown and the sequences must restart (inside a
-        transaction: the transaction must be aborted first)."""
+        transaction: after the transaction is aborted)."""
         with self._lock:
             for tp in self._sequences.resolve_sequences():
-                self._abortable(KafkaError(
+                self.transition_to_abortable_error(KafkaError(
                     f"no acknowledgement for some batches sent to {tp} and they can no longer be retried; "
                     "abort the transaction and continue"))
-
-    def _forget_abandoned_batches(self) -> None:
-        self._sequences.forget_abandoned_batches()
 
     # ----------------------------------------------------------------------------------------- state machine
 
     def _transition(self, target: TxnState, error: KafkaError | None = None) -> None:
-        # Caller holds _lock.
+        # Caller holds _lock. The one place _state changes.
         self._state.check_transition(
             target, f"transactional.id {self.transactional_id!r}" if self.is_transactional else "idempotent producer")
         if error is not None:
@@ -360,47 +474,21 @@ class TransactionManager(TxnResponseHandlers):
         _log.debug("transaction manager %s -> %s", self._state.name, target.name)
         self._state = target
 
-    def transition_to_fatal_error(self, error: KafkaError) -> None:
-        """Enter FATAL_ERROR with ``error`` (from the sender: e.g. a SASL authentication failure), failing every
-        queued or pending user call with it. Does nothing if already fatal: the first error is the one reported."""
-        with self._lock:
-            if self._state is not TxnState.FATAL_ERROR:
-                self._fatal(error)
-
-    def _fatal(self, error: KafkaError) -> None:
-        # Caller holds _lock. Every queued or in-flight user call fails with it too.
-        if self._state is not TxnState.FATAL_ERROR:
-            _log.error("producer entered a fatal state: %s", error)
-            self._transition(TxnState.FATAL_ERROR, error)
-        for _, _, req in self._queue:
-            _fail(req.result, error)
-        self._queue.clear()
-        if self._pending_result is not None:
-            _fail(self._pending_result[1], error)
-            self._pending_result = None
-
-    def _abortable(self, error: KafkaError) -> None:
-        # Caller holds _lock.
-        if self._state is TxnState.ABORTING_TRANSACTION:
-            return  # already aborting: the error changes nothing
-        if self._state in TRANSITIONS[TxnState.ABORTABLE_ERROR]:
-            _log.info("transaction must be aborted: %s", error)
-            self._transition(TxnState.ABORTABLE_ERROR, error)
-
     def _raise_if_failed(self) -> None:
         # Caller holds _lock. A fresh copy each time: re-raising one instance would grow its traceback forever.
         if self._state in (TxnState.FATAL_ERROR, TxnState.ABORTABLE_ERROR) and self._last_error is not None:
             raise _fresh(self._last_error)
 
     def _maybe_transition_to_error(self, error: BaseException) -> None:
+        # Caller holds _lock. A batch failed for good (as Java's maybeTransitionToErrorState).
         code = getattr(error, "code", None)
         if code in FENCED_CODES:
-            self._fatal(fenced_error(error, "Produce"))
+            self.transition_to_fatal_error(fenced_error(error, "Produce"))
         elif code in PRODUCE_FATAL_CODES or (isinstance(error, KafkaError) and error.fatal):
-            self._fatal(error if isinstance(error, KafkaError) else KafkaError(str(error)))
+            self.transition_to_fatal_error(error if isinstance(error, KafkaError) else KafkaError(str(error)))
         elif self.is_transactional and not isinstance(error, TransactionAbortedError):
             wrapped = error if isinstance(error, KafkaError) else KafkaError(str(error))
-            self._abortable(wrapped)
+            self.transition_to_abortable_error(wrapped)
 
     def _error_for_request(self, req: TxnRequest) -> KafkaError | None:
         # Caller holds _lock. A failed producer sends nothing more, except that FindCoordinator may still help
@@ -419,8 +507,8 @@ def _fresh(error: KafkaError) -> KafkaError:
     return clone
 
 
-def _fail(result: Future[None] | None, error: BaseException) -> None:
-    if result is not None and not result.done():
+def _fail(result: Future[None], error: BaseException) -> None:
+    if not result.done():
         result.set_exception(error)
 
 
