@@ -19,8 +19,9 @@ future completes.
 Threads: user threads (init / begin / commit / abort / send) and the sender thread share every field; the
 re-entrant ``_lock`` guards them all, including the collaborators, which have no lock of their own. Result
 futures are completed while holding it (they have no callbacks that re-enter the producer: only the facade waits
-on them). A batch's own lock (``stamp``) is taken after the manager's is released; the accumulator may call
-``should_stop_draining`` with a partition lock held (partition lock before ``_lock``).
+on them). The accumulator's ``before_drain`` calls ``should_stop_draining`` and ``stamp`` with a partition lock
+held (partition lock before ``_lock``, never the reverse); ``stamp`` takes the batch's own lock only after
+releasing ``_lock``.
 """
 
 from __future__ import annotations
