@@ -76,7 +76,6 @@ def end_transaction(config: Mapping[str, Any], identity: TransactionIdentity, co
     docstring for what raises. Raises :class:`KafkaTimeoutError` naming the last error if time runs out.
     """
     action = "commit" if commit else "abort"
-
     producer = ProducerIdAndEpoch(identity.producer_id, identity.producer_epoch)
 
     def build(version: int) -> dict[str, Any]:
