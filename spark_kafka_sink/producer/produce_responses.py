@@ -53,8 +53,7 @@ from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.metrics import ProducerMetrics
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET, NO_TIMESTAMP, TopicPartition
 from spark_kafka_sink.producer.sender_client import ClientAnswer, SenderClient
-from spark_kafka_sink.producer.transactions import TransactionManager
-from spark_kafka_sink.producer.txn_requests import broker_error, fenced_error
+from spark_kafka_sink.producer.transactions import TransactionManager, broker_error, fenced_error
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 
 __all__ = ["ProduceContext", "ProduceResponseHandler"]

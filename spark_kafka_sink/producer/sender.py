@@ -81,7 +81,7 @@ class Sender:
         self._produce_responses = ProduceResponseHandler(client, accumulator, config,
                                                          transaction_manager=transaction_manager, metrics=metrics)
         # With max.in.flight = 1 and no idempotence, order is kept by muting a partition while a batch of it is
-        # in flight (as Java). With idempotence the sequence rules keep order instead (see idempotence.py).
+        # in flight (as Java). With idempotence the sequence rules keep order instead (see transactions/_sequences.py).
         self._guarantee_order = config.max_in_flight_requests_per_connection == 1 and transaction_manager is None
         self._produce_max_version = (MAX_TRANSACTIONAL_PRODUCE_VERSION
                                      if transaction_manager is not None and transaction_manager.is_transactional
