@@ -73,7 +73,8 @@ def test_stop_and_restart_from_checkpoint(spark: Any, bootstrap: str, topic_fact
     duplicated = {v for v, n in seen.items() if n > 1}
     # The stop may land after the Kafka commit of a batch but before Spark's commit log records it: Spark replays
     # that batch and its rows appear twice. At most one batch can be in that window.
-    assert not duplicated or any(duplicated == set(batch_values(b)) for b in batches), sorted(v or b"" for v in duplicated)[:10]
+    assert not duplicated or any(duplicated == set(batch_values(b)) for b in batches), \
+        sorted(v or b"" for v in duplicated)[:10]
 
 
 def test_batch_replayed_after_a_crash_is_written_again(spark: Any, bootstrap: str,
