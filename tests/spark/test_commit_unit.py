@@ -268,3 +268,12 @@ def test_speculation_refused_with_exactly_once_only(fake: list[FakeProducer], mo
         write_partition(SinkOptions.parse(EO, streaming=False), plan_columns(SCHEMA, "t"), batches(1))
     alo = SinkOptions.parse({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t"}, streaming=False)
     assert write_partition(alo, plan_columns(SCHEMA, "t"), batches(1)).rows == 1
+
+
+def test_summary_counts_partitions_an_earlier_run_committed() -> None:
+    options = SinkOptions.parse({"kafka.bootstrap.servers": "h:1", "topic": "t", "deliveryGuarantee": "exactly_once",
+                                 "transactionalIdPrefix": "p", "writeId": "4"}, streaming=False)
+    skipped = KafkaCommitMessage(0, 0, None, -1, -1, (), 1000.0, None, "0" * 16, skipped_rows=120)
+    assert skipped.skipped and skipped.rows == 0 and not skipped.has_transaction
+    line = summarize(options, [skipped, skipped], now=1001.0).line()
+    assert "writeId 4: skipped 2 Spark partitions (240 rows) committed by an earlier run; committed 0 rows" in line
