@@ -21,6 +21,7 @@ jars: venv
 	@$(PY) -m spark_kafka_sink.testing jars
 
 test: venv jars
+	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 run: venv jars

@@ -22,7 +22,8 @@ from benchmarks.context import Context, results_dir
 from benchmarks.harness import Comparison, load_average
 from benchmarks.machine import machine_info, uptime_line
 from benchmarks.report import format_table, markdown_table, plot, write_json
-from benchmarks.targets import missing_components, targets as all_targets
+from benchmarks.targets import missing_components
+from benchmarks.targets import targets as all_targets
 from benchmarks.workload import Workload
 from spark_kafka_sink.testing.broker_jars import REPO_ROOT
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 
@@ -42,7 +43,7 @@ def _kafka_python(w: Workload, chunks: list[tuple[list[bytes], list[bytes]]], ts
         builder = DefaultRecordBatchBuilder(2, codec, False, -1, -1, -1, w.batch_size)
         delta = 0
         for keys, values in chunks:
-            for key, value in zip(keys, values):
+            for key, value in zip(keys, values, strict=False):
                 if builder.append(delta, ts, key, value, []) is None:
                     out_bytes += len(builder.build())
                     batches += 1

@@ -161,7 +161,7 @@ def compare(ctx: Context, w: Workload, buffer_memory_mb: int) -> Comparison:
     delta = ContenderResult(MEMORY_SINK)
     if base.ok and ours.ok:
         # Rounds alternate, so sample i of each contender ran back to back.
-        delta.samples = [round(s - b, 1) for s, b in zip(ours.samples, base.samples)]
+        delta.samples = [round(s - b, 1) for s, b in zip(ours.samples, base.samples, strict=False)]
     else:
         delta.skipped = ours.skipped or ours.error or "baseline did not run"
     comp.results.append(delta)

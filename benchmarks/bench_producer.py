@@ -67,7 +67,7 @@ def _confluent(ctx: Context, w: Workload, chunks: Chunks) -> Contender:
                       "linger.ms": w.linger_ms, "batch.size": w.batch_size})
         produce, poll = p.produce, p.poll
         for keys, values in chunks:
-            for key, value in zip(keys, values):
+            for key, value in zip(keys, values, strict=False):
                 try:
                     produce(topic, value, key)
                 except BufferError:  # librdkafka's queue is full: serve delivery reports until it takes it
@@ -97,7 +97,7 @@ def _kafka_python(ctx: Context, w: Workload, chunks: Chunks) -> Contender:
         try:
             send = p.send
             for keys, values in chunks:
-                for key, value in zip(keys, values):
+                for key, value in zip(keys, values, strict=False):
                     send(topic, value=value, key=key)
             p.flush(timeout=300)
         finally:
@@ -158,7 +158,7 @@ def _ours(ctx: Context, w: Workload, table: pa.Table, chunks: Chunks, buffer_mem
         with cls(config) as p:
             send = p.send
             for keys, values in chunks:
-                for key, value in zip(keys, values):
+                for key, value in zip(keys, values, strict=False):
                     send(topic, value, key=key)
             p.flush()
 

@@ -148,7 +148,7 @@ class Target:
             if len(subj.samples) == len(ref.samples):
                 # The same round's runs ran minutes apart at most: their ratio is less exposed to a machine that
                 # is busier in one round than another. Reported beside the status, which is the ratio of medians.
-                paired = [a / b for a, b in zip(subj.samples, ref.samples) if b > 0]
+                paired = [a / b for a, b in zip(subj.samples, ref.samples, strict=False) if b > 0]
                 result["paired_ratios"] = [round(x, 3) for x in paired]
                 result["paired_median"] = round(statistics.median(paired), 3) if paired else None
             return result
@@ -179,7 +179,7 @@ def run_comparison(group: str, title: str, unit: str, contenders: Sequence[Conte
     if rounds < 1:
         raise ValueError("rounds must be >= 1")
     results = [ContenderResult(c.name, skipped=c.unavailable) for c in contenders]
-    live = [(c, r) for c, r in zip(contenders, results) if c.unavailable is None]
+    live = [(c, r) for c, r in zip(contenders, results, strict=False) if c.unavailable is None]
     comp = Comparison(group, title, unit, contenders[0].name, dict(params or {}), results, higher_is_better,
                       load_before=load_average())
     start = time.monotonic()

@@ -57,7 +57,7 @@ def format_table(comps: Sequence[Comparison], targets: Sequence[dict[str, Any]])
         header = ("contender", "median", "min .. max", "ratio")
         for row in [header] + rows:
             lines.append("  " + "  ".join(cell.ljust(w) if i in (0, 2) else cell.rjust(w)
-                                          for i, (cell, w) in enumerate(zip(row, widths))))
+                                          for i, (cell, w) in enumerate(zip(row, widths, strict=False))))
     if targets:
         lines.append("\n== targets")
         for t in targets:
@@ -127,7 +127,7 @@ def plot(comps: Sequence[Comparison], path: Path, title: str) -> Path | None:
     palette = plt.get_cmap("tab20")
     names = list(dict.fromkeys(r.name for c in shown for r in c.results))  # first-seen order: stable colours
     color = {n: palette(i % 20) for i, n in enumerate(names)}
-    for ax, comp in zip(axes.flat, shown):
+    for ax, comp in zip(axes.flat, shown, strict=False):
         ok = [r for r in comp.results if r.ok]
         medians = [r.median for r in ok]
         err = [[r.median - r.low for r in ok], [r.high - r.median for r in ok]]
@@ -138,7 +138,7 @@ def plot(comps: Sequence[Comparison], path: Path, title: str) -> Path | None:
         ax.set_title(comp.title, fontsize=9)
         ax.set_xlabel(comp.unit, fontsize=8)
         ax.tick_params(axis="x", labelsize=8)
-        for y, r in zip(ypos, ok):
+        for y, r in zip(ypos, ok, strict=False):
             label = human(r.median, comp.unit) + (f"  {r.ratio:.2f}x" if r.ratio is not None else "")
             ax.text(r.high, y, "  " + label, va="center", fontsize=7)
         ax.margins(x=0.3)

@@ -79,7 +79,7 @@ class _SendWriter(_NoopWriter):
             for batch in iterator:
                 keys = batch.column("key").to_pylist()
                 values = batch.column("value").to_pylist()
-                for key, value in zip(keys, values):
+                for key, value in zip(keys, values, strict=False):
                     send(topic, value.encode() if isinstance(value, str) else value,
                          key=key.encode() if isinstance(key, str) else key)
                 rows += batch.num_rows

@@ -43,12 +43,13 @@ def main(argv: list[str]) -> int:
     rows = ticks.select(
         (F.col("value") % 100).cast("string").alias("key"),
         F.to_json(F.struct("value", "timestamp")).alias("value"),
-        F.col("timestamp"),  # the tick's time becomes the record's timestamp
+        F.col("timestamp"),  # with the timestampColumn option below, the tick's time becomes the record's timestamp
     )
     query = (rows.writeStream.format("pykafka-sink")
              .option("kafka.bootstrap.servers", args.bootstrap_servers)
              .option("topic", args.topic)
              .option("deliveryGuarantee", args.guarantee)
+             .option("timestampColumn", "timestamp")
              .option("checkpointLocation", args.checkpoint)
              .trigger(processingTime=f"{args.trigger_seconds} seconds")
              .start())

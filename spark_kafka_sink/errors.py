@@ -48,7 +48,6 @@ from typing import Any, ClassVar, NoReturn
 
 from spark_kafka_sink.protocol.error_codes import ERROR_CODES, class_name_for
 
-
 __all__ = [
     "KafkaError", "ConfigError", "ProtocolError", "UnsupportedVersionError", "KafkaTimeoutError",
     "KafkaConnectionError", "SecuritySetupError", "UntrustedCertificateError", "HostnameMismatchError",

@@ -54,7 +54,7 @@ from spark_kafka_sink.protocol.messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from spark_kafka_sink.protocol.sasl import SaslClient, sasl_client
 from spark_kafka_sink.secret import Secret
 
-__all__ = ["SecuritySettings", "TlsHandshake", "SaslAuthentication", "handshakes_for", "handshakes_of",
+__all__ = ["TlsHandshake", "SaslAuthentication", "handshakes_for", "handshakes_of",
            "check_security", "SASL_HANDSHAKE_VERSION", "SASL_AUTHENTICATE_VERSION"]
 
 log = logging.getLogger(__name__)

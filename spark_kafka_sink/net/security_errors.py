@@ -3,7 +3,7 @@
 SASL failures keep the broker's own classes (:class:`~spark_kafka_sink.errors.SaslAuthenticationFailedError`,
 ``UnsupportedSaslMechanismError``, ``IllegalSaslStateError``: all ``fatal``). TLS failures have no broker error
 code: they map onto :class:`~spark_kafka_sink.errors.SecuritySetupError` and its subclasses (declared in
-:mod:`spark_kafka_sink.errors`, the one hierarchy, and re-exported here):
+:mod:`spark_kafka_sink.errors`, the one hierarchy; import them from there):
 :class:`~spark_kafka_sink.errors.UntrustedCertificateError`, ``HostnameMismatchError``, ``TlsHandshakeError``,
 ``SecurityProtocolMismatchError``.
 
@@ -27,11 +27,6 @@ from spark_kafka_sink.errors import (
 )
 
 __all__ = [
-    "SecuritySetupError",
-    "UntrustedCertificateError",
-    "HostnameMismatchError",
-    "TlsHandshakeError",
-    "SecurityProtocolMismatchError",
     "tls_handshake_error",
     "tls_io_error",
     "plaintext_reply_error",

@@ -9,7 +9,7 @@ for ending transactions from another process (the Spark driver): :class:`Transac
 from spark_kafka_sink.producer.arrow_send import BatchSendResult, PartitionWriteStats
 from spark_kafka_sink.producer.producer import KafkaProducer
 from spark_kafka_sink.producer.record_metadata import RecordMetadata
-from spark_kafka_sink.producer.transaction_admin import (
+from spark_kafka_sink.producer.transactions import (
     TransactionIdentity,
     end_transaction,
     fence_transactional_id,

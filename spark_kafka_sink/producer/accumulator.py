@@ -1,31 +1,35 @@
 """``RecordAccumulator``: per-partition queues of batches between ``send()`` and the sender (Java semantics).
 
+Appending side (user threads)::
+
     append(tp, timestamp_ms, key, value, headers, now_ms, max_block_ms) -> AppendResult
     append_encoded(tp, encoded_batches, now_ms, max_block_ms) -> list[Future[BatchMetadata]]   # the Arrow path
-    ready(leader_fn, now_ms) -> ReadyCheck(ready_nodes, next_ready_check_delay_ms, unknown_leader_topics)
-    drain(leader_fn, nodes, max_request_size, now_ms, before_drain=None) -> {node_id: [ProducerBatch]}
-    reenqueue(batch, now_ms)              expired_batches(now_ms) -> [ProducerBatch]
     begin_flush() / await_flush_completion(timeout_s) -> bool
     abort_incomplete_batches(error)       abort_undrained_batches(error)       close()
 
-This module holds construction, the appending side and flush / abort / close; the sender side (ready, drain,
-reenqueue, expiry, mute) is the mixin :class:`~spark_kafka_sink.producer.accumulator_drain.AccumulatorDrainMixin`.
+Sender side (the sender thread)::
+
+    ready(leader_fn, now_ms) -> ReadyCheck(ready_nodes, next_ready_check_delay_ms, unknown_leader_topics)
+    drain(leader_fn, nodes, max_request_size, now_ms, before_drain=None) -> {node_id: [ProducerBatch]}
+    reenqueue(batch, now_ms)              expired_batches(now_ms) -> [ProducerBatch]
+    mute(tp) / unmute(tp)                 expiry_error(batch, now_ms)
 
 Memory: each new batch takes ``max(batch.size, its first record)`` bytes (bulk: the encoded size) from the
 BufferPool before it is created and gives them back once it reaches a final state, whoever completes it (sender,
-expiry, abort): ``ProducerBatch.on_complete`` calls ``_on_batch_complete``.
+expiry, abort): ``ProducerBatch.on_complete`` calls ``_on_batch_complete``, which also drops the batch from the
+:class:`~spark_kafka_sink.producer.incomplete_batches.IncompleteBatches` that flush and abort walk.
 
 Locks. Order: a partition's lock may be held when taking ``_lock`` (or, in ``before_drain``, the transaction
 manager's lock), never the reverse; no lock is held while blocking in the pool or completing futures.
 * ``_PartitionQueue.lock`` guards that partition's deque and every append into its open batch;
-* ``_lock`` guards ``_queues`` (insertions; lookups are plain dict reads), ``_muted``, ``_incomplete``,
-  ``_flushes_in_progress`` and writes of ``_closed`` (a bool, read without the lock);
+* ``_lock`` guards ``_queues`` (insertions; lookups are plain dict reads), ``_muted``, ``_flushes_in_progress``
+  and writes of ``_closed`` (a bool, read without the lock);
+* ``_incomplete`` guards itself (a leaf lock, taken under a partition's lock when a batch is queued);
 * ``_drain_index`` and ``_next_batch_expiry_ms`` are owned by the sender thread (ready / drain / expiry run there).
 """
 
 from __future__ import annotations
 
-import logging
 import random
 import threading
 import time
@@ -35,24 +39,31 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from spark_kafka_sink.errors import ProducerClosedError
-from spark_kafka_sink.producer.accumulator_drain import NO_DELAY_LIMIT_MS, AccumulatorDrainMixin, ReadyCheck
+from spark_kafka_sink.errors import DeliveryTimeoutError, ProducerClosedError
 from spark_kafka_sink.producer.batch import BatchState, ProducerBatch
 from spark_kafka_sink.producer.buffer_pool import BufferPool
 from spark_kafka_sink.producer.config import ProducerConfig
+from spark_kafka_sink.producer.incomplete_batches import IncompleteBatches
 from spark_kafka_sink.producer.record_metadata import BatchMetadata, RecordMetadata, TopicPartition
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, Header, record_size
 
-__all__ = ["RecordAccumulator", "AppendResult", "ReadyCheck", "NO_DELAY_LIMIT_MS"]
+__all__ = ["RecordAccumulator", "AppendResult", "ReadyCheck", "LeaderFn", "NO_DELAY_LIMIT_MS"]
 
-_log = logging.getLogger(__name__)
+NO_DELAY_LIMIT_MS = 2**63 - 1  # next_ready_check_delay_ms when no queued batch has a timer running
+LeaderFn = Callable[[TopicPartition], "int | None"]  # a partition's leader node id, None when unknown
 
 
 class AppendResult(NamedTuple):
     future: Future[RecordMetadata]
     batch_is_full: bool  # wake the sender: a batch is ready regardless of linger.ms
     new_batch_created: bool
+
+
+class ReadyCheck(NamedTuple):
+    ready_nodes: frozenset[int]
+    next_ready_check_delay_ms: int  # when a not-yet-ready batch may become ready (linger or backoff)
+    unknown_leader_topics: frozenset[str]  # have batches but no known leader: refresh their metadata
 
 
 @dataclass(eq=False)
@@ -62,7 +73,7 @@ class _PartitionQueue:
     batches: deque[ProducerBatch] = field(default_factory=deque)  # guarded by lock
 
 
-class RecordAccumulator(AccumulatorDrainMixin):
+class RecordAccumulator:
     """Per-partition batch queues with bounded memory (see the module docstring)."""
 
     def __init__(
@@ -91,13 +102,13 @@ class RecordAccumulator(AccumulatorDrainMixin):
         self.pool = pool
         self.transactional = transactional
         self._retry_jitter = retry_jitter
-        self._rng = rng or random.Random()
+        self._rng = rng or random.Random()  # owned by the sender thread (reenqueue)
         self._clock = clock  # only for await_flush_completion's deadline
+        self._incomplete = IncompleteBatches()  # guarded by its own lock; completed batches leave it
         self._lock = threading.Lock()
         # Guarded by _lock:
         self._queues: dict[TopicPartition, _PartitionQueue] = {}
         self._muted: set[TopicPartition] = set()
-        self._incomplete: set[ProducerBatch] = set()
         self._flushes_in_progress = 0
         self._closed = False
         # Owned by the sender thread:
@@ -204,12 +215,10 @@ class RecordAccumulator(AccumulatorDrainMixin):
 
     def _track(self, batch: ProducerBatch) -> None:
         batch.on_complete = self._on_batch_complete
-        with self._lock:
-            self._incomplete.add(batch)
+        self._incomplete.add(batch)
 
     def _on_batch_complete(self, batch: ProducerBatch) -> None:
-        with self._lock:
-            self._incomplete.discard(batch)
+        self._incomplete.remove(batch)
         self.pool.deallocate(batch.allocated_bytes)
 
     def _snapshot(self) -> tuple[list[_PartitionQueue], frozenset[TopicPartition], bool, bool]:
@@ -217,7 +226,149 @@ class RecordAccumulator(AccumulatorDrainMixin):
             return (list(self._queues.values()), frozenset(self._muted), self._flushes_in_progress > 0,
                     self._closed)
 
-    # ------------------------------------------------------------------------------------------ flush / close
+    # ------------------------------------------------------------------------------------------ sender side
+
+    def mute(self, tp: TopicPartition) -> None:
+        """Stop draining ``tp`` (a batch of it is in flight and order must hold: max.in.flight=1)."""
+        with self._lock:
+            self._muted.add(tp)
+
+    def unmute(self, tp: TopicPartition) -> None:
+        with self._lock:
+            self._muted.discard(tp)
+
+    def ready(self, leader_fn: LeaderFn, now_ms: int) -> ReadyCheck:
+        """Nodes with at least one sendable partition. Sendable: a full batch, linger.ms passed, a flush in
+        progress, the accumulator closing, or the pool exhausted (someone waits for memory); never during a
+        retry backoff. ``leader_fn(tp)`` gives the leader's node id or None when unknown."""
+        queues, muted, flushing, closed = self._snapshot()
+        exhausted = self.pool.is_exhausted
+        ready: set[int] = set()
+        unknown: set[str] = set()
+        next_delay = NO_DELAY_LIMIT_MS
+        for queue in queues:
+            with queue.lock:
+                if not queue.batches:
+                    continue
+                first = queue.batches[0]
+                full = len(queue.batches) > 1 or first.is_full(self.batch_size)
+            leader = leader_fn(queue.tp)
+            if leader is None:
+                unknown.add(queue.tp.topic)
+                continue
+            if leader in ready or queue.tp in muted:
+                continue
+            if first.attempts > 0:  # a retry: sendable once its backoff is over, linger does not apply again
+                if now_ms < first.retry_at_ms:
+                    next_delay = min(next_delay, first.retry_at_ms - now_ms)
+                else:
+                    ready.add(leader)
+                continue
+            waited = max(now_ms - first.created_ms, 0)  # linger runs from the batch's first record, as Java
+            if full or waited >= self.linger_ms or exhausted or closed or flushing:
+                ready.add(leader)
+            else:
+                next_delay = min(next_delay, self.linger_ms - waited)
+        return ReadyCheck(frozenset(ready), next_delay, frozenset(unknown))
+
+    def drain(self, leader_fn: LeaderFn, nodes: Iterable[int], max_request_size: int, now_ms: int,
+              before_drain: Callable[[ProducerBatch], bool] | None = None) -> dict[int, list[ProducerBatch]]:
+        """Take at most one batch per partition for each node, up to ``max_request_size`` bytes per node (always
+        at least one batch), starting each node's rotation where the last drain stopped (fairness).
+
+        ``before_drain(batch)`` runs under the partition's lock for the batch about to leave its queue: return
+        False to leave it queued (no producer id yet, an earlier sequence must go first...); it is where the
+        transaction manager stamps ``set_producer_state``. Drained batches are closed and IN_FLIGHT."""
+        queues, muted, _, _ = self._snapshot()
+        by_node: dict[int, list[_PartitionQueue]] = {}
+        for queue in sorted(queues, key=lambda q: q.tp):
+            if queue.batches and queue.tp not in muted:  # an unlocked peek; _drain_node re-checks under the lock
+                leader = leader_fn(queue.tp)
+                if leader is not None:
+                    by_node.setdefault(leader, []).append(queue)
+        drained: dict[int, list[ProducerBatch]] = {}
+        for node in nodes:
+            drained[node] = self._drain_node(node, by_node.get(node, []), max_request_size, now_ms, before_drain)
+        return drained
+
+    def _drain_node(self, node: int, queues: list[_PartitionQueue], max_request_size: int, now_ms: int,
+                    before_drain: Callable[[ProducerBatch], bool] | None) -> list[ProducerBatch]:
+        out: list[ProducerBatch] = []
+        if not queues:
+            return out
+        start = self._drain_index.get(node, 0) % len(queues)
+        size = 0
+        visited = 0
+        for i in range(len(queues)):
+            queue = queues[(start + i) % len(queues)]
+            visited = i + 1
+            with queue.lock:
+                if not queue.batches:
+                    continue
+                first = queue.batches[0]
+                if first.attempts > 0 and now_ms < first.retry_at_ms:
+                    continue  # still backing off
+                if out and size + first.size_in_bytes > max_request_size:
+                    break  # the request is full; this partition goes first next time
+                if before_drain is not None and not before_drain(first):
+                    continue
+                queue.batches.popleft()
+                first.close()
+            first.mark_in_flight(now_ms)
+            size += first.size_in_bytes
+            out.append(first)
+        # As Java: remember the last partition visited, so one that did not fit this request goes first next time.
+        self._drain_index[node] = (start + visited - 1) % len(queues)
+        return out
+
+    def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
+        """Put a batch that failed retriably back at the FRONT of its queue (before batches with a higher
+        sequence, so idempotent order holds) with an exponential, jittered retry backoff."""
+        exponent = batch.attempts  # 0 for the first retry
+        backoff = self.retry_backoff_ms * (2 ** min(exponent, 32))
+        if self._retry_jitter:
+            backoff *= self._rng.uniform(1 - self._retry_jitter, 1 + self._retry_jitter)
+        batch.mark_retrying(now_ms, int(min(backoff, self.retry_backoff_max_ms)))
+        queue = self._queue(batch.tp)
+        with queue.lock:
+            position = 0
+            if batch.has_sequence:
+                sequence = batch.base_sequence
+                while (position < len(queue.batches) and queue.batches[position].has_sequence
+                       and queue.batches[position].base_sequence < sequence):
+                    position += 1
+            queue.batches.insert(position, batch)
+
+    def expired_batches(self, now_ms: int) -> list[ProducerBatch]:
+        """Remove and return queued batches older than delivery.timeout.ms, oldest first per partition. The
+        caller fails them (``batch.done(-1, -1, self.expiry_error(batch, now_ms))``); memory returns then."""
+        queues, _, _, _ = self._snapshot()
+        expired: list[ProducerBatch] = []
+        next_expiry = NO_DELAY_LIMIT_MS
+        for queue in queues:
+            with queue.lock:
+                while queue.batches:
+                    first = queue.batches[0]
+                    if not first.has_reached_delivery_timeout(now_ms, self.delivery_timeout_ms):
+                        next_expiry = min(next_expiry, first.created_ms + self.delivery_timeout_ms)
+                        break
+                    expired.append(queue.batches.popleft())
+        self._next_batch_expiry_ms = next_expiry
+        return expired
+
+    @property
+    def next_batch_expiry_ms(self) -> int:
+        """When the oldest queued batch expires (as of the last ``expired_batches`` call)."""
+        return self._next_batch_expiry_ms
+
+    def expiry_error(self, batch: ProducerBatch, now_ms: int) -> DeliveryTimeoutError:
+        state = "in flight" if batch.state is BatchState.IN_FLIGHT else "queued"
+        return DeliveryTimeoutError(
+            f"{batch.record_count} record(s) for {batch.tp} expired {state}: {now_ms - batch.created_ms} ms since "
+            f"the batch was created, past delivery.timeout.ms={self.delivery_timeout_ms}; the partition's leader "
+            "may be down or unreachable")
+
+    # ------------------------------------------------------------------------------------ flush / abort / close
 
     def begin_flush(self) -> None:
         """From now until ``await_flush_completion`` returns, every batch is sendable without lingering."""
@@ -228,8 +379,7 @@ class RecordAccumulator(AccumulatorDrainMixin):
         """Wait until every batch incomplete at this call is complete (futures set, memory freed). False if
         ``timeout_s`` passed first. Ends the flush started by ``begin_flush`` either way."""
         try:
-            with self._lock:
-                pending = list(self._incomplete)
+            pending = self._incomplete.copy_all()
             deadline = None if timeout_s is None else self._clock() + timeout_s
             for batch in pending:
                 remaining = None if deadline is None else max(deadline - self._clock(), 0.0)
@@ -250,8 +400,7 @@ class RecordAccumulator(AccumulatorDrainMixin):
         return any(queue.batches for queue in queues)
 
     def has_incomplete(self) -> bool:
-        with self._lock:
-            return bool(self._incomplete)
+        return not self._incomplete.is_empty()
 
     def queue_sizes(self, topic: str) -> dict[int, int]:
         """Queued batches per partition of ``topic`` (input for adaptive partitioning)."""
@@ -273,9 +422,7 @@ class RecordAccumulator(AccumulatorDrainMixin):
     def abort_incomplete_batches(self, error: BaseException) -> int:
         """Abort every incomplete batch, queued or in flight (forced close, fatal error). Returns how many."""
         count = self.abort_undrained_batches(error)
-        with self._lock:
-            remaining = list(self._incomplete)
-        for batch in remaining:
+        for batch in self._incomplete.copy_all():
             count += batch.abort(error)
         return count
 

@@ -44,7 +44,7 @@ from spark_kafka_sink.producer.transactions import TransactionManager
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, encode_arrow_batches
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE
 
-__all__ = ["BatchSendResult", "PartitionWriteStats", "ArrowSender"]
+__all__ = ["BatchSendResult", "PartitionWriteStats", "ArrowSender", "row_slices"]
 
 I64 = npt.NDArray[np.int64]
 _RECORD_OVERHEAD = 40  # upper bound of a record's varints and attributes (length, deltas, key/value lengths...)
@@ -126,7 +126,7 @@ class _Columns:
                         cut(self.headers), self.timestamp[lo:hi], self.size[lo:hi])
 
 
-def _slices(size: I64, limit: int) -> list[tuple[int, int]]:
+def row_slices(size: I64, limit: int) -> list[tuple[int, int]]:
     """Consecutive row ranges of at most ``limit`` bytes each (a larger row alone), covering every row."""
     n = len(size)
     cum = np.cumsum(size)
@@ -248,7 +248,7 @@ class ArrowSender:
         # A large input goes in slices: the sorted copy, the joined records and the batches waiting for buffer
         # memory are then a slice's size, not the input's, on top of buffer.memory (a 10k-row Spark batch of
         # 1 KB values is 10 MB).
-        for lo, hi in _slices(cols.size, _SLICE_BYTES):
+        for lo, hi in row_slices(cols.size, _SLICE_BYTES):
             part = cols if (lo, hi) == (0, len(cols.size)) else cols.slice(lo, hi)
             for name, rows in self._groups(topic, part):
                 self._send_topic(name, rows, part, started, futures, sizes, interceptors)
@@ -335,7 +335,7 @@ def _result(futures: list[Future[BatchMetadata]], sizes: list[int]) -> Future[Ba
             out.set_exception(error)
             return
         stats: dict[tuple[str, int], PartitionWriteStats] = {}
-        for md, size in zip(f.result(), sizes):
+        for md, size in zip(f.result(), sizes, strict=False):
             one = PartitionWriteStats(md.record_count, size, md.base_offset, md.last_offset)
             key = (md.topic, md.partition)
             stats[key] = stats[key].merge(one) if key in stats else one

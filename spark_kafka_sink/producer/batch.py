@@ -36,8 +36,6 @@ from concurrent.futures import Future
 from typing import TypeVar
 
 from spark_kafka_sink.errors import IllegalStateError
-from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch
-from spark_kafka_sink.protocol.record_batch import BatchBuilder, Header, with_producer_state
 from spark_kafka_sink.producer.record_future import RecordFuture
 from spark_kafka_sink.producer.record_metadata import (
     NO_OFFSET,
@@ -46,6 +44,8 @@ from spark_kafka_sink.producer.record_metadata import (
     RecordMetadata,
     TopicPartition,
 )
+from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch
+from spark_kafka_sink.protocol.record_batch import BatchBuilder, Header, with_producer_state
 
 __all__ = ["BatchState", "ProducerBatch", "NO_PRODUCER_ID", "NO_SEQUENCE", "gather_batch_futures"]
 

@@ -66,8 +66,7 @@ from spark_kafka_sink.producer.metrics import ProducerMetrics
 from spark_kafka_sink.producer.partitioner import Partitioner
 from spark_kafka_sink.producer.record_metadata import RecordMetadata, TopicPartition
 from spark_kafka_sink.producer.sender import Sender, SenderThread
-from spark_kafka_sink.producer.transaction_admin import TransactionIdentity
-from spark_kafka_sink.producer.transactions import TransactionManager
+from spark_kafka_sink.producer.transactions import TransactionIdentity, TransactionManager
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, record_size
 
 __all__ = ["KafkaProducer", "RecordMetadata", "BatchSendResult", "PartitionWriteStats"]

@@ -19,12 +19,13 @@ A round (after the Java client's Sender.runOnce):
 5. expire queued batches past delivery.timeout.ms (DeliveryTimeoutError);
 6. one Produce request per node (acks, request.timeout.ms; version <= 12, <= 11 for transactions: the
    transaction-version-1 flow, see :mod:`.transactions`);
-7. ``client.poll`` -> answers go to :mod:`.sender_responses`.
+7. ``client.poll`` -> coordinator answers go to the transaction manager, Produce answers to the
+   :class:`~spark_kafka_sink.producer.produce_responses.ProduceResponseHandler`, which completes, retries or fails
+   each batch.
 
-The network client is a seam: anything with the :class:`~spark_kafka_sink.net.client.NetworkClient` methods used
-here (``ready``, ``send``, ``poll``, ``least_loaded_node``, ``connection_error``, ``connection_delay``,
-``in_flight_count``, ``wakeup``, ``close``, ``metadata`` with its ``fatal_error``) works, so tests drive ``run_once``
-against a scripted fake.
+The network client is a seam: anything that satisfies
+:class:`~spark_kafka_sink.producer.sender_client.SenderClient` (``NetworkClient`` does) works, so tests drive
+``run_once`` against a scripted fake.
 
 Threads: a ``Sender`` and its client are owned by the sender thread (``SenderThread``) -- or by the test stepping
 it. Other threads only call ``SenderThread.wakeup`` / ``initiate_close`` / ``force_close``, which set the
@@ -39,17 +40,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from spark_kafka_sink.errors import KafkaError, ProducerClosedError
+from spark_kafka_sink.errors import KafkaError, ProducerClosedError, TransactionAbortedError
 from spark_kafka_sink.net.connection import monotonic_ms
 from spark_kafka_sink.producer.accumulator import NO_DELAY_LIMIT_MS, RecordAccumulator
 from spark_kafka_sink.producer.batch import ProducerBatch
 from spark_kafka_sink.producer.config import ProducerConfig
-from spark_kafka_sink.producer.record_metadata import TopicPartition
 from spark_kafka_sink.producer.metrics import ProducerMetrics
-from spark_kafka_sink.producer.sender_responses import ProduceContext, ResponseHandler
+from spark_kafka_sink.producer.produce_responses import ProduceContext, ProduceResponseHandler
+from spark_kafka_sink.producer.record_metadata import TopicPartition
+from spark_kafka_sink.producer.sender_client import ClientAnswer, SenderClient
 from spark_kafka_sink.producer.transactions import (
     MAX_TRANSACTIONAL_PRODUCE_VERSION,
-    TransactionAbortedError,
     TransactionManager,
     TxnRequest,
     TxnState,
@@ -65,15 +66,22 @@ _MAX_POLL_MS = 1_000  # re-check timers at least this often even when nothing is
 _ONGOING = frozenset({TxnState.IN_TRANSACTION, TxnState.COMMITTING_TRANSACTION, TxnState.ABORTING_TRANSACTION})
 
 
-class Sender(ResponseHandler):
+class Sender:
     """One producer's I/O logic; see the module docstring."""
 
-    def __init__(self, client: Any, accumulator: RecordAccumulator, config: ProducerConfig, *,
+    def __init__(self, client: SenderClient, accumulator: RecordAccumulator, config: ProducerConfig, *,
                  transaction_manager: TransactionManager | None = None, metrics: ProducerMetrics | None = None
                  ) -> None:
-        super().__init__(client, accumulator, config, transaction_manager, metrics)
+        # Owned by the sender thread (or the test stepping run_once), as every field below.
+        self._client = client
+        self._acc = accumulator
+        self._config = config
+        self._tm = transaction_manager
+        self._metrics = metrics
+        self._produce_responses = ProduceResponseHandler(client, accumulator, config,
+                                                         transaction_manager=transaction_manager, metrics=metrics)
         # With max.in.flight = 1 and no idempotence, order is kept by muting a partition while a batch of it is
-        # in flight (as Java). With idempotence the sequence rules keep order instead (see idempotence.py).
+        # in flight (as Java). With idempotence the sequence rules keep order instead (see transactions/_sequences.py).
         self._guarantee_order = config.max_in_flight_requests_per_connection == 1 and transaction_manager is None
         self._produce_max_version = (MAX_TRANSACTIONAL_PRODUCE_VERSION
                                      if transaction_manager is not None and transaction_manager.is_transactional
@@ -100,7 +108,7 @@ class Sender(ResponseHandler):
 
     def _fatal_error(self) -> KafkaError | None:
         """What stops this producer, if anything: a fatal connection error, or the transaction manager's."""
-        connection_error: KafkaError | None = self._client.metadata.fatal_error
+        connection_error = self._client.metadata.fatal_error
         tm = self._tm
         if tm is None:
             return connection_error
@@ -112,8 +120,7 @@ class Sender(ResponseHandler):
         return tm.last_error or KafkaError("the producer is in a fatal state: close it")
 
     def _leader(self, tp: TopicPartition) -> int | None:
-        leader: int | None = self._client.metadata.leader_for(tp.topic, tp.partition)
-        return leader
+        return self._client.metadata.leader_for(tp.topic, tp.partition)
 
     def _send_producer_data(self, now_ms: int) -> int:
         """Steps 2-6; returns how long the following poll may block."""
@@ -137,7 +144,8 @@ class Sender(ResponseHandler):
                 for batch in batches:
                     self._acc.mute(batch.tp)
         for batch in self._acc.expired_batches(now_ms):
-            self.fail_batch(batch, self._acc.expiry_error(batch, now_ms), now_ms, maybe_written=batch.attempts > 0)
+            self._produce_responses.fail_batch(batch, self._acc.expiry_error(batch, now_ms), now_ms,
+                                               maybe_written=batch.attempts > 0)
         sent = False
         for node, batches in drained.items():
             if batches:
@@ -211,8 +219,7 @@ class Sender(ResponseHandler):
     def _target_of(self, req: TxnRequest, now_ms: int) -> int | None:
         assert self._tm is not None
         if not req.to_coordinator:
-            node: int | None = self._client.least_loaded_node(now_ms)
-            return node
+            return self._client.least_loaded_node(now_ms)
         coordinator = self._tm.coordinator
         if coordinator is None:
             return None
@@ -228,7 +235,19 @@ class Sender(ResponseHandler):
             if delay is not None:
                 timeout_ms = min(timeout_ms, delay)
         for response in self._client.poll(max(0, timeout_ms), now_ms):
-            self.handle_response(response)
+            self._handle(response)
+
+    def _handle(self, response: ClientAnswer) -> None:
+        context = response.request.context
+        if isinstance(context, TxnRequest):
+            assert self._tm is not None
+            if response.error is not None:
+                self._tm.handle_request_failure(context, response.error, response.received_ms)
+            else:
+                self._tm.handle_response(context, response.request.version, response.body or {},
+                                         response.received_ms)
+        elif isinstance(context, ProduceContext):
+            self._produce_responses.handle(context, response)
 
     @property
     def retry_backoff_ms(self) -> int:
@@ -242,6 +261,16 @@ class Sender(ResponseHandler):
         ongoing = tm is not None and tm.is_transactional and tm.state in _ONGOING
         return (self._acc.has_incomplete() or self._client.in_flight_count() > 0
                 or (ongoing and tm is not None and tm.has_pending_requests()))
+
+    def abort_all(self, error: KafkaError) -> None:
+        """Fail every incomplete batch, queued or in flight (a forced close)."""
+        self._acc.abort_incomplete_batches(error)
+
+    def wakeup(self) -> None:
+        self._client.wakeup()
+
+    def close_client(self) -> None:
+        self._client.close()
 
 
 class SenderThread(threading.Thread):

@@ -181,7 +181,8 @@ def _check_partitions(partitions: pa.Array, topics: pa.Array | None, topic_optio
     else:
         grouped = pa.table({"t": topics, "p": partitions}).group_by("t").aggregate([("p", "min"), ("p", "max")])
         ranges = dict(zip(grouped.column("t").to_pylist(),
-                          zip(grouped.column("p_min").to_pylist(), grouped.column("p_max").to_pylist())))
+                          zip(grouped.column("p_min").to_pylist(), grouped.column("p_max").to_pylist(), strict=True),
+                          strict=True))
     for topic, (low, high) in ranges.items():
         if low is None:
             continue  # every partition of this topic's rows is null: the partitioner decides

@@ -199,7 +199,7 @@ def test_gather_batch_futures() -> None:
     batches = [bulk_batch(2), bulk_batch(3)]
     futures = [b.batch_future for b in batches if b.batch_future is not None]
     combined = gather_batch_futures(futures)
-    for b, offset in zip(batches, (10, 20)):
+    for b, offset in zip(batches, (10, 20), strict=True):
         assert not combined.done()
         b.mark_in_flight(0)
         b.done(offset, -1, None)

@@ -6,8 +6,9 @@ from typing import Any
 import pytest
 
 from spark_kafka_sink.errors import ConfigError
-from spark_kafka_sink.producer.config import ProducerConfig, Secret
+from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.config_options import MAX_INT32, OPTIONS, options_markdown
+from spark_kafka_sink.secret import Secret
 
 BASE = {"bootstrap.servers": "127.0.0.1:9092"}
 

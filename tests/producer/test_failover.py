@@ -14,7 +14,6 @@ import pytest
 
 from spark_kafka_sink import KafkaProducer
 from spark_kafka_sink.testing.broker import KafkaCluster
-
 from tests.conftest import create_topic, read_topic
 
 pytestmark = pytest.mark.broker

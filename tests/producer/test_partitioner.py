@@ -6,11 +6,11 @@ import os
 from collections import Counter
 from typing import Any
 
+import confluent_kafka
 import numpy as np
 import pyarrow as pa
 import pytest
 
-import confluent_kafka
 from spark_kafka_sink.errors import PartitionOutOfRangeError
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.partitioner import Partitioner, StickyPartitioner, partition_arrow

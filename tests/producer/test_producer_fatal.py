@@ -16,7 +16,6 @@ from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.handshake import Handshake
 from spark_kafka_sink.producer import producer as producer_module
 from spark_kafka_sink.producer.producer import KafkaProducer
-from spark_kafka_sink.protocol.framing import RequestHeader
 from spark_kafka_sink.protocol.messages import METADATA
 from tests.net.fake_broker import FakeBroker, Peer
 from tests.net.test_client import RejectingAuth

@@ -9,17 +9,23 @@ from typing import Any
 import pytest
 
 from spark_kafka_sink.errors import (
+    ConcurrentTransactionsError,
     DeliveryTimeoutError,
+    DuplicateSequenceNumberError,
     KafkaTimeoutError,
     MessageTooLargeError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    OutOfOrderSequenceNumberError,
     ProducerFencedError,
+    UnknownProducerIdError,
 )
-from spark_kafka_sink.net.client import ClientRequest
 from spark_kafka_sink.producer.accumulator import RecordAccumulator
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.record_metadata import RecordMetadata, TopicPartition
 from spark_kafka_sink.producer.sender import Sender
 from spark_kafka_sink.producer.transactions import TransactionManager, TxnState
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import (
     ADD_PARTITIONS_TO_TXN,
     END_TXN,
@@ -27,8 +33,7 @@ from spark_kafka_sink.protocol.messages import (
     INIT_PRODUCER_ID,
     PRODUCE,
 )
-
-from tests.producer.fake_client import FakeClient, batches_of, metadata_body, produce_answer
+from tests.producer.fake_client import FakeClient, FakeRequest, batches_of, metadata_body, produce_answer
 
 T0 = TopicPartition("t", 0)
 T1 = TopicPartition("t", 1)
@@ -69,7 +74,7 @@ class Rig:
         self.step()
         init = self.client.take(INIT_PRODUCER_ID)
         assert init.body["transactional_id"] is None
-        self.client.respond(init, {"error_code": 0, "producer_id": pid, "producer_epoch": epoch})
+        self.client.respond(init, {"error_code": NO_ERROR, "producer_id": pid, "producer_epoch": epoch})
         self.step()
         assert self.tm is not None and self.tm.state is TxnState.READY
 
@@ -82,15 +87,15 @@ class Rig:
         self.step()
         assert future.done()
 
-    def produce(self) -> ClientRequest:
+    def produce(self) -> FakeRequest:
         return self.client.take(PRODUCE)
 
-    def answer(self, request: ClientRequest, codes: dict[tuple[str, int], int] | None = None,
+    def answer(self, request: FakeRequest, codes: dict[tuple[str, int], int] | None = None,
                offsets: dict[tuple[str, int], int] | None = None) -> None:
         self.client.respond(request, produce_answer(request, codes, offsets))
 
 
-def sequences(request: ClientRequest) -> dict[tuple[str, int], tuple[int, int, int]]:
+def sequences(request: FakeRequest) -> dict[tuple[str, int], tuple[int, int, int]]:
     return {tp: (b.producer_id, b.producer_epoch, b.base_sequence) for tp, b in batches_of(request).items()}
 
 
@@ -120,7 +125,7 @@ def test_not_leader_refreshes_metadata_and_reroutes_the_same_bytes() -> None:
     rig.step()
     first = rig.produce()
     rig.client.next_metadata = metadata_body({("t", 0): 3, ("t", 1): 2})  # the leader moved to broker 3
-    rig.answer(first, codes={("t", 0): 6})  # NOT_LEADER_OR_FOLLOWER
+    rig.answer(first, codes={("t", 0): NotLeaderOrFollowerError.code})
     rig.step()
     assert len(rig.client.produce_requests()) == 1  # backing off retry.backoff.ms
     # The refresh is requested now but answered only at a later poll (as with a real broker), so the first
@@ -128,7 +133,7 @@ def test_not_leader_refreshes_metadata_and_reroutes_the_same_bytes() -> None:
     rig.step(100)
     retry = rig.produce()
     if retry.node_id == 1:
-        rig.answer(retry, codes={("t", 0): 6})
+        rig.answer(retry, codes={("t", 0): NotLeaderOrFollowerError.code})
         rig.step()
         rig.step(100)
         retry = rig.produce()
@@ -138,6 +143,25 @@ def test_not_leader_refreshes_metadata_and_reroutes_the_same_bytes() -> None:
     rig.answer(retry, offsets={("t", 0): 5})
     rig.step()
     assert future.result(0).offset == 5
+
+
+def test_a_topic_without_a_known_leader_is_looked_up_and_then_sent() -> None:
+    rig = Rig()
+    rig.init_idempotent()
+    new = TopicPartition("new", 0)
+    future = rig.send(new, b"x")
+    rig.client.polls.clear()
+    rig.step()
+    assert not rig.client.produce_requests() and "new" in rig.client.metadata.topics_of_interest()
+    assert max(rig.client.polls) <= 100  # polls again within retry.backoff.ms to see the leader
+    rig.client.next_metadata = metadata_body({("t", 0): 1, ("t", 1): 2, ("new", 0): 3})  # answered at this poll
+    rig.step(100)
+    rig.step()
+    request = rig.produce()
+    assert request.node_id == 3 and sequences(request) == {("new", 0): (7, 0, 0)}
+    rig.answer(request, offsets={("new", 0): 12})
+    rig.step()
+    assert future.result(0).offset == 12
 
 
 def test_request_timeout_retries_and_delivery_timeout_fails() -> None:
@@ -180,7 +204,7 @@ def test_first_batch_of_a_partition_goes_alone() -> None:
     rig.send(T0, b"b")
     rig.step()
     assert len(rig.client.produce_requests()) == 1
-    rig.answer(first, codes={("t", 0): 6})
+    rig.answer(first, codes={("t", 0): NotLeaderOrFollowerError.code})
     rig.step()
     rig.step(100)
     retry = rig.produce()
@@ -201,8 +225,9 @@ def test_out_of_order_behind_a_failed_batch_is_retried_in_order() -> None:
     rig.step()
     rb = rig.client.produce_requests()[-1]  # a second request in flight for the same partition (max.in.flight 5)
     assert sequences(ra)[("t", 0)][2] == 1 and sequences(rb)[("t", 0)][2] == 2
-    rig.answer(ra, codes={("t", 0): 19})  # NOT_ENOUGH_REPLICAS: a was not written
-    rig.answer(rb, codes={("t", 0): 45})  # so b is out of order: retried after a, no epoch bump
+    rig.answer(ra, codes={("t", 0): NotEnoughReplicasError.code})  # a was not written
+    # so b is out of order: retried after a, no epoch bump
+    rig.answer(rb, codes={("t", 0): OutOfOrderSequenceNumberError.code})
     rig.step()
     rig.step(100)
     resend = rig.produce()
@@ -231,10 +256,10 @@ def test_batch_overtaken_by_acknowledged_ones_is_written_under_a_new_epoch() -> 
     rig.step()
     rb = rig.client.produce_requests()[-1]
     rig.answer(rb, offsets={("t", 0): 5})  # b acknowledged first: a precedes acknowledged data
-    rig.answer(ra, codes={("t", 0): 45})
+    rig.answer(ra, codes={("t", 0): OutOfOrderSequenceNumberError.code})
     rig.step(rounds=2)
     bump = rig.client.take(INIT_PRODUCER_ID)
-    rig.client.respond(bump, {"error_code": 0, "producer_id": 8, "producer_epoch": 0})
+    rig.client.respond(bump, {"error_code": NO_ERROR, "producer_id": 8, "producer_epoch": 0})
     rig.step(rounds=2)
     rig.step(100)
     retry = rig.produce()
@@ -253,13 +278,14 @@ def test_out_of_order_gap_bumps_the_epoch_and_resends_from_sequence_zero() -> No
     rig.step()
     fb = rig.send(T0, b"b")
     rig.step()
-    rig.answer(rig.produce(), codes={("t", 0): 45})  # b IS the next sequence: the broker lost state
+    # b IS the next sequence: the broker lost state
+    rig.answer(rig.produce(), codes={("t", 0): OutOfOrderSequenceNumberError.code})
     rig.step(rounds=2)
     bump = rig.client.take(INIT_PRODUCER_ID)
     assert (bump.body["producer_id"], bump.body["producer_epoch"]) == (7, 0)
     rig.step(100)
     assert len(rig.client.produce_requests()) == 2  # nothing is sent while the new id is being fetched
-    rig.client.respond(bump, {"error_code": 0, "producer_id": 8, "producer_epoch": 0})
+    rig.client.respond(bump, {"error_code": NO_ERROR, "producer_id": 8, "producer_epoch": 0})
     rig.step(rounds=2)
     retry = rig.produce()
     assert sequences(retry)[("t", 0)] == (8, 0, 0)
@@ -273,10 +299,11 @@ def test_unknown_producer_id_bumps_the_epoch() -> None:
     rig.init_idempotent(pid=7)
     future = rig.send(T0, b"a")
     rig.step()
-    rig.client.respond(rig.produce(), produce_answer(rig.produce(), {("t", 0): 59}, log_start_offset=-1))
+    request = rig.produce()
+    rig.client.respond(request, produce_answer(request, {("t", 0): UnknownProducerIdError.code}, log_start_offset=-1))
     rig.step(rounds=2)
     bump = rig.client.take(INIT_PRODUCER_ID)
-    rig.client.respond(bump, {"error_code": 0, "producer_id": 9, "producer_epoch": 0})
+    rig.client.respond(bump, {"error_code": NO_ERROR, "producer_id": 9, "producer_epoch": 0})
     rig.step()
     rig.step(100)
     retry = rig.produce()
@@ -291,7 +318,7 @@ def test_duplicate_sequence_is_success() -> None:
     rig.init_idempotent()
     future = rig.send(T0, b"a")
     rig.step()
-    rig.answer(rig.produce(), codes={("t", 0): 46})
+    rig.answer(rig.produce(), codes={("t", 0): DuplicateSequenceNumberError.code})
     rig.step()
     assert future.result(0).partition == 0 and future.result(0).offset == -1
     rig.send(T0, b"b")
@@ -304,7 +331,7 @@ def test_message_too_large_fails_with_the_size_and_the_settings() -> None:
     rig.init_idempotent()
     future = rig.send(T0, b"a" * 1000)
     rig.step()
-    rig.answer(rig.produce(), codes={("t", 0): 10})
+    rig.answer(rig.produce(), codes={("t", 0): MessageTooLargeError.code})
     rig.step()
     with pytest.raises(MessageTooLargeError, match=r"byte batch of 1 record.*max\.message\.bytes.*batch\.size"):
         future.result(0)
@@ -345,16 +372,16 @@ def init_transactional(rig: Rig) -> None:
     find = rig.client.take(FIND_COORDINATOR)
     assert find.body["key_type"] == 1
     rig.client.respond(find, {"coordinators": [{"key": "tx", "node_id": 2, "host": "broker2", "port": 9002,
-                                                "error_code": 0}]})
+                                                "error_code": NO_ERROR}]})
     rig.step(rounds=2)
     init = rig.client.take(INIT_PRODUCER_ID)
     assert init.node_id == 2 and init.body["transactional_id"] == "tx"
-    rig.client.respond(init, {"error_code": 0, "producer_id": 50, "producer_epoch": 1})
+    rig.client.respond(init, {"error_code": NO_ERROR, "producer_id": 50, "producer_epoch": 1})
     rig.step()
     assert rig.tm.state is TxnState.READY
 
 
-def add_partitions_answer(request: ClientRequest, code: int) -> dict[str, Any]:
+def add_partitions_answer(request: FakeRequest, code: int) -> dict[str, Any]:
     return {"results_by_topic_v3_and_below": [
         {"name": t["name"], "results_by_partition": [{"partition_index": p, "partition_error_code": code}
                                                      for p in t["partitions"]]}
@@ -371,13 +398,13 @@ def test_transaction_retries_concurrent_transactions_and_commits() -> None:
     add = rig.client.take(ADD_PARTITIONS_TO_TXN)
     assert add.node_id == 2 and add.version <= 3
     assert not rig.client.produce_requests()  # no batch before its partition is in the transaction
-    rig.client.respond(add, add_partitions_answer(add, 51))  # CONCURRENT_TRANSACTIONS
+    rig.client.respond(add, add_partitions_answer(add, ConcurrentTransactionsError.code))
     rig.step()
     rig.step(10)
     assert rig.client.sent[-1] is add  # the first add in a transaction retries after 20 ms, not 100
     rig.step(10)
     add2 = rig.client.take(ADD_PARTITIONS_TO_TXN)
-    rig.client.respond(add2, add_partitions_answer(add2, 0))
+    rig.client.respond(add2, add_partitions_answer(add2, NO_ERROR))
     rig.step()
     rig.step()
     produce = rig.produce()
@@ -388,11 +415,11 @@ def test_transaction_retries_concurrent_transactions_and_commits() -> None:
     rig.step(rounds=2)  # the Produce answer is read first: EndTxn waits for every batch
     end = rig.client.take(END_TXN)
     assert end.version <= 4 and end.body["committed"] is True
-    rig.client.respond(end, {"error_code": 51})
+    rig.client.respond(end, {"error_code": ConcurrentTransactionsError.code})
     rig.step()
     rig.step(100)
     end2 = rig.client.take(END_TXN)
-    rig.client.respond(end2, {"error_code": 0})
+    rig.client.respond(end2, {"error_code": NO_ERROR})
     rig.step()
     assert commit.result(0) is None and future.result(0).offset == 0
     assert rig.tm.state is TxnState.READY
@@ -406,10 +433,10 @@ def test_producer_fenced_in_produce_is_fatal_and_named() -> None:
     future = rig.send(T0, b"a")
     rig.step()
     add = rig.client.take(ADD_PARTITIONS_TO_TXN)
-    rig.client.respond(add, add_partitions_answer(add, 0))
+    rig.client.respond(add, add_partitions_answer(add, NO_ERROR))
     rig.step()
     rig.step()
-    rig.answer(rig.produce(), codes={("t", 0): 90})
+    rig.answer(rig.produce(), codes={("t", 0): ProducerFencedError.code})
     rig.step()
     with pytest.raises(ProducerFencedError):
         future.result(0)
@@ -428,13 +455,13 @@ def test_producer_fenced_on_end_txn_fails_the_commit() -> None:
     rig.send(T0, b"a")
     rig.step()
     add = rig.client.take(ADD_PARTITIONS_TO_TXN)
-    rig.client.respond(add, add_partitions_answer(add, 0))
+    rig.client.respond(add, add_partitions_answer(add, NO_ERROR))
     rig.step()
     rig.step()
     rig.answer(rig.produce())
     commit = rig.tm.begin_commit()
     rig.step(rounds=2)
-    rig.client.respond(rig.client.take(END_TXN), {"error_code": 90})
+    rig.client.respond(rig.client.take(END_TXN), {"error_code": ProducerFencedError.code})
     rig.step()
     with pytest.raises(ProducerFencedError, match="fenced"):
         commit.result(0)
@@ -449,14 +476,14 @@ def test_abort_drops_unsent_batches() -> None:
     rig.step()  # AddPartitionsToTxn goes out; the batch waits for it
     aborted = rig.tm.begin_abort()
     add = rig.client.take(ADD_PARTITIONS_TO_TXN)
-    rig.client.respond(add, add_partitions_answer(add, 0))
+    rig.client.respond(add, add_partitions_answer(add, NO_ERROR))
     rig.step()
     rig.step()
     with pytest.raises(Exception, match="aborted"):
         future.result(0)
     end = rig.client.take(END_TXN)
     assert end.body["committed"] is False
-    rig.client.respond(end, {"error_code": 0})
+    rig.client.respond(end, {"error_code": NO_ERROR})
     rig.step()
     assert aborted.result(0) is None and not rig.client.produce_requests()
 
@@ -497,7 +524,7 @@ def test_without_idempotence_max_in_flight_one_mutes_the_partition() -> None:
     rig.send(T1, b"c")  # another partition (and node) is not held back
     rig.step()
     assert [r.node_id for r in rig.client.outstanding] == [1, 2]
-    rig.answer(first, codes={("t", 0): 6})  # retried first, before "b": order holds
+    rig.answer(first, codes={("t", 0): NotLeaderOrFollowerError.code})  # retried first, before "b": order holds
     rig.step()
     rig.step(100)
     assert [r.value for r in batches_of(rig.client.produce_requests()[-1])[("t", 0)].records] == [b"a"]

@@ -16,7 +16,6 @@ from spark_kafka_sink.errors import (
 )
 from spark_kafka_sink.producer.transactions import TxnState
 from spark_kafka_sink.protocol.messages import FIND_COORDINATOR, INIT_PRODUCER_ID
-
 from tests.producer.test_sender import T0, T1, Rig, init_transactional
 
 

@@ -1,19 +1,12 @@
-"""TransactionManager: the transition table, coordinator request flows (scripted answers) and sequence bookkeeping.
-
-Then real-broker flows: commit / abort read back with confluent-kafka, fencing, ending from a fresh process.
-"""
+"""TransactionManager through its public calls, with scripted coordinator answers: the transition table, request
+flows and sequence bookkeeping (the real-broker flows are in test_transactions_broker.py)."""
 
 from __future__ import annotations
 
 import pickle
-import subprocess
-import sys
-import textwrap
-import uuid
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
-
-import pyarrow as pa
 
 import pytest
 
@@ -23,10 +16,9 @@ from spark_kafka_sink.errors import (
     KafkaError,
     OutOfOrderSequenceNumberError,
     ProducerFencedError,
+    TopicAuthorizationFailedError,
     TransactionAbortableError,
 )
-from spark_kafka_sink import KafkaProducer
-from spark_kafka_sink.producer import end_transaction, fence_transactional_id
 from spark_kafka_sink.producer.batch import ProducerBatch
 from spark_kafka_sink.producer.record_metadata import TopicPartition
 from spark_kafka_sink.producer.transactions import (
@@ -87,14 +79,20 @@ def ready_transactional() -> TransactionManager:
     return tm
 
 
-def add_partitions(tm: TransactionManager, *tps: TopicPartition) -> None:
+def add_partitions(tm: TransactionManager, *tps: TopicPartition, code: int = 0) -> None:
+    """AddPartitionsToTxn for ``tps``, answered with ``code`` for each."""
     for tp in tps:
         tm.maybe_add_partition(tp)
     req = next_req(tm)
     assert req.kind is RequestKind.ADD_PARTITIONS
     answer(tm, req, {"throttle_time_ms": 0, "results_by_topic_v3_and_below": [
-        {"name": tp.topic, "results_by_partition": [{"partition_index": tp.partition, "partition_error_code": 0}]}
+        {"name": tp.topic, "results_by_partition": [{"partition_index": tp.partition, "partition_error_code": code}]}
         for tp in tps]})
+
+
+def state(tm: TransactionManager) -> TxnState:
+    """``tm.state`` read afresh (mypy would otherwise keep an earlier ``is`` narrowing of the property)."""
+    return tm.state
 
 
 # ------------------------------------------------------------------------------------------------ state table
@@ -102,17 +100,132 @@ def add_partitions(tm: TransactionManager, *tps: TopicPartition) -> None:
 
 @pytest.mark.parametrize("source", list(TxnState))
 @pytest.mark.parametrize("target", list(TxnState))
-def test_transition_table_is_enforced_with_a_named_error(source: TxnState, target: TxnState) -> None:
-    tm = transactional()
-    tm._state = source
+def test_check_transition_enforces_the_table_with_a_named_error(source: TxnState, target: TxnState) -> None:
     if source in TRANSITIONS[target]:
-        tm._transition(target)
-        assert tm.state is target
+        source.check_transition(target, "tx")
     else:
         with pytest.raises(IllegalStateError) as info:
-            tm._transition(target)
+            source.check_transition(target, "tx")
+        assert info.value.from_state is source and info.value.to_state is target
+        assert source.name in str(info.value) and target.name in str(info.value) and "tx" in str(info.value)
+
+
+_S = TxnState
+
+
+def reach(source: TxnState) -> tuple[TransactionManager, Future[None] | None]:
+    """A transactional manager brought to ``source`` through public calls and scripted answers, with the future
+    of the user call still running there, if any."""
+    if source is _S.UNINITIALIZED:
+        return transactional(), None
+    if source is _S.INITIALIZING:
+        tm = transactional()
+        return tm, tm.initialize_transactions()
+    tm = ready_transactional()
+    if source is _S.READY:
+        return tm, None
+    tm.begin_transaction()
+    if source is _S.COMMITTING_TRANSACTION:
+        add_partitions(tm, TP)
+        return tm, tm.begin_commit()
+    if source is _S.ABORTING_TRANSACTION:
+        add_partitions(tm, TP)
+        return tm, tm.begin_abort()
+    if source is _S.ABORTABLE_ERROR:
+        add_partitions(tm, TP, code=TopicAuthorizationFailedError.code)
+    elif source is _S.FATAL_ERROR:
+        tm.transition_to_fatal_error(KafkaError("first fatal error"))
+    return tm, None
+
+
+# The public call that tries to move a transactional manager to each target state (READY: what EndTxn's answer
+# calls; ABORTABLE_ERROR: what a failed batch or coordinator answer calls).
+CALLS: dict[TxnState, Callable[[TransactionManager], object]] = {
+    _S.INITIALIZING: lambda tm: tm.initialize_transactions(),
+    _S.IN_TRANSACTION: lambda tm: tm.begin_transaction(),
+    _S.COMMITTING_TRANSACTION: lambda tm: tm.begin_commit(),
+    _S.ABORTING_TRANSACTION: lambda tm: tm.begin_abort(),
+    _S.READY: lambda tm: tm.complete_transaction(None),
+    _S.ABORTABLE_ERROR: lambda tm: tm.transition_to_abortable_error(KafkaError("abortable")),
+    _S.FATAL_ERROR: lambda tm: tm.transition_to_fatal_error(KafkaError("fatal")),
+}
+
+# What each call does in each state. "moves": the state becomes the target; "illegal": IllegalStateError naming
+# both states (TRANSITIONS forbids the move). The rest are answers given before the table is consulted: "recall"
+# returns the future of the same call still running, "busy": another call is still running, "failed" re-raises
+# the abortable or fatal error, "init first": begin before init, "ignored": nothing changes.
+_INIT, _BEGIN, _COMMIT, _ABORT = (_S.INITIALIZING, _S.IN_TRANSACTION, _S.COMMITTING_TRANSACTION,
+                                  _S.ABORTING_TRANSACTION)
+_READY, _ABORTABLE, _FATAL = _S.READY, _S.ABORTABLE_ERROR, _S.FATAL_ERROR
+OUTCOMES: dict[TxnState, dict[TxnState, str]] = {
+    _S.UNINITIALIZED: {_INIT: "moves", _BEGIN: "init first", _COMMIT: "illegal", _ABORT: "illegal",
+                       _READY: "illegal", _ABORTABLE: "ignored", _FATAL: "moves"},
+    _S.INITIALIZING: {_INIT: "recall", _BEGIN: "illegal", _COMMIT: "busy", _ABORT: "busy",
+                      _READY: "moves", _ABORTABLE: "ignored", _FATAL: "moves"},
+    _S.READY: {_INIT: "illegal", _BEGIN: "moves", _COMMIT: "illegal", _ABORT: "illegal",
+               _READY: "illegal", _ABORTABLE: "ignored", _FATAL: "moves"},
+    _S.IN_TRANSACTION: {_INIT: "illegal", _BEGIN: "illegal", _COMMIT: "moves", _ABORT: "moves",
+                        _READY: "illegal", _ABORTABLE: "moves", _FATAL: "moves"},
+    _S.COMMITTING_TRANSACTION: {_INIT: "busy", _BEGIN: "illegal", _COMMIT: "recall", _ABORT: "busy",
+                                _READY: "moves", _ABORTABLE: "moves", _FATAL: "moves"},
+    _S.ABORTING_TRANSACTION: {_INIT: "busy", _BEGIN: "illegal", _COMMIT: "busy", _ABORT: "recall",
+                              _READY: "moves", _ABORTABLE: "ignored", _FATAL: "moves"},
+    _S.ABORTABLE_ERROR: {_INIT: "failed", _BEGIN: "failed", _COMMIT: "failed", _ABORT: "moves",
+                         _READY: "illegal", _ABORTABLE: "moves", _FATAL: "moves"},
+    _S.FATAL_ERROR: {_INIT: "failed", _BEGIN: "failed", _COMMIT: "failed", _ABORT: "failed",
+                     _READY: "illegal", _ABORTABLE: "ignored", _FATAL: "moves"},
+}
+# Moves the table allows that no user call makes: the epoch bump after an abort (tested by the flows below).
+INTERNAL_MOVES = {(_S.ABORTING_TRANSACTION, _S.INITIALIZING)}
+
+
+def test_the_outcomes_agree_with_the_transition_table() -> None:
+    assert set(OUTCOMES) == set(TxnState) and all(set(row) == set(CALLS) for row in OUTCOMES.values())
+    for source, row in OUTCOMES.items():
+        for target, outcome in row.items():
+            allowed = source in TRANSITIONS[target]
+            if outcome == "moves":
+                assert allowed, (source, target)
+            elif (source, target) not in INTERNAL_MOVES:
+                assert not allowed, (source, target, outcome)
+
+
+@pytest.mark.parametrize("source", list(TxnState))
+@pytest.mark.parametrize("target", list(CALLS))
+def test_public_calls_follow_the_transition_table(source: TxnState, target: TxnState) -> None:
+    tm, running = reach(source)
+    assert state(tm) is source
+    error_before = tm.last_error
+    call, outcome = CALLS[target], OUTCOMES[source][target]
+    if outcome == "moves":
+        call(tm)
+        assert state(tm) is target
+        if source is _S.FATAL_ERROR:
+            assert tm.last_error is error_before  # the first fatal error is the one reported
+        return
+    if outcome == "illegal":
+        with pytest.raises(IllegalStateError) as info:
+            call(tm)
+        assert info.value.from_state is source and info.value.to_state is target
         assert source.name in str(info.value) and target.name in str(info.value)
-        assert tm.state is source
+    elif outcome == "recall":
+        assert running is not None and call(tm) is running
+    elif outcome == "busy":
+        with pytest.raises(IllegalStateError, match=f"a {source.name} call is still in progress"):
+            call(tm)
+    elif outcome == "failed":
+        assert error_before is not None
+        with pytest.raises(type(error_before)) as failed:
+            call(tm)
+        assert failed.value is not error_before and str(failed.value) == str(error_before)  # a fresh copy
+    elif outcome == "init first":
+        with pytest.raises(IllegalStateError, match=r"call init_transactions\(\) before begin_transaction\(\)"):
+            call(tm)
+    else:
+        assert outcome == "ignored"
+        call(tm)
+    assert state(tm) is source
+    assert tm.last_error is error_before
 
 
 def test_user_calls_out_of_order_raise_illegal_state() -> None:
@@ -243,7 +356,7 @@ def test_transaction_abortable_fails_the_commit_and_abort_recovers() -> None:
         tm.fail_if_not_ready_for_send()
     aborted = tm.begin_abort()
     answer(tm, next_req(tm), {"error_code": 0})
-    assert aborted.result(0) is None and tm.state is TxnState.READY
+    assert aborted.result(0) is None and state(tm) is TxnState.READY
 
 
 def test_failed_batch_makes_the_transaction_abortable_and_abort_bumps_the_epoch() -> None:
@@ -258,12 +371,12 @@ def test_failed_batch_makes_the_transaction_abortable_and_abort_bumps_the_epoch(
     aborted = tm.begin_abort()
     end = next_req(tm)
     answer(tm, end, {"error_code": 0})
-    assert tm.state is TxnState.INITIALIZING
+    assert state(tm) is TxnState.INITIALIZING
     bump = next_req(tm)
     assert bump.kind is RequestKind.EPOCH_BUMP
     assert bump.build(3)["producer_id"] == 42 and bump.build(3)["producer_epoch"] == 3
     answer(tm, bump, {"error_code": 0, "producer_id": 42, "producer_epoch": 4})
-    assert aborted.result(0) is None and tm.state is TxnState.READY
+    assert aborted.result(0) is None and state(tm) is TxnState.READY
     tm.begin_transaction()
     add_partitions(tm, TP)
     b2 = batch()
@@ -284,6 +397,21 @@ def ready_idempotent() -> TransactionManager:
     tm.maybe_request_producer_id()
     answer(tm, next_req(tm), {"error_code": 0, "producer_id": 5, "producer_epoch": 0})
     return tm
+
+
+def assert_epoch_bump_requested(tm: TransactionManager, current: tuple[int, int]) -> None:
+    """The sender's next round asks for a new epoch: InitProducerId carrying the ``current`` id and epoch."""
+    tm.maybe_request_producer_id()
+    assert tm.state is TxnState.INITIALIZING
+    bump = next_req(tm)
+    assert bump.kind is RequestKind.INIT_PRODUCER_ID
+    assert (bump.build(3)["producer_id"], bump.build(3)["producer_epoch"]) == current
+
+
+def assert_no_epoch_bump(tm: TransactionManager) -> None:
+    """The sender's next round asks for nothing: the current epoch goes on."""
+    tm.maybe_request_producer_id()
+    assert tm.state is TxnState.READY and tm.next_request(0, False) is None
 
 
 def test_sequences_are_assigned_at_drain_and_retries_go_in_order() -> None:
@@ -313,7 +441,7 @@ def test_out_of_order_behind_a_failed_batch_retries_without_bump() -> None:
     tm.stamp(b1)
     tm.stamp(b2)
     assert tm.can_retry(b2, 45, -1)  # b1 is not acknowledged: b2 simply follows it
-    assert tm.state is TxnState.READY and not tm._bump_required
+    assert_no_epoch_bump(tm)
 
 
 def test_real_gap_bumps_the_epoch_and_renumbers_from_zero() -> None:
@@ -335,7 +463,7 @@ def test_real_gap_bumps_the_epoch_and_renumbers_from_zero() -> None:
     tm.stamp(b2)
     assert (b2.producer_id, b2.base_sequence) == (6, 0)
     assert tm.can_retry(b3, 45, -1)  # answer to b3's old send: renumbered, so just retried
-    assert not tm._bump_required
+    assert_no_epoch_bump(tm)
 
 
 def test_unknown_producer_id_for_idempotent_producer_bumps() -> None:
@@ -343,7 +471,7 @@ def test_unknown_producer_id_for_idempotent_producer_bumps() -> None:
     b1 = batch()
     tm.stamp(b1)
     assert tm.can_retry(b1, 59, -1)
-    assert tm._bump_required
+    assert_epoch_bump_requested(tm, (5, 0))
 
 
 def test_expired_batch_resolves_when_later_batches_succeeded() -> None:
@@ -355,7 +483,8 @@ def test_expired_batch_resolves_when_later_batches_succeeded() -> None:
     assert tm.should_stop_draining(batch())  # unresolved: no new sequences
     tm.batch_succeeded(b2, 10)
     tm.maybe_resolve_sequences()
-    assert not tm._bump_required and not tm.should_stop_draining(batch())
+    assert not tm.should_stop_draining(batch())
+    assert_no_epoch_bump(tm)
 
 
 def test_expired_batch_without_later_success_bumps() -> None:
@@ -364,7 +493,7 @@ def test_expired_batch_without_later_success_bumps() -> None:
     tm.stamp(b1)
     tm.batch_failed(b1, KafkaError("expired"), maybe_written=True)
     tm.maybe_resolve_sequences()
-    assert tm._bump_required
+    assert_epoch_bump_requested(tm, (5, 0))
 
 
 def test_rejected_batch_bumps_idempotent_epoch() -> None:
@@ -372,99 +501,5 @@ def test_rejected_batch_bumps_idempotent_epoch() -> None:
     b1 = batch()
     tm.stamp(b1)
     tm.batch_failed(b1, OutOfOrderSequenceNumberError(), maybe_written=False)
-    assert tm._bump_required and tm.state is TxnState.READY
-
-
-# ------------------------------------------------------------------------------------------------ real broker
-
-
-def producer(bootstrap: str, **options: Any) -> KafkaProducer:
-    return KafkaProducer({"bootstrap.servers": bootstrap, "max.block.ms": 20_000, **options})
-
-
-@pytest.mark.broker
-def test_committed_visible_aborted_never(bootstrap: str, topic_factory: Callable[..., str],
-                                         readback: Callable[..., Any]) -> None:
-    topic = topic_factory(partitions=2)
-    with producer(bootstrap, **{"transactional.id": f"tx-{uuid.uuid4().hex}"}) as p:
-        p.init_transactions(30)
-        p.begin_transaction()
-        for i in range(100):
-            p.send(topic, b"commit-%d" % i)
-        p.send_batch(topic, pa.table({"value": [b"commit-batch"]}))
-        p.commit_transaction(30)
-        p.begin_transaction()
-        for i in range(50):
-            p.send(topic, b"abort-%d" % i)
-        p.flush()  # written to the log, then aborted
-        p.abort_transaction(30)
-        p.begin_transaction()
-        p.send(topic, b"commit-last")
-        p.commit_transaction(30)
-    committed = sorted(r.value or b"" for r in readback(topic))
-    assert committed == sorted([b"commit-%d" % i for i in range(100)] + [b"commit-batch", b"commit-last"])
-    everything = readback(topic, isolation="read_uncommitted")
-    assert sum(1 for r in everything if (r.value or b"").startswith(b"abort-")) == 50
-
-
-@pytest.mark.broker
-def test_second_producer_fences_the_first(bootstrap: str, topic_factory: Callable[..., str]) -> None:
-    topic = topic_factory(partitions=1)
-    txn_id = f"tx-{uuid.uuid4().hex}"
-    first = producer(bootstrap, **{"transactional.id": txn_id})
-    second = producer(bootstrap, **{"transactional.id": txn_id})
-    try:
-        first.init_transactions(30)
-        first.begin_transaction()
-        first.send(topic, b"zombie").result(30)
-        second.init_transactions(30)  # bumps the epoch: the first is fenced, its transaction aborted
-        with pytest.raises(ProducerFencedError):
-            first.send(topic, b"more").result(30)
-            first.commit_transaction(30)
-        with pytest.raises(ProducerFencedError):
-            first.begin_transaction()
-    finally:
-        first.close(5)
-        second.close(5)
-
-
-@pytest.mark.broker
-def test_end_transaction_from_a_fresh_process_commits(bootstrap: str, topic_factory: Callable[..., str],
-                                                     readback: Callable[..., Any]) -> None:
-    topic = topic_factory(partitions=2)
-    txn_id = f"tx-{uuid.uuid4().hex}"
-    p = producer(bootstrap, **{"transactional.id": txn_id})
-    p.init_transactions(30)
-    p.begin_transaction()
-    for i in range(10):
-        p.send(topic, b"r%d" % i)
-    p.flush()
-    identity = p.transaction_identity()
-    p.close()  # close never aborts: the transaction stays open for the driver
-    assert readback(topic) == []
-    script = textwrap.dedent(f"""
-        from spark_kafka_sink.producer import TransactionIdentity, end_transaction
-        identity = TransactionIdentity({identity.transactional_id!r}, {identity.producer_id},
-                                       {identity.producer_epoch})
-        end_transaction({{"bootstrap.servers": {bootstrap!r}}}, identity, commit=True, timeout_s=30)
-        end_transaction({{"bootstrap.servers": {bootstrap!r}}}, identity, commit=True, timeout_s=30)  # repeat: NONE
-    """)
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
-    assert sorted(r.value or b"" for r in readback(topic)) == sorted(b"r%d" % i for i in range(10))
-
-
-@pytest.mark.broker
-def test_end_transaction_after_fencing_explains(bootstrap: str, topic_factory: Callable[..., str],
-                                                readback: Callable[..., Any]) -> None:
-    topic = topic_factory(partitions=1)
-    txn_id = f"tx-{uuid.uuid4().hex}"
-    with producer(bootstrap, **{"transactional.id": txn_id}) as p:
-        p.init_transactions(30)
-        p.begin_transaction()
-        p.send(topic, b"lost").result(30)
-        identity = p.transaction_identity()
-    fence_transactional_id({"bootstrap.servers": bootstrap}, txn_id, 30)
-    with pytest.raises(ProducerFencedError, match="cannot be committed.*transaction.timeout.ms"):
-        end_transaction({"bootstrap.servers": bootstrap}, identity, commit=True, timeout_s=30)
-    assert readback(topic) == []
-    assert isinstance(identity, TransactionIdentity)
+    assert tm.state is TxnState.READY  # an idempotent producer goes on: the sender fetches the new epoch
+    assert_epoch_bump_requested(tm, (5, 0))

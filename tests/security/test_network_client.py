@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 
-from spark_kafka_sink.errors import KafkaError, SaslAuthenticationFailedError
+from spark_kafka_sink.errors import KafkaError, SaslAuthenticationFailedError, UntrustedCertificateError
 from spark_kafka_sink.net.client import NetworkClient
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.handshake import Handshake
 from spark_kafka_sink.net.security import handshakes_for
-from spark_kafka_sink.net.security_errors import UntrustedCertificateError
 from spark_kafka_sink.protocol.messages import METADATA, PRODUCE
 from spark_kafka_sink.protocol.record_batch import Record, encode_batch
 from tests.security.conftest import SecureBroker, create_topic_secure, read_back_secure

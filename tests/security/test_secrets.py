@@ -6,15 +6,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
+
 import pytest
 
 from spark_kafka_sink.errors import KafkaError
 from spark_kafka_sink.net.client import NetworkClient
 from spark_kafka_sink.net.config import NetConfig
-from spark_kafka_sink.net.security import SecuritySettings, handshakes_for, handshakes_of
-from spark_kafka_sink.producer.config import ProducerConfig, Secret
+from spark_kafka_sink.net.security import handshakes_for, handshakes_of
+from spark_kafka_sink.net.security_settings import SecuritySettings
+from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.protocol.messages import PRODUCE
 from spark_kafka_sink.protocol.record_batch import Record, encode_batch
+from spark_kafka_sink.secret import Secret
 from spark_kafka_sink.testing.certs import TestCertificates
 from tests.security._client import connect, produce
 from tests.security.conftest import PASSWORD, SecureBroker, create_topic_secure

@@ -10,14 +10,24 @@ from typing import Any
 import pytest
 
 from spark_kafka_sink.errors import (
-    IllegalSaslStateError, KafkaError, SaslAuthenticationFailedError, UnsupportedSaslMechanismError,
-)
-from spark_kafka_sink.net.security_errors import (
-    HostnameMismatchError, SecurityProtocolMismatchError, TlsHandshakeError, UntrustedCertificateError,
+    HostnameMismatchError,
+    IllegalSaslStateError,
+    KafkaError,
+    SaslAuthenticationFailedError,
+    SecurityProtocolMismatchError,
+    TlsHandshakeError,
+    UnsupportedSaslMechanismError,
+    UntrustedCertificateError,
 )
 from tests.security._client import connect, metadata, produce
 from tests.security.conftest import (
-    FAILURE_TIMINGS, PASSWORD, PLAIN_ONLY_PASSWORD, PLAIN_ONLY_USER, USER, SecureBroker, create_topic_secure,
+    FAILURE_TIMINGS,
+    PASSWORD,
+    PLAIN_ONLY_PASSWORD,
+    PLAIN_ONLY_USER,
+    USER,
+    SecureBroker,
+    create_topic_secure,
     read_back_secure,
 )
 

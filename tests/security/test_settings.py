@@ -10,10 +10,9 @@ import pytest
 
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.config import NetConfig
-from spark_kafka_sink.net.security import (
-    SaslAuthentication, SecuritySettings, TlsHandshake, handshakes_for, handshakes_of,
-)
-from spark_kafka_sink.producer.config import Secret
+from spark_kafka_sink.net.security import SaslAuthentication, TlsHandshake, handshakes_for, handshakes_of
+from spark_kafka_sink.net.security_settings import SecuritySettings
+from spark_kafka_sink.secret import Secret
 from spark_kafka_sink.testing.certs import TestCertificates
 
 PASSWORD = "s3cret-Pa55-XYZZY"

@@ -7,14 +7,24 @@ import pickle
 import pytest
 
 from spark_kafka_sink.errors import ConfigError
-from spark_kafka_sink.producer.config_options import Secret
-from spark_kafka_sink.spark.options import DEFAULT_BATCH_SIZE, DEFAULT_TRANSACTION_TIMEOUT_MS, DeliveryGuarantee, SinkOptions
+from spark_kafka_sink.secret import Secret
+from spark_kafka_sink.spark.options import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_TRANSACTION_TIMEOUT_MS,
+    DeliveryGuarantee,
+    SinkOptions,
+)
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "topic": "t"}
 
 
 def parse(streaming: bool = False, **extra: str) -> SinkOptions:
     return SinkOptions.parse({**BASE, **extra}, streaming=streaming)
+
+
+def parse_options(extra: dict[str, str]) -> SinkOptions:
+    """Options whose keys are not Python names (kafka.batch.size ...), batch write."""
+    return SinkOptions.parse({**BASE, **extra}, streaming=False)
 
 
 def test_defaults_are_at_least_once_without_transactions() -> None:
@@ -44,11 +54,11 @@ def test_exactly_once_prefix_ids_and_timeout_default() -> None:
 def test_batch_size_defaults_to_256_kib_and_the_user_value_wins() -> None:
     assert parse().producer_options["batch.size"] == DEFAULT_BATCH_SIZE == 262_144
     assert parse(deliveryGuarantee="exactly_once").producer_config("p-0")["batch.size"] == DEFAULT_BATCH_SIZE
-    assert parse(**{"kafka.batch.size": "16384"}).producer_options["batch.size"] == 16384
+    assert parse_options({"kafka.batch.size": "16384"}).producer_options["batch.size"] == 16384
 
 
 def test_user_transaction_timeout_wins() -> None:
-    opts = parse(deliveryGuarantee="exactly_once", **{"kafka.transaction.timeout.ms": "60000"})
+    opts = parse_options({"deliveryGuarantee": "exactly_once", "kafka.transaction.timeout.ms": "60000"})
     assert opts.producer_options["transaction.timeout.ms"] == 60000
 
 
@@ -63,8 +73,8 @@ def test_default_prefix_unique_per_batch_write_and_stable_per_checkpoint() -> No
 
 
 def test_secrets_never_in_repr_and_survive_pickle() -> None:
-    opts = parse(**{"kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "PLAIN",
-                    "kafka.sasl.username": "u", "kafka.sasl.password": "hunter2-secret"})
+    opts = parse_options({"kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "PLAIN",
+                          "kafka.sasl.username": "u", "kafka.sasl.password": "hunter2-secret"})
     assert "hunter2" not in repr(opts)
     back = pickle.loads(pickle.dumps(opts))
     assert isinstance(back.producer_options["sasl.password"], Secret)
@@ -116,6 +126,6 @@ def test_missing_bootstrap() -> None:
 
 def test_secret_value_not_echoed_in_errors() -> None:
     with pytest.raises(ConfigError) as info:
-        parse(**{"kafka.sasl.jaas.config": "org.Foo required password=\"topsecret\";",
-                 "kafka.security.protocol": "SASL_PLAINTEXT"})
+        parse_options({"kafka.sasl.jaas.config": "org.Foo required password=\"topsecret\";",
+                       "kafka.security.protocol": "SASL_PLAINTEXT"})
     assert "topsecret" not in str(info.value)

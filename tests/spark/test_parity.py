@@ -73,7 +73,8 @@ def source_topic(bootstrap: str) -> Iterator[str]:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     old_ms = int(OLD.timestamp() * 1000)
     for i in range(400):
-        headers = [("n", str(i).encode()), ("empty", None)] if i % 3 else None
+        headers: list[tuple[str, str | bytes | None]] | None = [("n", str(i).encode()), ("empty", None)] \
+            if i % 3 else None
         producer.produce(topic, key=None if i % 7 == 0 else f"k{i % 50}".encode(),
                          value=None if i % 11 == 0 else f"value-{i}".encode(), headers=headers,
                          partition=i % 4, timestamp=old_ms + i)

@@ -7,11 +7,11 @@ Spark application started elsewhere) is ``test_jobs.py::test_batch_job_through_s
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+import tomllib
 
 from spark_kafka_sink.spark import KafkaSinkDataSource
 from spark_kafka_sink.testing.broker_jars import REPO_ROOT

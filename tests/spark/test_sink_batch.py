@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.broker]
 HEADERS = "array<struct<key: string, value: binary>>"
 
 
-def read_back(spark: Any, bootstrap: str, topic: str, *columns: str) -> Any:
+def read_back(spark: Any, bootstrap: str, topic: str, *columns: Any) -> Any:
     return spark_read_topic(spark, bootstrap, topic).select(*columns)
 
 

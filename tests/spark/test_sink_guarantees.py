@@ -41,7 +41,8 @@ def failing_values(spark: Any, bootstrap: str, topic: str, always: bool) -> Any:
     def compute(i: int) -> str:
         from pyspark import TaskContext
 
-        if i == FAIL_AT and (always or TaskContext.get().attemptNumber() == 0):
+        context = TaskContext.get()
+        if i == FAIL_AT and (always or (context is not None and context.attemptNumber() == 0)):
             from tests.spark.conftest import end_offsets
 
             deadline = time.monotonic() + 60
@@ -74,7 +75,8 @@ EXPECTED = Counter(value_of(i).encode() for i in range(ROWS))
 def test_exactly_once_survives_a_retried_task(spark: Any, bootstrap: str, topic_factory: Callable[..., str],
                                               readback: Callable[..., list[ConsumedRecord]]) -> None:
     topic = topic_factory(partitions=3)
-    write_df(failing_values(spark, bootstrap, topic, always=False), bootstrap, topic=topic, deliveryGuarantee="exactly_once")
+    write_df(failing_values(spark, bootstrap, topic, always=False), bootstrap, topic=topic,
+             deliveryGuarantee="exactly_once")
     assert values(readback(topic, "read_committed")) == EXPECTED  # every row exactly once
     # The failed attempt really had sent rows before it died: read_uncommitted still shows its aborted records.
     assert len(readback(topic, "read_uncommitted")) > ROWS
@@ -97,7 +99,8 @@ def test_exactly_once_job_failing_every_attempt_leaves_nothing_open(
         readback: Callable[..., list[ConsumedRecord]]) -> None:
     topic = topic_factory(partitions=3)
     with pytest.raises(Exception, match="injected failure at row 35000"):
-        write_df(failing_values(spark, bootstrap, topic, always=True), bootstrap, topic=topic, deliveryGuarantee="exactly_once")
+        write_df(failing_values(spark, bootstrap, topic, always=True), bootstrap, topic=topic,
+                 deliveryGuarantee="exactly_once")
     assert readback(topic, "read_committed") == []  # the successful partition's transaction was aborted too
     assert len(readback(topic, "read_uncommitted")) > 0  # ... and records had been sent
 

@@ -17,7 +17,7 @@ def main(infile, outfile):
 def run_in_fake_worker(remaining_input: bytes) -> bool:
     namespace: dict[str, Any] = {"__name__": "pyspark.worker", "check": input_was_cut_off}
     exec(compile(_WORKER_SOURCE, "pyspark/worker.py", "exec"), namespace)
-    infile = io.BufferedReader(io.BytesIO(remaining_input))  # type: ignore[arg-type]
+    infile = io.BufferedReader(io.BytesIO(remaining_input))
     cut_off = namespace["main"](infile, None)
     assert infile.read() == remaining_input  # peeked, not consumed: the worker still reads the marker itself
     return bool(cut_off)

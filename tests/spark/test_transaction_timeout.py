@@ -53,6 +53,7 @@ def test_commit_after_the_transaction_timeout_fails_and_says_why(fast_expiry_boo
     with pytest.raises(TransactionCommitError) as info:
         commit_write(options, [message])
     text = str(info.value)
+    assert message.transactional_id is not None
     assert "1 of 1 Kafka transactions could not be committed" in text and message.transactional_id in text
     assert "outlived transaction.timeout.ms (1000 ms)" in text and "0 were committed" in text
     assert read_topic(bootstrap, topic) == []

@@ -6,8 +6,8 @@
 
 The transaction coordinator checks transactional.id, producer id, epoch and the transaction's state -- not the
 connection -- so any client can send EndTxn for a transaction another one wrote, as long as nobody bumped the
-epoch in between. That is why the producer stays on the transaction-version-1 flow (EndTxn <= v4; see
-:mod:`.transactions`): TV2 bumps the epoch at every end. Each call opens its own short-lived connections.
+epoch in between. That is why the producer stays on the transaction-version-1 flow (EndTxn <= v4; see the
+package docstring): TV2 bumps the epoch at every end. Each call opens its own short-lived connections.
 
 Outcomes of :func:`end_transaction`:
 
@@ -30,7 +30,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import (
+    COORDINATOR_BUSY_CODES,
+    COORDINATOR_MOVED_CODES,
+    FENCED_CODES,
     ConfigError,
+    InvalidTxnStateError,
     KafkaError,
     KafkaTimeoutError,
     ProducerFencedError,
@@ -39,16 +43,15 @@ from spark_kafka_sink.errors import (
 from spark_kafka_sink.net.client import NetworkClient
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.security import check_security, handshakes_for
+from spark_kafka_sink.producer.transactions._handlers import MAX_END_TXN_VERSION, end_txn_body, find_coordinator_body
+from spark_kafka_sink.producer.transactions._sequences import ProducerIdAndEpoch
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import END_TXN, FIND_COORDINATOR, INIT_PRODUCER_ID, ApiSpec
 
 __all__ = ["TransactionIdentity", "end_transaction", "fence_transactional_id"]
 
 _DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 _DEFAULT_RETRY_BACKOFF_MS = 100
-_MAX_END_TXN_VERSION = 4  # the transaction-version-1 flow, see the module docstring
-_NOT_COORDINATOR = frozenset({15, 16})
-_RETRY = frozenset({14, 51})
-_FENCED = frozenset({47, 90})
 
 
 @dataclass(frozen=True)
@@ -73,16 +76,16 @@ def end_transaction(config: Mapping[str, Any], identity: TransactionIdentity, co
     docstring for what raises. Raises :class:`KafkaTimeoutError` naming the last error if time runs out.
     """
     action = "commit" if commit else "abort"
+    producer = ProducerIdAndEpoch(identity.producer_id, identity.producer_epoch)
 
     def build(version: int) -> dict[str, Any]:
-        return {"transactional_id": identity.transactional_id, "producer_id": identity.producer_id,
-                "producer_epoch": identity.producer_epoch, "committed": commit}
+        return end_txn_body(identity.transactional_id, producer, commit)
 
     def outcome(code: int) -> KafkaError | None:
         return _end_txn_error(code, identity, commit, config)
 
     _call_coordinator(config, identity.transactional_id, f"{action} {identity}", END_TXN, build, outcome,
-                      timeout_s, max_version=_MAX_END_TXN_VERSION)
+                      timeout_s, max_version=MAX_END_TXN_VERSION)
 
 
 def fence_transactional_id(config: Mapping[str, Any], transactional_id: str, timeout_s: float) -> None:
@@ -103,7 +106,7 @@ def fence_transactional_id(config: Mapping[str, Any], transactional_id: str, tim
 
 def _end_txn_error(code: int, identity: TransactionIdentity, commit: bool,
                    config: Mapping[str, Any]) -> KafkaError:
-    if code in _FENCED:
+    if code in FENCED_CODES:
         if commit:
             timeout_ms = _int_option(config, "transaction.timeout.ms", _DEFAULT_TRANSACTION_TIMEOUT_MS)
             message = (
@@ -115,7 +118,7 @@ def _end_txn_error(code: int, identity: TransactionIdentity, commit: bool,
             message = (f"{identity} is no longer open under this epoch (it ended, timed out and was aborted by the "
                        "broker, or was fenced by a newer producer): there is nothing left to abort with it")
         return ProducerFencedError(message, context="EndTxn")
-    if code == 48:  # INVALID_TXN_STATE
+    if code == InvalidTxnStateError.code:
         other = "aborted (e.g. after transaction.timeout.ms on older brokers)" if commit else "committed"
         return error_for_code(code)(f"{identity} cannot be {'committed' if commit else 'aborted'}: it was already "
                                     f"{other}, or never started", context="EndTxn")
@@ -153,12 +156,12 @@ def _call_coordinator(config: Mapping[str, Any], transactional_id: str, what: st
                     raise
                 last_error, coordinator = exc, None
                 continue
-            code = int(body.get("error_code", 0))
-            if code == 0:
+            code = int(body.get("error_code", NO_ERROR))
+            if code == NO_ERROR:
                 return
-            if code in _NOT_COORDINATOR or code in _RETRY:
+            if code in COORDINATOR_MOVED_CODES or code in COORDINATOR_BUSY_CODES:
                 last_error = error_for_code(code)(context=f"{api.name} for {transactional_id!r}")
-                if code in _NOT_COORDINATOR:
+                if code in COORDINATOR_MOVED_CODES:
                     coordinator = None
                 continue
             error = outcome(code)
@@ -172,14 +175,12 @@ def _find_coordinator(client: NetworkClient, transactional_id: str, timeout_ms: 
         client.fetch_metadata([], timeout_ms)
 
     def build(version: int) -> dict[str, Any]:
-        if version >= 4:
-            return {"key_type": 1, "coordinator_keys": [transactional_id]}
-        return {"key": transactional_id, "key_type": 1}
+        return find_coordinator_body(transactional_id, version)
 
     body = client.request(None, FIND_COORDINATOR, build, timeout_ms, raise_on_error=False)
     answer = (body.get("coordinators") or [body])[0]
-    code = int(answer.get("error_code", 0))
-    if code:
+    code = int(answer.get("error_code", NO_ERROR))
+    if code != NO_ERROR:
         raise error_for_code(code)(answer.get("error_message"),
                                    context=f"FindCoordinator for transactional.id {transactional_id!r}")
     node_id = int(answer["node_id"])

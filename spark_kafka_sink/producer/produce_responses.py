@@ -1,4 +1,4 @@
-"""The Sender's answer handling: Produce responses per partition, coordinator answers, request failures.
+"""What a Produce answer does to each batch it carries: ``ProduceResponseHandler`` completes, retries or fails it.
 
 Per partition of a Produce answer (as the Java client's Sender.completeBatch):
 
@@ -12,6 +12,8 @@ UNKNOWN_TOPIC_OR_PARTITION, ...)   (retry.backoff.ms doubling up to retry.backof
                                    errors also request a metadata refresh, so the retry goes to the new leader
 OUT_OF_ORDER_SEQUENCE_NUMBER,      the transaction manager decides (retry behind an earlier failure, or a new
 UNKNOWN_PRODUCER_ID                epoch with renumbered sequences; abortable inside a transaction)
+INVALID_PRODUCER_EPOCH,            fail with ProducerFencedError: a newer producer owns this id
+PRODUCER_FENCED
 MESSAGE_TOO_LARGE,                 fail with a message naming the batch size and the settings to change
 RECORD_LIST_TOO_LARGE
 anything else                      fail the batch with the named broker error
@@ -21,7 +23,10 @@ A request that failed as a whole (disconnected, request.timeout.ms passed, unrea
 NETWORK_EXCEPTION for each of its batches: retriable, refreshes metadata, and the batch "may have been written".
 One that failed with a ``fatal`` error (a TLS alert refusing this client) fails its batches with that error.
 
-Threads: runs on the sender thread only (inside ``Sender.run_once``).
+A batch's final failure (here, or its expiry in the sender's round) goes through :meth:`fail_batch`: the
+transaction manager hears of it before the batch's futures do.
+
+Threads: runs on the sender thread only (inside ``Sender.run_once``); it keeps no state of its own between answers.
 """
 
 from __future__ import annotations
@@ -31,9 +36,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import (
+    FENCED_CODES,
+    TOO_LARGE_CODES,
     BrokerError,
     DeliveryTimeoutError,
+    DuplicateSequenceNumberError,
     KafkaError,
+    NetworkExceptionError,
+    NotEnoughReplicasAfterAppendError,
+    RequestTimedOutError,
     error_for_code,
 )
 from spark_kafka_sink.producer.accumulator import RecordAccumulator
@@ -41,19 +52,17 @@ from spark_kafka_sink.producer.batch import ProducerBatch
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.metrics import ProducerMetrics
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET, NO_TIMESTAMP, TopicPartition
-from spark_kafka_sink.producer.transactions import TransactionManager, TxnRequest
-from spark_kafka_sink.producer.txn_requests import broker_error, fenced_error
+from spark_kafka_sink.producer.sender_client import ClientAnswer, SenderClient
+from spark_kafka_sink.producer.transactions import TransactionManager, broker_error, fenced_error
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
 
-__all__ = ["ProduceContext", "ResponseHandler"]
+__all__ = ["ProduceContext", "ProduceResponseHandler"]
 
 _log = logging.getLogger(__name__)
 
-_DUPLICATE_SEQUENCE = 46
-_NETWORK_EXCEPTION = 13
-_FENCED = frozenset({47, 90})  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
-_TOO_LARGE = frozenset({10, 18})  # MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE
 # Answers after which the batch may be in the log although the request failed.
-_MAYBE_WRITTEN = frozenset({_NETWORK_EXCEPTION, 7, 20})  # + REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND
+_MAYBE_WRITTEN = frozenset({NetworkExceptionError.code, RequestTimedOutError.code,
+                            NotEnoughReplicasAfterAppendError.code})
 
 
 @dataclass
@@ -64,37 +73,27 @@ class ProduceContext:
     batches: dict[TopicPartition, ProducerBatch]
 
 
-class ResponseHandler:
-    """Base of :class:`~spark_kafka_sink.producer.sender.Sender`: everything that happens when answers arrive."""
+class ProduceResponseHandler:
+    """Settles the batches of Produce requests once answered or failed (see the module docstring)."""
 
-    def __init__(self, client: Any, accumulator: RecordAccumulator, config: ProducerConfig,
-                 transaction_manager: TransactionManager | None, metrics: ProducerMetrics | None) -> None:
-        self._client = client
+    def __init__(self, client: SenderClient, accumulator: RecordAccumulator, config: ProducerConfig, *,
+                 transaction_manager: TransactionManager | None = None, metrics: ProducerMetrics | None = None
+                 ) -> None:
+        self._client = client  # for metadata refreshes and broker addresses in messages
         self._acc = accumulator
         self._config = config
         self._tm = transaction_manager
         self._metrics = metrics
 
-    def handle_response(self, response: Any) -> None:
-        """One ``ClientResponse`` from ``client.poll``."""
-        context = response.request.context
+    def handle(self, context: ProduceContext, response: ClientAnswer) -> None:
+        """The answer (or failure) of the Produce request sent with ``context``."""
         now_ms = response.received_ms
-        if isinstance(context, TxnRequest):
-            assert self._tm is not None
-            if response.error is not None:
-                self._tm.handle_request_failure(context, response.error, now_ms)
-            else:
-                self._tm.handle_response(context, response.request.version, response.body or {}, now_ms)
-        elif isinstance(context, ProduceContext):
-            if self._metrics is not None:
-                records = sum(b.record_count for b in context.batches.values())
-                self._metrics.record_request(records, response.latency_ms, now_ms)
-                if response.body:
-                    self._metrics.record_throttle(response.body.get("throttle_time_ms", 0), now_ms)
-            self._handle_produce(context, response.body, response.error, now_ms)
-
-    def _handle_produce(self, context: ProduceContext, body: dict[str, Any] | None, error: KafkaError | None,
-                        now_ms: int) -> None:
+        if self._metrics is not None:
+            records = sum(b.record_count for b in context.batches.values())
+            self._metrics.record_request(records, response.latency_ms, now_ms)
+            if response.body:
+                self._metrics.record_throttle(response.body.get("throttle_time_ms", 0), now_ms)
+        body, error = response.body, response.error
         if error is not None and error.fatal:
             # E.g. the broker refused our TLS client certificate after the handshake (TLS 1.3): a retry would meet
             # the same refusal. The network client also records it, so the next round stops the producer.
@@ -105,12 +104,12 @@ class ResponseHandler:
             _log.info("Produce to node %s failed (%s); %d batch(es) will be retried if allowed", context.node_id,
                       error, len(context.batches))
             for batch in context.batches.values():
-                self._complete(batch, _NETWORK_EXCEPTION, NO_OFFSET, NO_TIMESTAMP, -1, str(error), [], context,
-                               now_ms)
+                self._complete(batch, NetworkExceptionError.code, NO_OFFSET, NO_TIMESTAMP, -1, str(error), [],
+                               context, now_ms)
             return
         if body is None:  # acks=0: written to the socket is all we will ever know
             for batch in context.batches.values():
-                self._complete(batch, 0, NO_OFFSET, NO_TIMESTAMP, -1, None, [], context, now_ms)
+                self._complete(batch, NO_ERROR, NO_OFFSET, NO_TIMESTAMP, -1, None, [], context, now_ms)
             return
         answered: set[TopicPartition] = set()
         for topic in body["responses"]:
@@ -125,15 +124,15 @@ class ResponseHandler:
                                context, now_ms)
         for tp, batch in context.batches.items():
             if tp not in answered:
-                self._complete(batch, _NETWORK_EXCEPTION, NO_OFFSET, NO_TIMESTAMP, -1,
+                self._complete(batch, NetworkExceptionError.code, NO_OFFSET, NO_TIMESTAMP, -1,
                                "the Produce response did not mention this partition", [], context, now_ms)
 
     def _complete(self, batch: ProducerBatch, code: int, base_offset: int, log_append_time_ms: int,
                   log_start_offset: int, message: str | None, record_errors: list[dict[str, Any]],
                   context: ProduceContext, now_ms: int) -> None:
         tp = batch.tp
-        if code == 0 or code == _DUPLICATE_SEQUENCE:
-            offset = base_offset if code == 0 else NO_OFFSET  # a duplicate's offset is not in the answer
+        if code == NO_ERROR or code == DuplicateSequenceNumberError.code:
+            offset = base_offset if code == NO_ERROR else NO_OFFSET  # a duplicate's offset is not in the answer
             if self._tm is not None:
                 self._tm.batch_succeeded(batch, offset)
             batch.done(offset, log_append_time_ms, None)
@@ -166,10 +165,10 @@ class ResponseHandler:
 
     def _error_for(self, batch: ProducerBatch, code: int, message: str | None,
                    record_errors: list[dict[str, Any]], context: ProduceContext) -> BrokerError:
-        where = f"Produce {batch.tp} to {self._client_address(context.node_id)}"
-        if code in _FENCED:  # one named error for "a newer producer owns this id", wherever it shows up
+        where = f"Produce {batch.tp} to {self._client.address(context.node_id)}"
+        if code in FENCED_CODES:  # one named error for "a newer producer owns this id", wherever it shows up
             return fenced_error(broker_error(code, where, message), where)
-        if code in _TOO_LARGE:
+        if code in TOO_LARGE_CODES:
             message = (f"the broker rejected a {batch.size_in_bytes}-byte batch of {batch.record_count} record(s): "
                        "larger than the topic's max.message.bytes (broker: message.max.bytes). Lower batch.size and "
                        "max.request.size below that limit, or raise the topic's max.message.bytes"
@@ -180,10 +179,6 @@ class ResponseHandler:
             message = f"{message or ''} [{details}]".strip()
         return broker_error(code, where, message)
 
-    def _client_address(self, node_id: int) -> str:
-        address = getattr(self._client, "address", None)
-        return str(address(node_id)) if callable(address) else f"node {node_id}"
-
     def fail_batch(self, batch: ProducerBatch, error: KafkaError, now_ms: int, *, maybe_written: bool) -> None:
         """Final failure: tell the transaction manager (sequences, transaction state), then the futures."""
         if self._tm is not None:
@@ -193,12 +188,3 @@ class ResponseHandler:
         self._acc.unmute(batch.tp)
         if isinstance(error, DeliveryTimeoutError):
             _log.warning("%s", error)
-
-    def abort_all(self, error: KafkaError) -> None:
-        self._acc.abort_incomplete_batches(error)
-
-    def wakeup(self) -> None:
-        self._client.wakeup()
-
-    def close_client(self) -> None:
-        self._client.close()

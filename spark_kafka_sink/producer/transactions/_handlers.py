@@ -1,0 +1,321 @@
+"""Coordinator requests: one handler class per request (the Java client's ``TxnRequestHandler`` subclasses), each
+owning how its request is built and how its answer is handled, and the narrow interface (:class:`TxnHost`)
+through which it acts on the transaction manager.
+
+Requests are built per negotiated version at send time (``TxnRequest.build``), capped at the
+transaction-version-1 flow (see the package docstring): AddPartitionsToTxn <= v3, EndTxn <= v4, Produce <= v11.
+Answers, as the Java client handles them:
+
+=====================  ===================================================================================
+FindCoordinator        NONE: remember the node; COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR / LOAD: retry
+InitProducerId         NONE: new id/epoch -> READY; NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE: find again;
+                       CONCURRENT_TRANSACTIONS / LOAD_IN_PROGRESS: retry; fenced / auth / other: fatal
+AddPartitionsToTxn     per partition; CONCURRENT_TRANSACTIONS first in a transaction retries after 20 ms (the
+                       previous transaction's markers are usually nearly written); LOAD_IN_PROGRESS /
+                       UNKNOWN_TOPIC_OR_PARTITION: retry; TOPIC_AUTHORIZATION_FAILED, UNKNOWN_PRODUCER_ID,
+                       INVALID_PRODUCER_ID_MAPPING, TRANSACTION_ABORTABLE: abortable; otherwise as InitProducerId
+EndTxn                 NONE: transaction complete; as InitProducerId otherwise (so INVALID_TXN_STATE: fatal)
+=====================  ===================================================================================
+
+An idempotent producer (no transactional.id) retries any retriable InitProducerId answer. Handlers run on the
+sender thread with the manager's lock held (its ``handle_response`` takes it); see :class:`TxnRequest` for which
+fields the sender reads without it.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from spark_kafka_sink.errors import (
+    COORDINATOR_BUSY_CODES,
+    COORDINATOR_MOVED_CODES,
+    FENCED_CODES,
+    TXN_ABORTABLE_CODES,
+    ConcurrentTransactionsError,
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    KafkaError,
+    OperationNotAttemptedError,
+    TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
+    error_for_code,
+)
+from spark_kafka_sink.producer.record_metadata import TopicPartition
+from spark_kafka_sink.producer.transactions._errors import broker_error, fenced_error
+from spark_kafka_sink.producer.transactions._sequences import NO_PRODUCER_ID_AND_EPOCH, ProducerIdAndEpoch
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
+from spark_kafka_sink.protocol.messages import (
+    ADD_PARTITIONS_TO_TXN,
+    END_TXN,
+    FIND_COORDINATOR,
+    INIT_PRODUCER_ID,
+    ApiSpec,
+)
+
+__all__ = [
+    "RequestKind", "Coordinator", "TxnHost", "TxnRequest", "FindCoordinatorHandler", "InitProducerIdHandler",
+    "AddPartitionsToTxnHandler", "EndTxnHandler", "find_coordinator_body", "end_txn_body",
+    "FIND_COORDINATOR_KEY_TYPE_TRANSACTION", "MAX_END_TXN_VERSION", "MAX_ADD_PARTITIONS_VERSION",
+    "MAX_TRANSACTIONAL_PRODUCE_VERSION",
+]
+
+FIND_COORDINATOR_KEY_TYPE_TRANSACTION = 1  # FindCoordinator key_type: 0 = consumer group, 1 = transaction
+# The transaction-version-1 flow (see the package docstring):
+MAX_END_TXN_VERSION = 4  # v5 is transaction version 2 (bumps the epoch on every end)
+MAX_ADD_PARTITIONS_VERSION = 3  # v4+ is for brokers
+#: Produce v12 lets a transaction-version-2 coordinator add partitions implicitly; we stay on the v1 flow.
+MAX_TRANSACTIONAL_PRODUCE_VERSION = 11
+_FIRST_ADD_PARTITIONS_BACKOFF_MS = 20
+_INT32_MAX = (1 << 31) - 1
+
+
+class RequestKind(enum.Enum):
+    """Kinds of coordinator request; the value is the send priority (lower first), as in the Java client."""
+
+    FIND_COORDINATOR = 0
+    INIT_PRODUCER_ID = 1
+    ADD_PARTITIONS = 2
+    END_TXN = 3
+    EPOCH_BUMP = 4  # InitProducerId with the current id/epoch, after an abort
+
+
+@dataclass(frozen=True, slots=True)
+class Coordinator:
+    node_id: int
+    host: str
+    port: int
+
+
+class TxnHost(Protocol):
+    """What a handler may read and do of the transaction manager (``TransactionManager`` provides it). Every call
+    is made with the manager's lock held."""
+
+    @property
+    def transactional_id(self) -> str | None: ...
+
+    @property
+    def is_transactional(self) -> bool: ...
+
+    @property
+    def retry_backoff_ms(self) -> int: ...
+
+    @property
+    def producer_id_and_epoch(self) -> ProducerIdAndEpoch: ...
+
+    @property
+    def has_partitions_in_transaction(self) -> bool:
+        """True once an AddPartitionsToTxn of the open transaction succeeded."""
+
+    def requeue(self, req: TxnRequest, now_ms: int, *, backoff_ms: int = 0, find_coordinator: bool = False) -> None:
+        """Send ``req`` again after ``backoff_ms``; optionally to a freshly found coordinator."""
+
+    def coordinator_found(self, coordinator: Coordinator) -> None: ...
+
+    def producer_id_granted(self, producer: ProducerIdAndEpoch) -> None:
+        """InitProducerId succeeded: ``producer`` is the id/epoch to use from now on."""
+
+    def partitions_added(self, partitions: frozenset[TopicPartition]) -> None: ...
+
+    def complete_transaction(self, result: Future[None] | None) -> None:
+        """EndTxn succeeded; ``result`` is the commit/abort call's future, completed once the producer is ready."""
+
+    def transition_to_abortable_error(self, error: KafkaError) -> None: ...
+
+    def transition_to_fatal_error(self, error: KafkaError) -> None: ...
+
+
+def find_coordinator_body(transactional_id: str | None, version: int) -> dict[str, Any]:
+    """FindCoordinator for a transactional id, in the form of ``version`` (v4+ asks for a batch of keys)."""
+    if version >= 4:
+        return {"key_type": FIND_COORDINATOR_KEY_TYPE_TRANSACTION, "coordinator_keys": [transactional_id]}
+    return {"key": transactional_id, "key_type": FIND_COORDINATOR_KEY_TYPE_TRANSACTION}
+
+
+def end_txn_body(transactional_id: str | None, producer: ProducerIdAndEpoch, commit: bool) -> dict[str, Any]:
+    """EndTxn (v0-v4: the same fields in every version we send)."""
+    return {"transactional_id": transactional_id, "producer_id": producer.producer_id,
+            "producer_epoch": producer.epoch, "committed": commit}
+
+
+class TxnRequest(abc.ABC):
+    """One coordinator request and the handling of its answer. The sender sends ``api`` (at most ``max_version``)
+    to the transaction coordinator if ``to_coordinator``, else to any broker, with the body ``build(version)``;
+    the manager feeds the answer to ``handle_response``.
+
+    ``kind``, ``api``, ``max_version`` and ``to_coordinator`` never change (the sender reads them without a lock);
+    ``result`` and ``not_before_ms`` are guarded by the manager's lock.
+    """
+
+    def __init__(self, host: TxnHost, kind: RequestKind, api: ApiSpec, max_version: int, *, to_coordinator: bool,
+                 result: Future[None] | None = None) -> None:
+        self.kind = kind
+        self.api = api
+        self.max_version = max_version
+        self.to_coordinator = to_coordinator
+        self.result = result  # what a user call waits on, if any
+        self.not_before_ms = 0  # retry backoff
+        self._host = host
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.kind.name}, not_before_ms={self.not_before_ms})"
+
+    @abc.abstractmethod
+    def build(self, version: int) -> dict[str, Any]:
+        """The request body for the negotiated ``version``."""
+
+    @abc.abstractmethod
+    def handle_response(self, version: int, body: dict[str, Any], now_ms: int) -> None:
+        """Act on the decoded answer (sent with ``version``)."""
+
+    def fail(self, error: BaseException) -> None:
+        """Fail the user call waiting on this request, if any and not finished."""
+        if self.result is not None and not self.result.done():
+            self.result.set_exception(error)
+
+    def succeed(self) -> None:
+        if self.result is not None and not self.result.done():
+            self.result.set_result(None)
+
+    def _handle_error(self, code: int, context: str, now_ms: int) -> None:
+        """The answer handling shared by every coordinator request except FindCoordinator."""
+        host = self._host
+        if code in COORDINATOR_MOVED_CODES:
+            host.requeue(self, now_ms, backoff_ms=host.retry_backoff_ms, find_coordinator=True)
+        elif code in COORDINATOR_BUSY_CODES:
+            host.requeue(self, now_ms, backoff_ms=host.retry_backoff_ms)
+        elif code in FENCED_CODES:
+            host.transition_to_fatal_error(fenced_error(broker_error(code, context), context))
+        elif code in TXN_ABORTABLE_CODES and host.is_transactional:
+            error = broker_error(code, context)
+            host.transition_to_abortable_error(error)
+            self.fail(error)
+        elif not host.is_transactional and error_for_code(code).retriable:
+            host.requeue(self, now_ms, backoff_ms=host.retry_backoff_ms)
+        else:
+            host.transition_to_fatal_error(broker_error(code, context))
+
+
+class FindCoordinatorHandler(TxnRequest):
+    """FindCoordinator (key type transaction) for the transactional id, sent to any broker."""
+
+    def __init__(self, host: TxnHost) -> None:
+        super().__init__(host, RequestKind.FIND_COORDINATOR, FIND_COORDINATOR, FIND_COORDINATOR.max_version,
+                         to_coordinator=False)
+        self._key = host.transactional_id
+
+    def build(self, version: int) -> dict[str, Any]:
+        return find_coordinator_body(self._key, version)
+
+    def handle_response(self, version: int, body: dict[str, Any], now_ms: int) -> None:
+        if version >= 4:
+            entries = body.get("coordinators") or [
+                {"error_code": CoordinatorNotAvailableError.code, "node_id": -1, "host": "", "port": -1}]
+            answer = entries[0]
+        else:
+            answer = body
+        code = answer["error_code"]
+        host = self._host
+        if code == NO_ERROR:
+            host.coordinator_found(Coordinator(answer["node_id"], answer["host"], answer["port"]))
+        elif code in COORDINATOR_MOVED_CODES or code in COORDINATOR_BUSY_CODES:
+            host.requeue(self, now_ms, backoff_ms=host.retry_backoff_ms)
+        else:
+            host.transition_to_fatal_error(broker_error(code, "FindCoordinator", answer.get("error_message")))
+
+
+class InitProducerIdHandler(TxnRequest):
+    """InitProducerId: the first producer id, or (``bump``) a new epoch for the current id/epoch, which v3+
+    carries. A transactional producer sends it to its coordinator, an idempotent one to any broker."""
+
+    def __init__(self, host: TxnHost, *, bump: bool, transaction_timeout_ms: int) -> None:
+        txn_id = host.transactional_id
+        kind = RequestKind.EPOCH_BUMP if bump and txn_id is not None else RequestKind.INIT_PRODUCER_ID
+        super().__init__(host, kind, INIT_PRODUCER_ID, INIT_PRODUCER_ID.max_version, to_coordinator=txn_id is not None,
+                         result=Future())
+        self._transactional_id = txn_id
+        self._current = host.producer_id_and_epoch if bump else NO_PRODUCER_ID_AND_EPOCH
+        # An idempotent producer has no transactions to time out: Java sends the maximum.
+        self._timeout_ms = transaction_timeout_ms if txn_id is not None else _INT32_MAX
+
+    def build(self, version: int) -> dict[str, Any]:
+        body: dict[str, Any] = {"transactional_id": self._transactional_id, "transaction_timeout_ms": self._timeout_ms}
+        if version >= 3:  # lets the coordinator bump the epoch of this id rather than hand out a new one
+            body["producer_id"], body["producer_epoch"] = self._current.producer_id, self._current.epoch
+        return body
+
+    def handle_response(self, version: int, body: dict[str, Any], now_ms: int) -> None:
+        code = body["error_code"]
+        if code != NO_ERROR:
+            self._handle_error(code, "InitProducerId", now_ms)
+            return
+        self._host.producer_id_granted(ProducerIdAndEpoch(body["producer_id"], body["producer_epoch"]))
+        self.succeed()
+
+
+class AddPartitionsToTxnHandler(TxnRequest):
+    """AddPartitionsToTxn (<= v3, the client form) for ``partitions``, before their first batch is sent."""
+
+    def __init__(self, host: TxnHost, partitions: frozenset[TopicPartition]) -> None:
+        super().__init__(host, RequestKind.ADD_PARTITIONS, ADD_PARTITIONS_TO_TXN, MAX_ADD_PARTITIONS_VERSION,
+                         to_coordinator=True)
+        self.partitions = partitions
+        self._by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(partitions):
+            self._by_topic.setdefault(topic, []).append(partition)
+
+    def build(self, version: int) -> dict[str, Any]:
+        producer = self._host.producer_id_and_epoch
+        return {
+            "v3_and_below_transactional_id": self._host.transactional_id,
+            "v3_and_below_producer_id": producer.producer_id,
+            "v3_and_below_producer_epoch": producer.epoch,
+            "v3_and_below_topics": [{"name": t, "partitions": ps} for t, ps in self._by_topic.items()],
+        }
+
+    def handle_response(self, version: int, body: dict[str, Any], now_ms: int) -> None:
+        host = self._host
+        unauthorized: list[TopicPartition] = []
+        for topic in body["results_by_topic_v3_and_below"]:
+            for result in topic["results_by_partition"]:
+                code = result["partition_error_code"]
+                tp = TopicPartition(topic["name"], result["partition_index"])
+                if code in (NO_ERROR, OperationNotAttemptedError.code):  # not attempted: another partition failed
+                    continue
+                if code == TopicAuthorizationFailedError.code:
+                    unauthorized.append(tp)
+                    continue
+                if code == ConcurrentTransactionsError.code and not host.has_partitions_in_transaction:
+                    host.requeue(self, now_ms, backoff_ms=min(host.retry_backoff_ms, _FIRST_ADD_PARTITIONS_BACKOFF_MS))
+                elif code in (CoordinatorLoadInProgressError.code, UnknownTopicOrPartitionError.code):
+                    host.requeue(self, now_ms, backoff_ms=host.retry_backoff_ms)  # the topic's metadata not everywhere
+                else:
+                    self._handle_error(code, f"AddPartitionsToTxn {tp}", now_ms)
+                return
+        if unauthorized:
+            host.transition_to_abortable_error(broker_error(
+                TopicAuthorizationFailedError.code, "AddPartitionsToTxn " + ", ".join(map(str, unauthorized))))
+            return
+        host.partitions_added(self.partitions)
+
+
+class EndTxnHandler(TxnRequest):
+    """EndTxn (<= v4): commit or abort the open transaction; ``result`` is what the user's call waits on."""
+
+    def __init__(self, host: TxnHost, *, commit: bool) -> None:
+        super().__init__(host, RequestKind.END_TXN, END_TXN, MAX_END_TXN_VERSION, to_coordinator=True,
+                         result=Future())
+        self.commit = commit
+
+    def build(self, version: int) -> dict[str, Any]:
+        return end_txn_body(self._host.transactional_id, self._host.producer_id_and_epoch, self.commit)
+
+    def handle_response(self, version: int, body: dict[str, Any], now_ms: int) -> None:
+        code = body["error_code"]
+        if code != NO_ERROR:
+            self._handle_error(code, "EndTxn", now_ms)
+            return
+        self._host.complete_transaction(self.result)
