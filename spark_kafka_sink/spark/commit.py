@@ -265,8 +265,9 @@ def recover_write(options: SinkOptions) -> LoggedWrite | None:
         if failures:
             details = "; ".join(f"{tid}: {type(e).__name__}: {e}" for tid, e in sorted(failures.items()))
             raise TransactionCommitError(
-                f"could not finish the commit of writeId {logged.write_id} (prefix {options.transactional_id_prefix!r}) "
-                f"that an earlier driver left unfinished: {details}. Nothing new was written; run the write again")
+                f"could not finish the commit of writeId {logged.write_id} (prefix "
+                f"{options.transactional_id_prefix!r}) that an earlier driver left unfinished: {details}. Nothing "
+                "new was written; run the write again")
         log.append_complete(logged.write_id, frozenset(lost))
         _log.warning("pykafka-sink recovered writeId %d of prefix %r: its driver died while committing; %d "
                      "transaction(s) committed now, %d aborted by the broker (written again)", logged.write_id,
