@@ -191,6 +191,69 @@ SAMPLES: dict[int, dict[str, dict[str, dict[str, Any]]]] = {
                        "session_lifetime_ms": 3600000},
                  "b": {"error_code": 58, "error_message": "bad password", "auth_bytes": b"", "session_lifetime_ms": 0}},
     },
+    1: {
+        "req": {
+            "a": {"cluster_id": "clu", "replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 52428800,
+                  "isolation_level": 1, "session_id": 0, "session_epoch": -1, "topics": [
+                      {"topic": "topic-a", "partitions": [
+                          {"partition": 0, "current_leader_epoch": 5, "fetch_offset": 42, "last_fetched_epoch": 4,
+                           "log_start_offset": -1, "partition_max_bytes": 1048576},
+                          {"partition": 3, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
+                           "log_start_offset": 9, "partition_max_bytes": 0}]},
+                      {"topic": "b", "partitions": []}],
+                  "forgotten_topics_data": [{"topic": "old", "partitions": [1, 2]}], "rack_id": "rack-a"},
+            "b": {"cluster_id": None, "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 2147483647,
+                  "isolation_level": 0, "session_id": 0, "session_epoch": -1, "topics": [
+                      {"topic": "t", "partitions": [
+                          {"partition": 1, "current_leader_epoch": -1, "fetch_offset": 7, "last_fetched_epoch": -1,
+                           "log_start_offset": -1, "partition_max_bytes": 65536}]}],
+                  "forgotten_topics_data": [], "rack_id": ""},
+        },
+        "resp": {
+            "a": {"throttle_time_ms": 5, "error_code": 0, "session_id": 0, "responses": [
+                {"topic": "topic-a", "partitions": [
+                {"partition_index": 0, "error_code": 0, "high_watermark": 100, "last_stable_offset": 90,
+                 "log_start_offset": 3, "diverging_epoch": {"epoch": 2, "end_offset": 50},
+                 "current_leader": {"leader_id": 1, "leader_epoch": 7}, "snapshot_id": {"end_offset": 10, "epoch": 1},
+                 "aborted_transactions": [{"producer_id": 1000, "first_offset": 20},
+                                          {"producer_id": 1001, "first_offset": 33}],
+                 "preferred_read_replica": -1, "records": b"\x00\x01batch"},
+                {"partition_index": 1, "error_code": 6, "high_watermark": -1, "last_stable_offset": -1,
+                 "log_start_offset": -1, "diverging_epoch": {"epoch": -1, "end_offset": -1},
+                 "current_leader": {"leader_id": 2, "leader_epoch": -1},
+                 "snapshot_id": {"end_offset": -1, "epoch": -1}, "aborted_transactions": None,
+                 "preferred_read_replica": 2, "records": None}]}]},
+            "b": {"throttle_time_ms": 0, "error_code": 0, "session_id": 123, "responses": [
+                {"topic": "t", "partitions": [
+                {"partition_index": 2, "error_code": 0, "high_watermark": 0, "last_stable_offset": 0,
+                 "log_start_offset": 0, "diverging_epoch": {"epoch": -1, "end_offset": -1},
+                 "current_leader": {"leader_id": -1, "leader_epoch": -1},
+                 "snapshot_id": {"end_offset": -1, "epoch": -1}, "aborted_transactions": [],
+                 "preferred_read_replica": -1, "records": b""}]}]},
+            "c": {"throttle_time_ms": 1, "error_code": 70, "session_id": 0, "responses": []},
+        },
+    },
+    2: {
+        "req": {
+            "a": {"replica_id": -1, "isolation_level": 1, "topics": [{"name": "topic-a", "partitions": [
+                      {"partition_index": 0, "current_leader_epoch": 5, "timestamp": -1},
+                      {"partition_index": 2, "current_leader_epoch": -1, "timestamp": -2}]}],
+                  "timeout_ms": 30000},
+            "b": {"replica_id": -1, "isolation_level": 0, "topics": [
+                      {"name": "t", "partitions": [
+                          {"partition_index": 1, "current_leader_epoch": -1, "timestamp": 1700000000000}]},
+                      {"name": "u", "partitions": []}],
+                  "timeout_ms": 0},
+        },
+        "resp": {
+            "a": {"throttle_time_ms": 3, "topics": [{"name": "topic-a", "partitions": [
+                {"partition_index": 0, "error_code": 0, "timestamp": -1, "offset": 1234, "leader_epoch": 5},
+                {"partition_index": 2, "error_code": 78, "timestamp": -1, "offset": -1, "leader_epoch": -1}]}]},
+            "b": {"throttle_time_ms": 0, "topics": [{"name": "t", "partitions": [
+                {"partition_index": 1, "error_code": 6, "timestamp": 1700000000000, "offset": 55,
+                 "leader_epoch": -1}]}]},
+        },
+    },
 }
 
 GOLDEN: dict[tuple[int, int, str, str], str | None] = {
@@ -707,4 +770,267 @@ GOLDEN: dict[tuple[int, int, str, str], str | None] = {
     (36, 0, 'resp', 'b'): "003a000c6261642070617373776f726400000000",
     (36, 1, 'resp', 'b'): "003a000c6261642070617373776f7264000000000000000000000000",
     (36, 2, 'resp', 'b'): "003a0d6261642070617373776f726401000000000000000000",
+    (1, 4, 'req', 'a'): (
+        "ffffffff000001f4000000010320000001000000020007746f7069632d610000000200000000000000000000002a0010000000000003"
+        "00000000000000000000000000016200000000"
+    ),
+    (1, 5, 'req', 'a'): (
+        "ffffffff000001f4000000010320000001000000020007746f7069632d610000000200000000000000000000002affffffffffffffff"
+        "0010000000000003000000000000000000000000000000090000000000016200000000"
+    ),
+    (1, 6, 'req', 'a'): (
+        "ffffffff000001f4000000010320000001000000020007746f7069632d610000000200000000000000000000002affffffffffffffff"
+        "0010000000000003000000000000000000000000000000090000000000016200000000"
+    ),
+    (1, 7, 'req', 'a'): (
+        "ffffffff000001f400000001032000000100000000ffffffff000000020007746f7069632d610000000200000000000000000000002a"
+        "ffffffffffffffff00100000000000030000000000000000000000000000000900000000000162000000000000000100036f6c640000"
+        "00020000000100000002"
+    ),
+    (1, 8, 'req', 'a'): (
+        "ffffffff000001f400000001032000000100000000ffffffff000000020007746f7069632d610000000200000000000000000000002a"
+        "ffffffffffffffff00100000000000030000000000000000000000000000000900000000000162000000000000000100036f6c640000"
+        "00020000000100000002"
+    ),
+    (1, 9, 'req', 'a'): (
+        "ffffffff000001f400000001032000000100000000ffffffff000000020007746f7069632d6100000002000000000000000500000000"
+        "0000002affffffffffffffff0010000000000003ffffffff000000000000000000000000000000090000000000016200000000000000"
+        "0100036f6c64000000020000000100000002"
+    ),
+    (1, 10, 'req', 'a'): (
+        "ffffffff000001f400000001032000000100000000ffffffff000000020007746f7069632d6100000002000000000000000500000000"
+        "0000002affffffffffffffff0010000000000003ffffffff000000000000000000000000000000090000000000016200000000000000"
+        "0100036f6c64000000020000000100000002"
+    ),
+    (1, 11, 'req', 'a'): (
+        "ffffffff000001f400000001032000000100000000ffffffff000000020007746f7069632d6100000002000000000000000500000000"
+        "0000002affffffffffffffff0010000000000003ffffffff000000000000000000000000000000090000000000016200000000000000"
+        "0100036f6c6400000002000000010000000200067261636b2d61"
+    ),
+    (1, 12, 'req', 'a'): (
+        "ffffffff000001f400000001032000000100000000ffffffff0308746f7069632d61030000000000000005000000000000002a000000"
+        "04ffffffffffffffff001000000000000003ffffffff0000000000000000ffffffff0000000000000009000000000000026201000204"
+        "6f6c6403000000010000000200077261636b2d6101000404636c75"
+    ),
+    (1, 4, 'req', 'b'): (
+        "ffffffff00000000000000007fffffff00000000010001740000000100000001000000000000000700010000"
+    ),
+    (1, 5, 'req', 'b'): (
+        "ffffffff00000000000000007fffffff000000000100017400000001000000010000000000000007ffffffffffffffff00010000"
+    ),
+    (1, 6, 'req', 'b'): (
+        "ffffffff00000000000000007fffffff000000000100017400000001000000010000000000000007ffffffffffffffff00010000"
+    ),
+    (1, 7, 'req', 'b'): (
+        "ffffffff00000000000000007fffffff0000000000ffffffff0000000100017400000001000000010000000000000007ffffffffffff"
+        "ffff0001000000000000"
+    ),
+    (1, 8, 'req', 'b'): (
+        "ffffffff00000000000000007fffffff0000000000ffffffff0000000100017400000001000000010000000000000007ffffffffffff"
+        "ffff0001000000000000"
+    ),
+    (1, 9, 'req', 'b'): (
+        "ffffffff00000000000000007fffffff0000000000ffffffff000000010001740000000100000001ffffffff0000000000000007ffff"
+        "ffffffffffff0001000000000000"
+    ),
+    (1, 10, 'req', 'b'): (
+        "ffffffff00000000000000007fffffff0000000000ffffffff000000010001740000000100000001ffffffff0000000000000007ffff"
+        "ffffffffffff0001000000000000"
+    ),
+    (1, 11, 'req', 'b'): (
+        "ffffffff00000000000000007fffffff0000000000ffffffff000000010001740000000100000001ffffffff0000000000000007ffff"
+        "ffffffffffff00010000000000000000"
+    ),
+    (1, 12, 'req', 'b'): (
+        "ffffffff00000000000000007fffffff0000000000ffffffff0202740200000001ffffffff0000000000000007ffffffffffffffffff"
+        "ffffff000100000000010100"
+    ),
+    (1, 4, 'resp', 'a'): (
+        "00000005000000010007746f7069632d61000000020000000000000000000000000064000000000000005a0000000200000000000003"
+        "e8000000000000001400000000000003e900000000000000210000000700016261746368000000010006ffffffffffffffffffffffff"
+        "ffffffffffffffffffffffff"
+    ),
+    (1, 5, 'resp', 'a'): (
+        "00000005000000010007746f7069632d61000000020000000000000000000000000064000000000000005a0000000000000003000000"
+        "0200000000000003e8000000000000001400000000000003e900000000000000210000000700016261746368000000010006ffffffff"
+        "ffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+    ),
+    (1, 6, 'resp', 'a'): (
+        "00000005000000010007746f7069632d61000000020000000000000000000000000064000000000000005a0000000000000003000000"
+        "0200000000000003e8000000000000001400000000000003e900000000000000210000000700016261746368000000010006ffffffff"
+        "ffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+    ),
+    (1, 7, 'resp', 'a'): (
+        "00000005000000000000000000010007746f7069632d61000000020000000000000000000000000064000000000000005a0000000000"
+        "0000030000000200000000000003e8000000000000001400000000000003e90000000000000021000000070001626174636800000001"
+        "0006ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+    ),
+    (1, 8, 'resp', 'a'): (
+        "00000005000000000000000000010007746f7069632d61000000020000000000000000000000000064000000000000005a0000000000"
+        "0000030000000200000000000003e8000000000000001400000000000003e90000000000000021000000070001626174636800000001"
+        "0006ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+    ),
+    (1, 9, 'resp', 'a'): (
+        "00000005000000000000000000010007746f7069632d61000000020000000000000000000000000064000000000000005a0000000000"
+        "0000030000000200000000000003e8000000000000001400000000000003e90000000000000021000000070001626174636800000001"
+        "0006ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+    ),
+    (1, 10, 'resp', 'a'): (
+        "00000005000000000000000000010007746f7069632d61000000020000000000000000000000000064000000000000005a0000000000"
+        "0000030000000200000000000003e8000000000000001400000000000003e90000000000000021000000070001626174636800000001"
+        "0006ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+    ),
+    (1, 11, 'resp', 'a'): (
+        "00000005000000000000000000010007746f7069632d61000000020000000000000000000000000064000000000000005a0000000000"
+        "0000030000000200000000000003e8000000000000001400000000000003e90000000000000021ffffffff0000000700016261746368"
+        "000000010006ffffffffffffffffffffffffffffffffffffffffffffffffffffffff00000002ffffffff"
+    ),
+    (1, 12, 'resp', 'a'): (
+        "000000050000000000000208746f7069632d61030000000000000000000000000064000000000000005a000000000000000303000000"
+        "00000003e800000000000000140000000000000003e9000000000000002100ffffffff080001626174636803000d0000000200000000"
+        "00000032000109000000010000000700020d000000000000000a0000000100000000010006ffffffffffffffffffffffffffffffffff"
+        "ffffffffffffff00000000020001010900000002ffffffff000000"
+    ),
+    (1, 4, 'resp', 'b'): (
+        "000000000000000100017400000001000000020000000000000000000000000000000000000000000000000000"
+    ),
+    (1, 5, 'resp', 'b'): (
+        "0000000000000001000174000000010000000200000000000000000000000000000000000000000000000000000000000000000000"
+    ),
+    (1, 6, 'resp', 'b'): (
+        "0000000000000001000174000000010000000200000000000000000000000000000000000000000000000000000000000000000000"
+    ),
+    (1, 7, 'resp', 'b'): (
+        "0000000000000000007b0000000100017400000001000000020000000000000000000000000000000000000000000000000000000000"
+        "0000000000"
+    ),
+    (1, 8, 'resp', 'b'): (
+        "0000000000000000007b0000000100017400000001000000020000000000000000000000000000000000000000000000000000000000"
+        "0000000000"
+    ),
+    (1, 9, 'resp', 'b'): (
+        "0000000000000000007b0000000100017400000001000000020000000000000000000000000000000000000000000000000000000000"
+        "0000000000"
+    ),
+    (1, 10, 'resp', 'b'): (
+        "0000000000000000007b0000000100017400000001000000020000000000000000000000000000000000000000000000000000000000"
+        "0000000000"
+    ),
+    (1, 11, 'resp', 'b'): (
+        "0000000000000000007b0000000100017400000001000000020000000000000000000000000000000000000000000000000000000000"
+        "00ffffffff00000000"
+    ),
+    (1, 12, 'resp', 'b'): (
+        "0000000000000000007b0202740200000002000000000000000000000000000000000000000000000000000001ffffffff01000000"
+    ),
+    (1, 4, 'resp', 'c'): "0000000100000000",
+    (1, 5, 'resp', 'c'): "0000000100000000",
+    (1, 6, 'resp', 'c'): "0000000100000000",
+    (1, 7, 'resp', 'c'): "0000000100460000000000000000",
+    (1, 8, 'resp', 'c'): "0000000100460000000000000000",
+    (1, 9, 'resp', 'c'): "0000000100460000000000000000",
+    (1, 10, 'resp', 'c'): "0000000100460000000000000000",
+    (1, 11, 'resp', 'c'): "0000000100460000000000000000",
+    (1, 12, 'resp', 'c'): "000000010046000000000100",
+    (2, 1, 'req', 'a'): (
+        "ffffffff000000010007746f7069632d610000000200000000ffffffffffffffff00000002fffffffffffffffe"
+    ),
+    (2, 2, 'req', 'a'): (
+        "ffffffff01000000010007746f7069632d610000000200000000ffffffffffffffff00000002fffffffffffffffe"
+    ),
+    (2, 3, 'req', 'a'): (
+        "ffffffff01000000010007746f7069632d610000000200000000ffffffffffffffff00000002fffffffffffffffe"
+    ),
+    (2, 4, 'req', 'a'): (
+        "ffffffff01000000010007746f7069632d61000000020000000000000005ffffffffffffffff00000002fffffffffffffffffffffffe"
+    ),
+    (2, 5, 'req', 'a'): (
+        "ffffffff01000000010007746f7069632d61000000020000000000000005ffffffffffffffff00000002fffffffffffffffffffffffe"
+    ),
+    (2, 6, 'req', 'a'): (
+        "ffffffff010208746f7069632d61030000000000000005ffffffffffffffff0000000002fffffffffffffffffffffffe000000"
+    ),
+    (2, 7, 'req', 'a'): (
+        "ffffffff010208746f7069632d61030000000000000005ffffffffffffffff0000000002fffffffffffffffffffffffe000000"
+    ),
+    (2, 8, 'req', 'a'): (
+        "ffffffff010208746f7069632d61030000000000000005ffffffffffffffff0000000002fffffffffffffffffffffffe000000"
+    ),
+    (2, 9, 'req', 'a'): (
+        "ffffffff010208746f7069632d61030000000000000005ffffffffffffffff0000000002fffffffffffffffffffffffe000000"
+    ),
+    (2, 10, 'req', 'a'): (
+        "ffffffff010208746f7069632d61030000000000000005ffffffffffffffff0000000002fffffffffffffffffffffffe000000007530"
+        "00"
+    ),
+    (2, 11, 'req', 'a'): (
+        "ffffffff010208746f7069632d61030000000000000005ffffffffffffffff0000000002fffffffffffffffffffffffe000000007530"
+        "00"
+    ),
+    (2, 1, 'req', 'b'): "ffffffff0000000200017400000001000000010000018bcfe5680000017500000000",
+    (2, 2, 'req', 'b'): "ffffffff000000000200017400000001000000010000018bcfe5680000017500000000",
+    (2, 3, 'req', 'b'): "ffffffff000000000200017400000001000000010000018bcfe5680000017500000000",
+    (2, 4, 'req', 'b'): "ffffffff00000000020001740000000100000001ffffffff0000018bcfe5680000017500000000",
+    (2, 5, 'req', 'b'): "ffffffff00000000020001740000000100000001ffffffff0000018bcfe5680000017500000000",
+    (2, 6, 'req', 'b'): "ffffffff000302740200000001ffffffff0000018bcfe5680000000275010000",
+    (2, 7, 'req', 'b'): "ffffffff000302740200000001ffffffff0000018bcfe5680000000275010000",
+    (2, 8, 'req', 'b'): "ffffffff000302740200000001ffffffff0000018bcfe5680000000275010000",
+    (2, 9, 'req', 'b'): "ffffffff000302740200000001ffffffff0000018bcfe5680000000275010000",
+    (2, 10, 'req', 'b'): "ffffffff000302740200000001ffffffff0000018bcfe568000000027501000000000000",
+    (2, 11, 'req', 'b'): "ffffffff000302740200000001ffffffff0000018bcfe568000000027501000000000000",
+    (2, 1, 'resp', 'a'): (
+        "000000010007746f7069632d6100000002000000000000ffffffffffffffff00000000000004d200000002004effffffffffffffffff"
+        "ffffffffffffff"
+    ),
+    (2, 2, 'resp', 'a'): (
+        "00000003000000010007746f7069632d6100000002000000000000ffffffffffffffff00000000000004d200000002004effffffffff"
+        "ffffffffffffffffffffff"
+    ),
+    (2, 3, 'resp', 'a'): (
+        "00000003000000010007746f7069632d6100000002000000000000ffffffffffffffff00000000000004d200000002004effffffffff"
+        "ffffffffffffffffffffff"
+    ),
+    (2, 4, 'resp', 'a'): (
+        "00000003000000010007746f7069632d6100000002000000000000ffffffffffffffff00000000000004d20000000500000002004eff"
+        "ffffffffffffffffffffffffffffffffffffff"
+    ),
+    (2, 5, 'resp', 'a'): (
+        "00000003000000010007746f7069632d6100000002000000000000ffffffffffffffff00000000000004d20000000500000002004eff"
+        "ffffffffffffffffffffffffffffffffffffff"
+    ),
+    (2, 6, 'resp', 'a'): (
+        "000000030208746f7069632d6103000000000000ffffffffffffffff00000000000004d2000000050000000002004effffffffffffff"
+        "ffffffffffffffffffffffffff000000"
+    ),
+    (2, 7, 'resp', 'a'): (
+        "000000030208746f7069632d6103000000000000ffffffffffffffff00000000000004d2000000050000000002004effffffffffffff"
+        "ffffffffffffffffffffffffff000000"
+    ),
+    (2, 8, 'resp', 'a'): (
+        "000000030208746f7069632d6103000000000000ffffffffffffffff00000000000004d2000000050000000002004effffffffffffff"
+        "ffffffffffffffffffffffffff000000"
+    ),
+    (2, 9, 'resp', 'a'): (
+        "000000030208746f7069632d6103000000000000ffffffffffffffff00000000000004d2000000050000000002004effffffffffffff"
+        "ffffffffffffffffffffffffff000000"
+    ),
+    (2, 10, 'resp', 'a'): (
+        "000000030208746f7069632d6103000000000000ffffffffffffffff00000000000004d2000000050000000002004effffffffffffff"
+        "ffffffffffffffffffffffffff000000"
+    ),
+    (2, 11, 'resp', 'a'): (
+        "000000030208746f7069632d6103000000000000ffffffffffffffff00000000000004d2000000050000000002004effffffffffffff"
+        "ffffffffffffffffffffffffff000000"
+    ),
+    (2, 1, 'resp', 'b'): "00000001000174000000010000000100060000018bcfe568000000000000000037",
+    (2, 2, 'resp', 'b'): "0000000000000001000174000000010000000100060000018bcfe568000000000000000037",
+    (2, 3, 'resp', 'b'): "0000000000000001000174000000010000000100060000018bcfe568000000000000000037",
+    (2, 4, 'resp', 'b'): "0000000000000001000174000000010000000100060000018bcfe568000000000000000037ffffffff",
+    (2, 5, 'resp', 'b'): "0000000000000001000174000000010000000100060000018bcfe568000000000000000037ffffffff",
+    (2, 6, 'resp', 'b'): "00000000020274020000000100060000018bcfe568000000000000000037ffffffff000000",
+    (2, 7, 'resp', 'b'): "00000000020274020000000100060000018bcfe568000000000000000037ffffffff000000",
+    (2, 8, 'resp', 'b'): "00000000020274020000000100060000018bcfe568000000000000000037ffffffff000000",
+    (2, 9, 'resp', 'b'): "00000000020274020000000100060000018bcfe568000000000000000037ffffffff000000",
+    (2, 10, 'resp', 'b'): "00000000020274020000000100060000018bcfe568000000000000000037ffffffff000000",
+    (2, 11, 'resp', 'b'): "00000000020274020000000100060000018bcfe568000000000000000037ffffffff000000",
 }

@@ -102,6 +102,8 @@ def _sample_frames() -> list[tuple[ApiSpec, int, bytes]]:
     """One response frame per API at its newest version, from a small valid body."""
     bodies: dict[int, dict[str, Any]] = {
         0: {"responses": [{"name": "t", "partition_responses": [{"index": 0, "base_offset": 5}]}]},
+        1: {"responses": [{"topic": "t", "partitions": [{"partition_index": 0, "high_watermark": 3, "records": b""}]}]},
+        2: {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "offset": 5}]}]},
         3: {"brokers": [{"node_id": 1, "host": "h", "port": 9092}], "topics": []},
         18: {"api_keys": [{"api_key": 0, "min_version": 3, "max_version": 12}]},
         19: {"topics": [{"name": "t"}]},

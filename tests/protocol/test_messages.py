@@ -13,6 +13,8 @@ from spark_kafka_sink.errors import ProtocolError, UnsupportedVersionError
 from spark_kafka_sink.protocol.messages import (
     API_SPECS,
     API_VERSIONS,
+    FETCH,
+    LIST_OFFSETS,
     METADATA,
     PRODUCE,
     ApiSpec,
@@ -157,6 +159,70 @@ def test_metadata_v12_request_by_hand_carries_topic_ids() -> None:
     assert encode_request_body(METADATA, 12, body) == expected
 
 
+def test_fetch_v12_request_by_hand_is_compact_with_a_tagged_cluster_id() -> None:
+    body = {"cluster_id": "c", "max_wait_ms": 500, "min_bytes": 1, "isolation_level": 1,
+            "topics": [{"topic": "t", "partitions": [{"partition": 2, "fetch_offset": 7,
+                                                      "partition_max_bytes": 1024}]}]}
+    expected = bytes.fromhex(
+        "ffffffff"  # replica_id: -1 (a consumer)
+        "000001f4"  # max_wait_ms: 500
+        "00000001"  # min_bytes: 1
+        "7fffffff"  # max_bytes: default, no limit
+        "01"  # isolation_level: read_committed
+        "00000000"  # session_id: 0 (no fetch session)
+        "ffffffff"  # session_epoch: -1 (full fetch)
+        "02" "02" "74"  # topics: compact count 1; topic "t"
+        "02"  # partitions: compact count 1
+        "00000002"  # partition: 2
+        "ffffffff"  # current_leader_epoch: -1 (v9+)
+        "0000000000000007"  # fetch_offset: 7
+        "ffffffff"  # last_fetched_epoch: -1 (v12+)
+        "ffffffffffffffff"  # log_start_offset: -1 (v5+, followers only)
+        "00000400"  # partition_max_bytes: 1024
+        "00"  # partition tagged fields
+        "00"  # topic tagged fields
+        "01"  # forgotten_topics_data: compact count 0
+        "01"  # rack_id: compact ""
+        "01" "00" "02" "02" "63"  # body tagged fields: 1; tag 0 (cluster_id), 2 bytes: compact "c"
+    )
+    assert encode_request_body(FETCH, 12, body) == expected
+
+
+def test_fetch_v4_response_by_hand_keeps_records_raw_and_lists_aborted_transactions() -> None:
+    data = bytes.fromhex(
+        "00000000"  # throttle_time_ms
+        "00000001" "0001" "74"  # responses: 1 topic, "t"
+        "00000001"  # partitions: 1
+        "00000000"  # partition_index: 0
+        "0000"  # error_code: NONE
+        "000000000000000a"  # high_watermark: 10
+        "0000000000000008"  # last_stable_offset: 8
+        "00000001" "00000000000003e8" "0000000000000004"  # aborted_transactions: [(pid 1000, first offset 4)]
+        "00000003" "616263"  # records: 3 raw bytes, not decoded here
+    )
+    part = decode_response_body(FETCH, 4, data)["responses"][0]["partitions"][0]
+    assert (part["high_watermark"], part["last_stable_offset"]) == (10, 8)
+    assert part["aborted_transactions"] == [{"producer_id": 1000, "first_offset": 4}]
+    assert part["records"] == b"abc" and part["log_start_offset"] == -1  # v5+ field: its default
+
+
+def test_list_offsets_v2_request_by_hand() -> None:
+    body = {"isolation_level": 1, "topics": [{"name": "t", "partitions": [
+        {"partition_index": 0, "timestamp": -1}]}]}
+    expected = bytes.fromhex(
+        "ffffffff"  # replica_id: -1 (a consumer)
+        "01"  # isolation_level: read_committed (v2+)
+        "00000001" "0001" "74"  # topics: 1, name "t"
+        "00000001"  # partitions: 1
+        "00000000"  # partition_index: 0
+        "ffffffffffffffff"  # timestamp: -1 = latest
+    )
+    assert encode_request_body(LIST_OFFSETS, 2, body) == expected
+    # v1 has no isolation level: asking it for read_committed would silently read uncommitted data.
+    with pytest.raises(UnsupportedVersionError, match="isolation_level=1 cannot be sent at version 1"):
+        encode_request_body(LIST_OFFSETS, 1, body)
+
+
 def test_api_versions_v3_response_tagged_features_by_hand() -> None:
     data = bytes.fromhex(
         "0000"  # error_code
@@ -263,7 +329,7 @@ EXPECTED_RANGES = {
     "InitProducerId": (22, 0, 5, 2), "FindCoordinator": (10, 0, 6, 3), "AddPartitionsToTxn": (24, 0, 3, 3),
     "EndTxn": (26, 0, 5, 3), "AddOffsetsToTxn": (25, 0, 4, 3), "TxnOffsetCommit": (28, 0, 5, 3),
     "OffsetFetch": (9, 1, 9, 6), "SaslHandshake": (17, 0, 1, None), "SaslAuthenticate": (36, 0, 2, 2),
-    "CreateTopics": (19, 2, 7, 5),
+    "CreateTopics": (19, 2, 7, 5), "Fetch": (1, 4, 12, 12), "ListOffsets": (2, 1, 11, 6),
 }
 
 

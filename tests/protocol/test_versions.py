@@ -10,7 +10,9 @@ from spark_kafka_sink.protocol.messages import (
     API_SPECS,
     API_VERSIONS,
     END_TXN,
+    FETCH,
     FIND_COORDINATOR,
+    LIST_OFFSETS,
     METADATA,
     PRODUCE,
     encode_request_body,
@@ -26,14 +28,15 @@ from spark_kafka_sink.protocol.versions import (
 )
 
 # What a Kafka 4.1+ broker advertises for the APIs we use (Produce min 0 although v0-2 are gone).
-KAFKA_4 = {0: (0, 13), 3: (0, 13), 9: (1, 10), 10: (0, 6), 17: (0, 1), 18: (0, 4), 19: (2, 7), 22: (0, 6),
-           24: (0, 5), 25: (0, 4), 26: (0, 5), 28: (0, 5), 36: (0, 2)}
+KAFKA_4 = {0: (0, 13), 1: (4, 17), 2: (1, 10), 3: (0, 13), 9: (1, 10), 10: (0, 6), 17: (0, 1), 18: (0, 4),
+           19: (2, 7), 22: (0, 6), 24: (0, 5), 25: (0, 4), 26: (0, 5), 28: (0, 5), 36: (0, 2)}
 
 
 def test_kafka_4_broker_gets_our_newest_versions() -> None:
     chosen = {api.name: select_version(api, KAFKA_4) for api in API_SPECS.values()}
     assert chosen == {
-        "Produce": 12, "Metadata": 13, "OffsetFetch": 9, "FindCoordinator": 6, "SaslHandshake": 1,
+        "Produce": 12, "Fetch": 12, "ListOffsets": 10, "Metadata": 13, "OffsetFetch": 9, "FindCoordinator": 6,
+        "SaslHandshake": 1,
         "ApiVersions": 4, "CreateTopics": 7, "InitProducerId": 5, "AddPartitionsToTxn": 3, "AddOffsetsToTxn": 4,
         "EndTxn": 5, "TxnOffsetCommit": 5, "SaslAuthenticate": 2,
     }
@@ -43,6 +46,8 @@ def test_older_broker_caps_the_version() -> None:
     assert select_version(METADATA, {3: (0, 8)}) == 8
     assert select_version(FIND_COORDINATOR, {10: (0, 3)}) == 3  # pre-batching broker
     assert select_version(END_TXN, {26: (0, 4)}) == 4  # no transaction version 2
+    assert select_version(FETCH, {1: (0, 13)}) == 12  # Kafka 3.x: v13 would need topic ids
+    assert select_version(LIST_OFFSETS, {2: (0, 7)}) == 7  # Kafka 3.0
 
 
 def test_too_old_broker_names_api_and_both_ranges() -> None:

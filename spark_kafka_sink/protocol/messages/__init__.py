@@ -14,6 +14,7 @@ from typing import Any
 from spark_kafka_sink.errors import ProtocolError, UnsupportedVersionError
 from spark_kafka_sink.protocol.messages.cluster import API_VERSIONS, CREATE_TOPICS, METADATA
 from spark_kafka_sink.protocol.messages.codec import decode_struct, write_struct
+from spark_kafka_sink.protocol.messages.fetch import FETCH, LIST_OFFSETS
 from spark_kafka_sink.protocol.messages.produce import PRODUCE
 from spark_kafka_sink.protocol.messages.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from spark_kafka_sink.protocol.messages.schema import ApiSpec, Field, Schema, Versions, field
@@ -34,6 +35,8 @@ __all__ = [
     "Versions",
     "field",
     "PRODUCE",
+    "FETCH",
+    "LIST_OFFSETS",
     "METADATA",
     "OFFSET_FETCH",
     "FIND_COORDINATOR",
@@ -59,6 +62,8 @@ API_SPECS: dict[int, ApiSpec] = {
     spec.key: spec
     for spec in (
         PRODUCE,
+        FETCH,
+        LIST_OFFSETS,
         METADATA,
         OFFSET_FETCH,
         FIND_COORDINATOR,

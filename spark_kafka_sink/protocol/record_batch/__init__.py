@@ -8,6 +8,8 @@
     producer_state_header(batch, ...same...) -> bytes    # just the new 61-byte header, for zero-copy sends
     decode_batches(data, *, allow_truncated_tail=True) -> list[DecodedBatch]
     decode_batch(data) -> DecodedBatch                                # exactly one batch, nothing after it
+    visible_records(batches, aborted_transactions, *, read_committed, start_offset, end_offset)
+        -> VisibleRecords(records, next_offset)    # what a reader sees: no markers, no aborted transactions
 
 Sizes (``max_bytes``, ``estimated_size``) count the uncompressed records, as an upper bound of what is sent.
 """
@@ -32,6 +34,13 @@ from spark_kafka_sink.protocol.record_batch._format import (
     Header,
 )
 from spark_kafka_sink.protocol.record_batch._producer_state import producer_state_header, with_producer_state
+from spark_kafka_sink.protocol.record_batch._visibility import (
+    CONTROL_KEY_STRUCT,
+    ControlRecordType,
+    VisibleRecords,
+    control_record_type,
+    visible_records,
+)
 
 __all__ = [
     "HEADER_SIZE",
@@ -52,4 +61,9 @@ __all__ = [
     "producer_state_header",
     "decode_batches",
     "decode_batch",
+    "CONTROL_KEY_STRUCT",
+    "ControlRecordType",
+    "control_record_type",
+    "VisibleRecords",
+    "visible_records",
 ]
