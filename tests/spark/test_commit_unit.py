@@ -113,11 +113,6 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> list[FakeProducer]:
 @pytest.fixture
 def txn_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     calls: list[tuple[Any, ...]] = []
-    @dataclass(frozen=True)
-    class TransactionIdentity:
-        transactional_id: str
-        producer_id: int
-        producer_epoch: int
 
     def end_transaction(config: Any, identity: Any, commit: bool, timeout_s: float) -> None:
         calls.append(("end", identity.transactional_id, identity.producer_epoch, commit))
@@ -127,10 +122,9 @@ def txn_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     def fence_transactional_id(config: Any, transactional_id: str, timeout_s: float) -> None:
         calls.append(("fence", transactional_id))
 
-    import spark_kafka_sink.producer as producer_pkg
-    monkeypatch.setattr(producer_pkg, "TransactionIdentity", TransactionIdentity, raising=False)
-    monkeypatch.setattr(producer_pkg, "end_transaction", end_transaction, raising=False)
-    monkeypatch.setattr(producer_pkg, "fence_transactional_id", fence_transactional_id, raising=False)
+    # The driver's EndTxn / InitProducerId calls, as commit.py uses them.
+    monkeypatch.setattr(commit_module, "end_transaction", end_transaction)
+    monkeypatch.setattr(commit_module, "fence_transactional_id", fence_transactional_id)
     return calls
 
 

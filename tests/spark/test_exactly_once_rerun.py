@@ -91,7 +91,8 @@ def test_batch_writes_without_write_id_touch_no_commit_log(spark: Any, bootstrap
 
 
 def test_commit_log_topic_is_created_compacted(spark: Any, bootstrap: str, topic_factory: Callable[..., str]) -> None:
-    from confluent_kafka.admin import AdminClient, ConfigResource
+    from confluent_kafka import ConfigResource
+    from confluent_kafka.admin import AdminClient
 
     log_topic = f"log-{uuid.uuid4().hex[:8]}"
     write_df(rows(spark, 50), bootstrap, topic=topic_factory(), commitLogTopic=log_topic,
