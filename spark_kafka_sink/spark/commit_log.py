@@ -223,7 +223,7 @@ class CommitLog:
         created = False
         while True:
             try:
-                client.fetch_metadata([self.topic], timeout_ms)
+                client.fetch_metadata([self.topic], timeout_ms, allow_auto_topic_creation=False)
             except KafkaError as exc:
                 raise _access_error(exc, self.topic, "Describe") from exc
             info = client.metadata.topic(self.topic)
