@@ -146,7 +146,7 @@ def _skip(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBat
     digest = RowDigest()
     for batch in batches:
         if batch.num_rows:
-            digest.add(to_producer_batch(batch, plan, _NO_PARTITION_LIMIT))
+            digest.add(to_producer_batch(batch, plan, _no_partition_limit))
     if (digest.rows, digest.digest) != (recorded.rows, recorded.digest):
         what = (f"{digest.rows} rows now, {recorded.rows} then" if digest.rows != recorded.rows
                 else f"{digest.rows} rows both times, but other ones (digest {digest.digest} now, {recorded.digest} "
@@ -163,8 +163,6 @@ def _skip(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBat
 def _no_partition_limit(topic: str) -> int:
     return 2**31 - 1  # a skipped partition sends nothing: partition numbers were checked when it was written
 
-
-_NO_PARTITION_LIMIT = _no_partition_limit
 
 
 def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch],
