@@ -16,21 +16,27 @@ which is the one the user needs; abort problems are logged.
 from __future__ import annotations
 
 import logging
+import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pyspark.sql.datasource import WriterCommitMessage
 
-from spark_kafka_sink.errors import KafkaError
+from spark_kafka_sink.errors import InvalidTxnStateError, KafkaError, ProducerFencedError
+from spark_kafka_sink.producer.transactions import TransactionIdentity, end_transaction, fence_transactional_id
+from spark_kafka_sink.spark.commit_log import CommitLog, Committed, LoggedWrite, PlannedTransaction
+from spark_kafka_sink.spark.digest import EMPTY_DIGEST
 from spark_kafka_sink.spark.options import SinkOptions
 
 __all__ = [
     "PartitionWrite", "KafkaCommitMessage", "WriteSummary", "TransactionCommitError", "commit_write",
-    "abort_write", "summarize", "LOGGER_NAME",
+    "abort_write", "recover_write", "summarize", "LOGGER_NAME", "TEST_PAUSE_ENV",
 ]
 
 LOGGER_NAME = "spark_kafka_sink.spark"
@@ -38,6 +44,10 @@ _log = logging.getLogger(LOGGER_NAME)
 _MAX_PARALLEL_END_TXN = 8  # EndTxn round trips overlap; more threads only queue at one coordinator
 _RETRY_BACKOFF_S = 0.2
 _SUMMARY_PARTITIONS = 20  # one log line stays readable: the rest is counted, not listed
+_TRANSACTION_VERSION = 1  # the tasks' transactions use the TV1 flow (see producer.transactions); recorded per plan
+#: Fault injection for tests only (see _test_pause).
+TEST_PAUSE_ENV = "SPARK_KAFKA_SINK_TEST_PAUSE_AT"
+_TEST_PAUSE_LIMIT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -64,10 +74,16 @@ class KafkaCommitMessage(WriterCommitMessage):
     writes: tuple[PartitionWrite, ...]
     started_at: float  # wall clock, seconds: the summary's duration spans the earliest task start
     batch_id: int | None = None  # the streaming micro-batch
+    digest: str | None = None  # the rows' digest (spark.digest), with a stable writeId
+    skipped_rows: int | None = None  # set when an earlier run of the writeId committed this partition: not written
 
     @property
     def rows(self) -> int:
         return sum(w.records for w in self.writes)
+
+    @property
+    def skipped(self) -> bool:
+        return self.skipped_rows is not None
 
     @property
     def bytes(self) -> int:
@@ -93,6 +109,8 @@ class WriteSummary:
     partitions: tuple[PartitionWrite, ...]  # merged per topic-partition; offsets = lowest first, highest last
     batch_id: int | None = None
     write_id: int | None = None
+    skipped_partitions: int = 0  # committed by an earlier run of this writeId: not written again
+    skipped_rows: int = 0
 
     @property
     def rows_per_second(self) -> float:
@@ -108,6 +126,9 @@ class WriteSummary:
         more = len(self.partitions) - _SUMMARY_PARTITIONS
         if more > 0:
             ranges += f", ... and {more} more topic-partitions"
+        if self.skipped_partitions:
+            where += (f"skipped {self.skipped_partitions} Spark partitions ({self.skipped_rows} rows) committed by an "
+                      f"earlier run; ")
         return (f"pykafka-sink {where}committed {self.rows} rows, {self.bytes} bytes, {self.guarantee}, "
                 f"{self.tasks} tasks, {self.seconds:.1f} s, {self.rows_per_second:,.0f} rows/s; "
                 f"offsets: {ranges or 'none'}")
@@ -132,6 +153,8 @@ def summarize(options: SinkOptions, messages: Sequence[KafkaCommitMessage], batc
         partitions=tuple(merged[k] for k in sorted(merged)),
         batch_id=batch_id,
         write_id=options.write_id,
+        skipped_partitions=sum(1 for m in messages if m.skipped),
+        skipped_rows=sum(m.skipped_rows or 0 for m in messages),
     )
 
 
@@ -158,7 +181,12 @@ def _commit_timeout_s(options: SinkOptions) -> float:
 
 def commit_write(options: SinkOptions, messages: Sequence[KafkaCommitMessage | None],
                  batch_id: int | None = None) -> WriteSummary:
-    """Make the write visible (exactly_once: end every transaction), then log and return the summary."""
+    """Make the write visible (exactly_once: end every transaction), then log and return the summary.
+
+    With a stable writeId (streaming, or the writeId option) the commit is recorded in the commit log first (the
+    plan), then each EndTxn, then its completion, so a driver that dies anywhere in between is finished by the next
+    run's :func:`recover_write` instead of leaving a half-visible write behind.
+    """
     done = [m for m in messages if m is not None]
     if len(done) != len(messages):
         # Spark calls commit only when every task succeeded; a gap means a protocol change we do not understand.
@@ -166,12 +194,106 @@ def commit_write(options: SinkOptions, messages: Sequence[KafkaCommitMessage | N
         raise TransactionCommitError(f"commit called without the messages of Spark partitions {missing}")
     if options.exactly_once:
         pending = [m for m in done if m.has_transaction]
-        failures = _run_all(pending, lambda m: _end(options, m, commit=True))
+        write_id = options.stable_write_id(batch_id)
+        if write_id is None or not pending:
+            failures = _run_all(pending, lambda m: _end(options, m, commit=True))
+        else:
+            failures = _commit_logged(options, write_id, done, pending)
         if failures:
             raise TransactionCommitError(_commit_failure_text(options, pending, failures))
     summary = summarize(options, done, batch_id)
     _log_summary(summary.line())
     return summary
+
+
+def _commit_logged(options: SinkOptions, write_id: int, done: Sequence[KafkaCommitMessage],
+                   pending: Sequence[KafkaCommitMessage]) -> dict[str, BaseException]:
+    planned = {m.partition_id: PlannedTransaction(str(m.transactional_id), m.producer_id, m.producer_epoch,
+                                                  _TRANSACTION_VERSION, m.rows, str(m.digest)) for m in pending}
+    carried = {m.partition_id: Committed(m.skipped_rows if m.skipped_rows is not None else m.rows,
+                                         m.digest or EMPTY_DIGEST)
+               for m in done if not m.has_transaction}
+    with _commit_log(options) as log:
+        log.append_plan(write_id, planned, carried)
+        _test_pause("after-plan")
+
+        def end(message: KafkaCommitMessage) -> None:
+            _end(options, message, commit=True)
+            log.append_committed(write_id, message.partition_id)
+            _test_pause("after-first-commit")
+
+        failures = _run_all(pending, end)
+        if not failures:
+            log.flush()
+            _test_pause("after-commits")
+            log.append_complete(write_id)
+            _test_pause("after-complete")
+    return failures
+
+
+def recover_write(options: SinkOptions) -> LoggedWrite | None:
+    """Before a write with a stable writeId: finish the latest logged write of this prefix if its driver died while
+    committing, and return it (None when the log has none).
+
+    Each planned transaction not recorded as committed gets EndTxn(commit) with the producer id and epoch the log
+    holds -- never InitProducerId, which would abort it. The broker answers NONE for a transaction it committed
+    before, so a lost commit record costs one round trip. A transaction the broker aborted meanwhile (its
+    transaction.timeout.ms passed, or a failed job's abort() ended it) answers PRODUCER_FENCED or INVALID_TXN_STATE:
+    that partition is recorded as lost, and a re-run of the same writeId writes it again.
+    """
+    with _commit_log(options) as log:
+        logged = log.read()
+        if logged is None or logged.complete:
+            return logged
+        unfinished = {t.transactional_id: p for p, t in sorted(logged.planned.items()) if p not in logged.committed}
+        lost: set[int] = set()
+
+        def finish(planned: PlannedTransaction) -> None:
+            partition = unfinished[planned.transactional_id]
+            try:
+                _end_identity(options, TransactionIdentity(planned.transactional_id, planned.producer_id,
+                                                           planned.producer_epoch), commit=True)
+            except (ProducerFencedError, InvalidTxnStateError) as exc:
+                _log.warning("pykafka-sink recovery of writeId %d: Spark partition %d's transaction was aborted by "
+                             "the broker (%s); it will be written again", logged.write_id, partition,
+                             type(exc).__name__)
+                lost.add(partition)
+                return
+            log.append_committed(logged.write_id, partition)
+
+        failures = _run_all([logged.planned[p] for p in unfinished.values()], finish)
+        if failures:
+            details = "; ".join(f"{tid}: {type(e).__name__}: {e}" for tid, e in sorted(failures.items()))
+            raise TransactionCommitError(
+                f"could not finish the commit of writeId {logged.write_id} (prefix "
+                f"{options.transactional_id_prefix!r}) that an earlier driver left unfinished: {details}. Nothing "
+                "new was written; run the write again")
+        log.append_complete(logged.write_id, frozenset(lost))
+        _log.warning("pykafka-sink recovered writeId %d of prefix %r: its driver died while committing; %d "
+                     "transaction(s) committed now, %d aborted by the broker (written again)", logged.write_id,
+                     options.transactional_id_prefix, len(unfinished) - len(lost), len(lost))
+        return replace(logged, committed=frozenset(logged.planned) - lost, complete=True, lost=frozenset(lost))
+
+
+def _commit_log(options: SinkOptions) -> CommitLog:
+    return CommitLog(options.commit_log_topic, str(options.transactional_id_prefix), options.producer_config(),
+                     _commit_timeout_s(options))
+
+
+def _test_pause(point: str) -> None:
+    """Fault injection for tests only: with ``SPARK_KAFKA_SINK_TEST_PAUSE_AT=<point>:<marker file>`` in the
+    driver's environment, the commit stops at ``point``, creates the marker and waits there to be killed (the test
+    SIGKILLs the driver). Points: after-plan, after-first-commit, after-commits, after-complete."""
+    spec = os.environ.get(TEST_PAUSE_ENV)
+    if not spec:
+        return
+    name, _, marker = spec.partition(":")
+    if name != point:
+        return
+    Path(marker).write_text(str(os.getpid()))
+    threading.Event().wait(_TEST_PAUSE_LIMIT_S)
+    raise TransactionCommitError(f"{TEST_PAUSE_ENV}: nobody killed the driver at {point} within "
+                                 f"{_TEST_PAUSE_LIMIT_S:g} s")
 
 
 def _commit_failure_text(options: SinkOptions, pending: Sequence[KafkaCommitMessage],
@@ -222,7 +344,9 @@ def _run_all(items: Sequence[_T], action: Callable[[_T], None]) -> dict[str, Bas
     if not items:
         return {}
     failures: dict[str, BaseException] = {}
-    with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL_END_TXN, len(items)),
+    # One at a time while a test pauses the commit, so "after the first EndTxn" means exactly one ended.
+    parallel = 1 if os.environ.get(TEST_PAUSE_ENV) else _MAX_PARALLEL_END_TXN
+    with ThreadPoolExecutor(max_workers=min(parallel, len(items)),
                             thread_name_prefix="pykafka-sink-endtxn") as pool:
         futures = {_id_of(item): pool.submit(action, item) for item in items}
         for tid, future in futures.items():
@@ -251,16 +375,16 @@ def _retrying(what: Callable[[float], None], timeout_s: float) -> None:
 
 
 def _end(options: SinkOptions, message: KafkaCommitMessage, *, commit: bool) -> None:
-    from spark_kafka_sink.producer import TransactionIdentity, end_transaction
-
     identity = TransactionIdentity(str(message.transactional_id), message.producer_id, message.producer_epoch)
+    _end_identity(options, identity, commit=commit)
+
+
+def _end_identity(options: SinkOptions, identity: TransactionIdentity, *, commit: bool) -> None:
     config = options.producer_config()
     _retrying(lambda remaining: end_transaction(config, identity, commit, remaining), _commit_timeout_s(options))
 
 
 def _fence(options: SinkOptions, transactional_id: str) -> None:
-    from spark_kafka_sink.producer import fence_transactional_id
-
     config = options.producer_config()
     _retrying(lambda remaining: fence_transactional_id(config, transactional_id, remaining),
               _commit_timeout_s(options))

@@ -18,6 +18,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamWriter, DataSourc
 from pyspark.sql.types import StructType
 
 from spark_kafka_sink.errors import ConfigError, KafkaError
+from spark_kafka_sink.spark.commit import recover_write
+from spark_kafka_sink.spark.commit_log import CommittedWrite
 from spark_kafka_sink.spark.options import SinkOptions
 from spark_kafka_sink.spark.schema import plan_columns
 from spark_kafka_sink.spark.writer import KafkaBatchWriter, KafkaStreamWriter
@@ -45,14 +47,24 @@ class KafkaSinkDataSource(DataSource):
         options = SinkOptions.parse(self.options, streaming=False)
         plan = plan_columns(schema, options.topic, options.timestamp_column)
         _preflight(options)
-        return KafkaBatchWriter(options, plan)
+        return KafkaBatchWriter(options, plan, _resume(options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
         # overwrite is the "complete" output mode: like Spark's Kafka sink, each micro-batch's rows are appended.
-        # No broker round trip here: Spark calls this for every micro-batch.
+        # Spark calls this for every micro-batch: with exactly_once it reads the prefix's commit log (one partition)
+        # and finishes a commit a dead driver left unfinished; a replayed batch then skips what was committed.
         options = SinkOptions.parse(self.options, streaming=True)
         plan = plan_columns(schema, options.topic, options.timestamp_column)
-        return KafkaStreamWriter(options, plan)
+        return KafkaStreamWriter(options, plan, _resume(options, streaming=True))
+
+
+def _resume(options: SinkOptions, *, streaming: bool = False) -> CommittedWrite | None:
+    """exactly_once with a stable writeId (every micro-batch, or the writeId option): finish the prefix's last write
+    if its driver died while committing, and tell the tasks what it committed (a re-run of it skips that)."""
+    if not options.exactly_once or (options.write_id is None and not streaming):
+        return None  # nothing recorded: no commit log involved
+    logged = recover_write(options)
+    return None if logged is None else logged.visible()
 
 
 def _preflight(options: SinkOptions) -> None:

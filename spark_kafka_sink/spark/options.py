@@ -34,7 +34,8 @@ from typing import Any
 from spark_kafka_sink.errors import ConfigError, KafkaError
 from spark_kafka_sink.producer.config import ProducerConfig
 
-__all__ = ["DeliveryGuarantee", "SinkOptions", "DEFAULT_TRANSACTION_TIMEOUT_MS", "DEFAULT_BATCH_SIZE"]
+__all__ = ["DeliveryGuarantee", "SinkOptions", "DEFAULT_TRANSACTION_TIMEOUT_MS", "DEFAULT_BATCH_SIZE",
+           "DEFAULT_COMMIT_LOG_TOPIC"]
 
 #: The broker's default transaction.max.timeout.ms: the longest a transaction may stay open (see README).
 DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
@@ -51,7 +52,10 @@ _CONNECTOR_OPTIONS = {
     "transactionalidprefix": "transactionalIdPrefix",
     "writeid": "writeId",
     "timestampcolumn": "timestampColumn",
+    "commitlogtopic": "commitLogTopic",
 }
+#: Where exactly_once writes with a stable writeId (streaming, or the writeId option) record their commits.
+DEFAULT_COMMIT_LOG_TOPIC = "_pykafka_sink_commits"
 _REFUSED_PRODUCER_KEYS = {
     "key.serializer": "keys are written as the bytes of the key column (strings as UTF-8): serialize in the "
                       "DataFrame instead (e.g. to_json, to_avro, cast)",
@@ -80,11 +84,19 @@ class SinkOptions:
     transactional_id_prefix: str | None  # set iff exactly_once
     write_id: int | None
     timestamp_column: str | None = None  # the column giving record timestamps; None: send time (as Spark's sink)
+    commit_log_topic: str = DEFAULT_COMMIT_LOG_TOPIC
     ignored: tuple[str, ...] = field(default=())  # options passed through by Spark or unknown: not used
 
     @property
     def exactly_once(self) -> bool:
         return self.guarantee is DeliveryGuarantee.EXACTLY_ONCE
+
+    def stable_write_id(self, batch_id: int | None) -> int | None:
+        """The id under which this exactly_once write is recorded in the commit log: the micro-batch id when
+        streaming, else the writeId option; None when the write is not recorded (at_least_once, or no writeId)."""
+        if not self.exactly_once:
+            return None
+        return batch_id if batch_id is not None else self.write_id
 
     @property
     def bootstrap_servers(self) -> str:
@@ -152,7 +164,12 @@ class SinkOptions:
         config = _validated(producer_raw, f"{prefix}-0" if prefix else None, guarantee)
         producer_options = config.to_dict()
         producer_options.pop("transactional.id", None)  # each task sets its own
-        return cls(producer_options, topic, guarantee, prefix, write_id, _timestamp_column(lowered),
+        raw_log_topic = _option(lowered, "commitlogtopic")
+        commit_log_topic = DEFAULT_COMMIT_LOG_TOPIC if raw_log_topic is None else raw_log_topic.strip()
+        if not commit_log_topic:
+            raise ConfigError("option commitLogTopic is empty: name a topic, or drop the option for the default "
+                              f"{DEFAULT_COMMIT_LOG_TOPIC!r}", key="commitLogTopic")
+        return cls(producer_options, topic, guarantee, prefix, write_id, _timestamp_column(lowered), commit_log_topic,
                    tuple(sorted(ignored)))
 
 

@@ -36,11 +36,14 @@ from spark_kafka_sink.spark.commit import (
     abort_write,
     commit_write,
 )
+from spark_kafka_sink.spark.commit_log import CommittedWrite
+from spark_kafka_sink.spark.digest import RowDigest
 from spark_kafka_sink.spark.options import SinkOptions
 from spark_kafka_sink.spark.schema import ColumnPlan, to_producer_batch
 from spark_kafka_sink.spark.task_input import input_was_cut_off
 
-__all__ = ["KafkaBatchWriter", "KafkaStreamWriter", "TaskInputCutOffError", "write_partition"]
+__all__ = ["KafkaBatchWriter", "KafkaStreamWriter", "NonDeterministicInputError", "TaskInputCutOffError",
+           "write_partition"]
 
 _log = logging.getLogger(__name__)
 _CLOSE_TIMEOUT_S = 30.0
@@ -69,12 +72,26 @@ def _task_context() -> tuple[int, int, int | None, bool]:
     return ctx.partitionId(), ctx.attemptNumber(), None if batch is None else int(batch), speculation
 
 
-def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
-    """Write one Spark partition; returns its commit message once every record is acknowledged."""
+class NonDeterministicInputError(ConfigError):
+    """A re-run of a writeId got other rows for a Spark partition than the run that committed it."""
+
+
+def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch],
+                    resume: CommittedWrite | None = None) -> KafkaCommitMessage:
+    """Write one Spark partition; returns its commit message once every record is acknowledged.
+
+    ``resume``: what the latest complete run of this prefix committed (exactly_once with a stable writeId). When
+    this task runs the same writeId and its partition is there, it sends nothing: it checks that its input has the
+    recorded row count and digest (else :class:`NonDeterministicInputError`) and reports the partition skipped.
+    """
     from spark_kafka_sink.producer import KafkaProducer
 
     started_at = time.time()
     partition_id, attempt, batch_id, speculation = _task_context()
+    write_id = options.stable_write_id(batch_id)
+    if resume is not None and write_id == resume.write_id and partition_id in resume.partitions:
+        return _skip(options, plan, batches, resume, partition_id, attempt, batch_id, started_at)
+    digest = RowDigest() if write_id is not None else None
     transactional_id = None
     if options.exactly_once:
         if speculation:
@@ -89,7 +106,8 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
     if first is None and attempt == 0:
         # Nothing to write and no earlier attempt to fence: skip the producer (and its InitProducerId round trips);
         # after a shuffle most of 200 partitions can be empty.
-        return KafkaCommitMessage(partition_id, attempt, transactional_id, -1, -1, (), started_at, batch_id)
+        return KafkaCommitMessage(partition_id, attempt, transactional_id, -1, -1, (), started_at, batch_id,
+                                  None if digest is None else digest.digest)
     if first is not None:
         batches = itertools.chain([first], batches)
 
@@ -99,7 +117,7 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
         if transactional_id is not None:
             producer.init_transactions()  # fences and aborts an earlier attempt of this partition
             producer.begin_transaction()
-        futures = _send_all(producer, options, plan, batches)
+        futures = _send_all(producer, options, plan, batches, digest)
         if input_was_cut_off():
             # A failed task attempt whose worker still ran: never leave its transaction open (see task_input).
             raise TaskInputCutOffError(
@@ -118,11 +136,37 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
             _abort_quietly(producer, transactional_id)
         producer.close(_CLOSE_TIMEOUT_S)  # never aborts an open transaction: the driver ends it
     return KafkaCommitMessage(partition_id, attempt, transactional_id, producer_id, epoch, writes, started_at,
-                              batch_id)
+                              batch_id, None if digest is None else digest.digest)
 
 
-def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan,
-              batches: Iterator[pa.RecordBatch]) -> list[Future[Any]]:
+def _skip(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch], resume: CommittedWrite,
+          partition_id: int, attempt: int, batch_id: int | None, started_at: float) -> KafkaCommitMessage:
+    """This partition was committed by an earlier run of the writeId: check the input is the same, send nothing."""
+    recorded = resume.partitions[partition_id]
+    digest = RowDigest()
+    for batch in batches:
+        if batch.num_rows:
+            digest.add(to_producer_batch(batch, plan, _no_partition_limit))
+    if (digest.rows, digest.digest) != (recorded.rows, recorded.digest):
+        what = (f"{digest.rows} rows now, {recorded.rows} then" if digest.rows != recorded.rows
+                else f"{digest.rows} rows both times, but other ones (digest {digest.digest} now, {recorded.digest} "
+                     "then)")
+        raise NonDeterministicInputError(
+            f"writeId {resume.write_id} was committed before, but Spark partition {partition_id} now has other input "
+            f"({what}): skipping it would lose rows and writing it would duplicate the committed ones. Make the "
+            "input deterministic (e.g. sort within partitions, no random splits or non-deterministic sources), or "
+            "write it as a new write with another writeId", key="writeId")
+    return KafkaCommitMessage(partition_id, attempt, None, -1, -1, (), started_at, batch_id, recorded.digest,
+                              skipped_rows=recorded.rows)
+
+
+def _no_partition_limit(topic: str) -> int:
+    return 2**31 - 1  # a skipped partition sends nothing: partition numbers were checked when it was written
+
+
+
+def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch],
+              digest: RowDigest | None) -> list[Future[Any]]:
     counts: dict[str, int] = {}
 
     def partition_count(topic: str) -> int:
@@ -135,7 +179,10 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan,
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        futures.append(producer.send_batch(options.topic, to_producer_batch(batch, plan, partition_count)))
+        records = to_producer_batch(batch, plan, partition_count)
+        if digest is not None:
+            digest.add(records)
+        futures.append(producer.send_batch(options.topic, records))
         # Fail fast: a send that already failed (record too large, unknown topic ...) stops the task now.
         while checked < len(futures) and futures[checked].done():
             futures[checked].result()
@@ -169,12 +216,13 @@ def _abort_quietly(producer: Any, transactional_id: str) -> None:
 class KafkaBatchWriter(DataSourceArrowWriter):
     """``df.write.format("pykafka-sink")``: one task per Spark partition, committed by the driver."""
 
-    def __init__(self, options: SinkOptions, plan: ColumnPlan) -> None:
+    def __init__(self, options: SinkOptions, plan: ColumnPlan, resume: CommittedWrite | None = None) -> None:
         self.options = options
         self.plan = plan
+        self.resume = resume  # the prefix's latest complete write, from the driver's pre-flight
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
-        return write_partition(self.options, self.plan, iterator)
+        return write_partition(self.options, self.plan, iterator, self.resume)
 
     def commit(self, messages: list[Any]) -> None:
         commit_write(self.options, messages)
@@ -189,12 +237,13 @@ class KafkaBatchWriter(DataSourceArrowWriter):
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
     """``writeStream.format("pykafka-sink")``: each micro-batch is written and committed like a batch write."""
 
-    def __init__(self, options: SinkOptions, plan: ColumnPlan) -> None:
+    def __init__(self, options: SinkOptions, plan: ColumnPlan, resume: CommittedWrite | None = None) -> None:
         self.options = options
         self.plan = plan
+        self.resume = resume  # the prefix's latest complete write, from the driver's pre-flight
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
-        return write_partition(self.options, self.plan, iterator)
+        return write_partition(self.options, self.plan, iterator, self.resume)
 
     def commit(self, messages: list[Any], batchId: int) -> None:  # noqa: N803 - Spark's parameter name
         commit_write(self.options, messages, batchId)

@@ -113,11 +113,6 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> list[FakeProducer]:
 @pytest.fixture
 def txn_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     calls: list[tuple[Any, ...]] = []
-    @dataclass(frozen=True)
-    class TransactionIdentity:
-        transactional_id: str
-        producer_id: int
-        producer_epoch: int
 
     def end_transaction(config: Any, identity: Any, commit: bool, timeout_s: float) -> None:
         calls.append(("end", identity.transactional_id, identity.producer_epoch, commit))
@@ -127,10 +122,9 @@ def txn_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     def fence_transactional_id(config: Any, transactional_id: str, timeout_s: float) -> None:
         calls.append(("fence", transactional_id))
 
-    import spark_kafka_sink.producer as producer_pkg
-    monkeypatch.setattr(producer_pkg, "TransactionIdentity", TransactionIdentity, raising=False)
-    monkeypatch.setattr(producer_pkg, "end_transaction", end_transaction, raising=False)
-    monkeypatch.setattr(producer_pkg, "fence_transactional_id", fence_transactional_id, raising=False)
+    # The driver's EndTxn / InitProducerId calls, as commit.py uses them.
+    monkeypatch.setattr(commit_module, "end_transaction", end_transaction)
+    monkeypatch.setattr(commit_module, "fence_transactional_id", fence_transactional_id)
     return calls
 
 
@@ -268,3 +262,12 @@ def test_speculation_refused_with_exactly_once_only(fake: list[FakeProducer], mo
         write_partition(SinkOptions.parse(EO, streaming=False), plan_columns(SCHEMA, "t"), batches(1))
     alo = SinkOptions.parse({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t"}, streaming=False)
     assert write_partition(alo, plan_columns(SCHEMA, "t"), batches(1)).rows == 1
+
+
+def test_summary_counts_partitions_an_earlier_run_committed() -> None:
+    options = SinkOptions.parse({"kafka.bootstrap.servers": "h:1", "topic": "t", "deliveryGuarantee": "exactly_once",
+                                 "transactionalIdPrefix": "p", "writeId": "4"}, streaming=False)
+    skipped = KafkaCommitMessage(0, 0, None, -1, -1, (), 1000.0, None, "0" * 16, skipped_rows=120)
+    assert skipped.skipped and skipped.rows == 0 and not skipped.has_transaction
+    line = summarize(options, [skipped, skipped], now=1001.0).line()
+    assert "writeId 4: skipped 2 Spark partitions (240 rows) committed by an earlier run; committed 0 rows" in line

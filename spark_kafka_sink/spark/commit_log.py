@@ -1,0 +1,288 @@
+"""The commit log: a compacted Kafka topic where the driver records each exactly_once write that has a stable id.
+
+A write has a stable id when the same write can run again under the same transactional ids: a streaming
+micro-batch (writeId = the batch id) or a batch / ``foreachBatch`` write with the ``writeId`` option. For those,
+the driver records, in order, for the prefix ``P`` and writeId ``W`` (JSON values, keys below):
+
+* ``P/plan``: written and acknowledged before the first EndTxn: per Spark partition that wrote in a transaction
+  its transactional id, producer id, epoch, transaction version, row count and row digest; plus the partitions
+  ``carried`` over from an earlier run of the same W (committed then, skipped now) with their counts and digests;
+* ``P/commit/<p>``: after EndTxn(commit) of partition p succeeded;
+* ``P/complete``: after the last one, with the partitions the broker had aborted (``lost``: to be written again).
+
+Every record of a prefix goes to one partition of the topic (murmur2 of the prefix), so a reader reads one
+partition; compaction keeps the last record per key, so the log holds one plan, one completion and at most one
+commit record per Spark partition number for each prefix, whatever the number of writes. Only the latest writeId
+of a prefix is remembered (as a checkpoint remembers its latest state): a re-run of an older writeId writes again.
+
+The driver writes with an idempotent, non-transactional producer, so reading the log never waits behind anybody's
+open transaction. The topic is created on first use (CreateTopics; ``cleanup.policy=compact``, replication
+min(3, brokers)); a missing ACL is an error naming the topic and the operation to allow.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from spark_kafka_sink.errors import (
+    ClusterAuthorizationFailedError,
+    ConfigError,
+    KafkaError,
+    TopicAlreadyExistsError,
+    TopicAuthorizationFailedError,
+    error_for_code,
+)
+from spark_kafka_sink.net.client import NetworkClient
+from spark_kafka_sink.net.config import NetConfig
+from spark_kafka_sink.net.partition_reader import read_partition
+from spark_kafka_sink.net.security import check_security, handshakes_for
+from spark_kafka_sink.protocol.error_codes import NO_ERROR
+from spark_kafka_sink.protocol.messages import CREATE_TOPICS
+from spark_kafka_sink.protocol.murmur2 import murmur2, partition_for_key
+
+__all__ = ["CommitLog", "CommitLogAccessError", "Committed", "CommittedWrite", "LoggedWrite", "PlannedTransaction",
+           "COMMIT_LOG_PARTITIONS"]
+
+#: Partitions of the commit log topic when this sink creates it (as __consumer_offsets has 50).
+COMMIT_LOG_PARTITIONS = 50
+_FORMAT = 1  # the "v" of every record: a reader refuses records of a newer format instead of misreading them
+_TOPIC_CONFIG = {
+    "cleanup.policy": "compact",
+    "segment.ms": "3600000",  # roll hourly, so compaction reaches old records within hours, not days
+    "min.compaction.lag.ms": "0",
+}
+
+
+class CommitLogAccessError(ConfigError):
+    """The commit log topic cannot be created, read or written with these credentials; names topic and ACL."""
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What one Spark partition of a write committed: its rows and their digest (see :mod:`.digest`)."""
+
+    rows: int
+    digest: str
+
+
+@dataclass(frozen=True)
+class PlannedTransaction:
+    """One Spark partition's open transaction, as the driver recorded it before ending it."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    transaction_version: int
+    rows: int
+    digest: str
+
+
+@dataclass(frozen=True)
+class LoggedWrite:
+    """The latest write of a prefix, as the log tells it."""
+
+    write_id: int
+    planned: Mapping[int, PlannedTransaction]  # Spark partition -> transaction of the latest run
+    carried: Mapping[int, Committed]  # committed by an earlier run of this writeId, skipped by the latest
+    committed: frozenset[int] = frozenset()  # planned partitions recorded as committed
+    complete: bool = False
+    lost: frozenset[int] = frozenset()  # planned partitions the broker had aborted (write them again)
+
+    def visible(self) -> CommittedWrite:
+        """What this write made visible (call on a complete one): the partitions a re-run skips."""
+        done = {p: Committed(t.rows, t.digest) for p, t in self.planned.items() if p not in self.lost}
+        return CommittedWrite(self.write_id, {**self.carried, **done})
+
+
+@dataclass(frozen=True)
+class CommittedWrite:
+    """The latest complete write of a prefix: its writeId and, per Spark partition, what it committed. Picklable:
+    the driver hands it to the tasks, which skip their partition when they run the same writeId."""
+
+    write_id: int
+    partitions: Mapping[int, Committed]
+
+
+@dataclass
+class _Reading:
+    plan: dict[str, Any] | None = None
+    commits: dict[int, int] = field(default_factory=dict)  # Spark partition -> writeId of its last commit record
+    complete: dict[str, Any] | None = None
+
+
+class CommitLog:
+    """Reads and appends the commit log of one transactionalIdPrefix. Use as a context manager (closes clients)."""
+
+    def __init__(self, topic: str, prefix: str, producer_config: Mapping[str, Any], timeout_s: float) -> None:
+        self.topic = topic
+        self.prefix = prefix
+        self._config = {k: v for k, v in producer_config.items() if k != "transactional.id"}
+        self._timeout_s = timeout_s
+        self._producer: Any = None
+        self._partition: int | None = None
+
+    def __enter__(self) -> CommitLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.close(self._timeout_s)
+            self._producer = None
+
+    # ------------------------------------------------------------------------------------------ reading
+
+    def read(self) -> LoggedWrite | None:
+        """The latest write of this prefix (None if the log has none). Creates the topic on first use."""
+        with self._client() as client:
+            partition = self._ensure(client)
+            records = read_partition(client, self.topic, partition, isolation="read_uncommitted",
+                                     timeout_ms=int(self._timeout_s * 1000))
+        reading = _Reading()
+        own = f"{self.prefix}/"
+        for record in records:
+            key = record.key.decode("utf-8", "replace") if record.key is not None else ""
+            if not key.startswith(own) or record.value is None:
+                continue
+            value = json.loads(record.value)
+            if value.get("v", 0) > _FORMAT:
+                raise ConfigError(f"commit log {self.topic!r} holds a record of a newer format ({value.get('v')}) "
+                                  f"for prefix {self.prefix!r}: upgrade spark-kafka-sink", key="commitLogTopic")
+            kind = key[len(own):]
+            if kind == "plan":
+                reading.plan = value
+            elif kind == "complete":
+                reading.complete = value
+            elif kind.startswith("commit/"):
+                reading.commits[int(kind[len("commit/"):])] = int(value["writeId"])
+        return _assemble(reading)
+
+    # ------------------------------------------------------------------------------------------ appending
+
+    def append_plan(self, write_id: int, planned: Mapping[int, PlannedTransaction],
+                    carried: Mapping[int, Committed]) -> None:
+        """Record the plan and wait until the brokers have it: only then may the first EndTxn go out."""
+        self._append("plan", {
+            "writeId": write_id,
+            "planned": {str(p): {"tid": t.transactional_id, "pid": t.producer_id, "epoch": t.producer_epoch,
+                                 "tv": t.transaction_version, "rows": t.rows, "digest": t.digest}
+                        for p, t in sorted(planned.items())},
+            "carried": {str(p): {"rows": c.rows, "digest": c.digest} for p, c in sorted(carried.items())},
+        })
+        self.flush()
+
+    def append_committed(self, write_id: int, partition: int) -> None:
+        """Record that partition's EndTxn(commit) succeeded (not waited for: a lost one is found again by EndTxn)."""
+        self._append(f"commit/{partition}", {"writeId": write_id})
+
+    def append_complete(self, write_id: int, lost: frozenset[int] = frozenset()) -> None:
+        self._append("complete", {"writeId": write_id, "lost": sorted(lost)})
+        self.flush()
+
+    def flush(self) -> None:
+        if self._producer is not None:
+            self._producer.flush(self._timeout_s)
+
+    def _append(self, kind: str, value: dict[str, Any]) -> None:
+        producer = self._writer()
+        payload = json.dumps({"v": _FORMAT, **value}, separators=(",", ":")).encode()
+        try:
+            producer.send(self.topic, payload, key=f"{self.prefix}/{kind}".encode(), partition=self._partition)
+        except KafkaError as exc:
+            raise _access_error(exc, self.topic, "Write") from exc
+
+    def _writer(self) -> Any:
+        if self._producer is None:
+            from spark_kafka_sink.producer import KafkaProducer
+
+            if self._partition is None:
+                with self._client() as client:
+                    self._ensure(client)
+            config = dict(self._config)
+            config.update({"acks": "all", "enable.idempotence": "true", "linger.ms": "0"})
+            self._producer = KafkaProducer(config)
+        return self._producer
+
+    # ------------------------------------------------------------------------------------------ the topic
+
+    def _client(self) -> NetworkClient:
+        net_config = NetConfig.from_properties(self._config)
+        check_security(net_config)
+        return NetworkClient(net_config, handshakes=handshakes_for)
+
+    def _ensure(self, client: NetworkClient) -> int:
+        """The log partition of this prefix; creates the topic if it does not exist yet."""
+        timeout_ms = int(self._timeout_s * 1000)
+        deadline = time.monotonic() + self._timeout_s
+        created = False
+        while True:
+            try:
+                client.fetch_metadata([self.topic], timeout_ms, allow_auto_topic_creation=False)
+            except KafkaError as exc:
+                raise _access_error(exc, self.topic, "Describe") from exc
+            info = client.metadata.topic(self.topic)
+            if info is not None and info.error_code == NO_ERROR and info.partitions and all(
+                    p.leader_id is not None for p in info.partitions.values()):
+                count = len(info.partitions)
+                self._partition = partition_for_key(murmur2(self.prefix.encode()), count)
+                return self._partition
+            if info is not None and info.error_code == TopicAuthorizationFailedError.code:
+                raise _access_error(TopicAuthorizationFailedError(context=f"Metadata {self.topic}"), self.topic,
+                                    "Describe")
+            if not created:
+                self._create(client, timeout_ms)
+                created = True
+            if time.monotonic() > deadline:
+                raise KafkaError(f"commit log topic {self.topic!r} did not become available within "
+                                 f"{self._timeout_s:g} s")
+            time.sleep(0.05)  # the new topic's leaders are being elected: poll the metadata again
+
+    def _create(self, client: NetworkClient, timeout_ms: int) -> None:
+        brokers = max(1, len(client.metadata.brokers()))
+        body = {"topics": [{"name": self.topic, "num_partitions": COMMIT_LOG_PARTITIONS,
+                            "replication_factor": min(3, brokers),
+                            "configs": [{"name": k, "value": v} for k, v in _TOPIC_CONFIG.items()]}],
+                "timeout_ms": timeout_ms}
+        try:
+            answer = client.request(None, CREATE_TOPICS, body, timeout_ms, raise_on_error=False)
+        except KafkaError as exc:
+            raise _access_error(exc, self.topic, "Create") from exc
+        for result in answer.get("topics", []):
+            code = int(result.get("error_code", NO_ERROR))
+            if code in (NO_ERROR, TopicAlreadyExistsError.code):
+                continue
+            error = error_for_code(code)(result.get("error_message"), context=f"CreateTopics {self.topic}")
+            raise _access_error(error, self.topic, "Create")
+
+
+def _access_error(exc: KafkaError, topic: str, operation: str) -> KafkaError:
+    if isinstance(exc, (TopicAuthorizationFailedError, ClusterAuthorizationFailedError)):
+        what = ("Create on the topic (or the cluster)" if operation == "Create"
+                else f"{operation}, Read and Write on the topic")
+        return CommitLogAccessError(
+            f"exactly_once with a stable writeId keeps its commit log in topic {topic!r}, but this principal may not "
+            f"{operation.lower()} it ({type(exc).__name__}): allow {what} {topic!r} for the sink's principal, "
+            f"create the topic yourself (cleanup.policy=compact), or choose another with the commitLogTopic option",
+            key="commitLogTopic")
+    return exc
+
+
+def _assemble(reading: _Reading) -> LoggedWrite | None:
+    plan = reading.plan
+    if plan is None:
+        return None
+    write_id = int(plan["writeId"])
+    planned = {int(p): PlannedTransaction(t["tid"], int(t["pid"]), int(t["epoch"]), int(t["tv"]), int(t["rows"]),
+                                          str(t["digest"]))
+               for p, t in plan.get("planned", {}).items()}
+    carried = {int(p): Committed(int(c["rows"]), str(c["digest"])) for p, c in plan.get("carried", {}).items()}
+    committed = frozenset(p for p, w in reading.commits.items() if w == write_id and p in planned)
+    complete = reading.complete is not None and int(reading.complete["writeId"]) == write_id
+    lost = frozenset(int(p) for p in reading.complete.get("lost", [])) if complete and reading.complete else frozenset()
+    return LoggedWrite(write_id, planned, carried, committed, complete, lost)

@@ -1,0 +1,206 @@
+"""exactly_once survives the driver: the bundled jobs run with spark-submit, the driver process group is killed with
+SIGKILL at each point of the commit, then the same job runs again. Read back at read_committed with librdkafka.
+
+The kill points are reached through the test-only fault injection ``SPARK_KAFKA_SINK_TEST_PAUSE_AT=<point>:<file>``:
+the driver's commit stops there, creates the file and waits; the test then kills the driver for real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from spark_kafka_sink.spark.commit import TEST_PAUSE_ENV
+from spark_kafka_sink.testing.broker_jars import REPO_ROOT
+from tests.conftest import ConsumedRecord
+from tests.spark.conftest import end_offsets
+
+pytestmark = [pytest.mark.spark, pytest.mark.broker]
+
+JOBS = REPO_ROOT / "jobs"
+SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
+ROWS = 3000
+
+
+def launch(job: str, args: list[str], tmp_path: Path, pause: str | None = None) -> tuple[subprocess.Popen[str], Path]:
+    """spark-submit ``job`` in its own process group; with ``pause``, its commit stops at that point."""
+    marker = tmp_path / f"paused-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env.pop(TEST_PAUSE_ENV, None)
+    if pause is not None:
+        env[TEST_PAUSE_ENV] = f"{pause}:{marker}"
+    cmd = [str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false", str(JOBS / job), *args]
+    log = open(tmp_path / f"{job}-{uuid.uuid4().hex[:6]}.log", "w")  # noqa: SIM115 - closed with the process
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    log.close()
+    return proc, marker
+
+
+def kill_when_paused(proc: subprocess.Popen[str], marker: Path, timeout: float = 240.0) -> None:
+    """Wait until the driver's commit reached its pause point, then SIGKILL the whole driver process group."""
+    deadline = time.monotonic() + timeout
+    while not marker.exists():
+        assert proc.poll() is None, f"the job ended (status {proc.returncode}) before reaching its pause point"
+        assert time.monotonic() < deadline, "the job did not reach its pause point"
+        try:
+            proc.wait(0.1)  # the poll interval of a condition wait
+        except subprocess.TimeoutExpired:
+            pass
+    paused_pid = int(marker.read_text())
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(60)
+    # The paused commit runs in a Python worker outside the JVM: it dies with its daemon once the JVM is gone.
+    while _alive(paused_pid):
+        assert time.monotonic() < deadline + 60, f"the paused commit worker {paused_pid} outlived the driver"
+        time.sleep(0.1)  # poll interval of a condition wait
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 300.0) -> None:
+    assert proc.wait(timeout) == 0, f"the job failed with status {proc.returncode}"
+
+
+def assert_nothing_open(bootstrap: str, topic: str) -> None:
+    """No transaction left open: read_committed can read to the end (the last stable offset is the high watermark)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lso-{uuid.uuid4().hex}",
+                         "isolation.level": "read_committed"})
+    try:
+        for partition, high in end_offsets(bootstrap, topic).items():
+            stable = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)[1]
+            assert stable == high, f"partition {partition}: last stable offset {stable} < high watermark {high}"
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize("point", ["after-plan", "after-first-commit", "after-commits", "after-complete"])
+def test_batch_job_driver_killed_while_committing_then_run_again(
+        point: str, bootstrap: str, topic_factory: Callable[..., str],
+        readback: Callable[..., list[ConsumedRecord]], tmp_path: Path) -> None:
+    topic = topic_factory(partitions=3)
+    args = ["--bootstrap-servers", bootstrap, "--topic", topic, "--rows", str(ROWS), "--partitions", "3",
+            "--guarantee", "exactly_once", "--option", f"transactionalIdPrefix=crash-{uuid.uuid4().hex[:8]}",
+            "--option", "writeId=11"]
+    proc, marker = launch("batch_to_kafka.py", args, tmp_path, pause=point)
+    kill_when_paused(proc, marker)
+    finish(launch("batch_to_kafka.py", args, tmp_path)[0])
+    orders = Counter(json.loads(r.value or b"{}")["order_id"] for r in readback(topic))
+    assert orders == Counter(range(ROWS))  # every row exactly once
+    assert_nothing_open(bootstrap, topic)
+
+
+def test_streaming_driver_killed_after_kafka_commit_before_spark_commit_log(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Callable[..., list[ConsumedRecord]],
+        tmp_path: Path) -> None:
+    topic = topic_factory(partitions=2)
+    checkpoint = tmp_path / "checkpoint"
+    args = ["--bootstrap-servers", bootstrap, "--topic", topic, "--checkpoint", str(checkpoint),
+            "--rows-per-second", "500", "--trigger-seconds", "1"]
+    proc, marker = launch("stream_to_kafka.py", args, tmp_path, pause="after-complete")
+    # Killed once the first micro-batch with rows is committed in Kafka and before Spark's commit log has it.
+    kill_when_paused(proc, marker)
+    finish(launch("stream_to_kafka.py", [*args, "--seconds", "12"], tmp_path)[0])
+    ticks = Counter(json.loads(r.value or b"{}")["value"] for r in readback(topic))
+    assert ticks and set(ticks.values()) == {1}, [v for v, n in ticks.items() if n > 1][:10]
+    assert sorted(ticks) == list(range(len(ticks)))  # a gap-free prefix of the rate source: nothing lost
+    assert_nothing_open(bootstrap, topic)
+
+
+def test_foreach_batch_driver_killed_then_restarted(bootstrap: str, topic_factory: Callable[..., str],
+                                                   readback: Callable[..., list[ConsumedRecord]],
+                                                   tmp_path: Path) -> None:
+    topic = topic_factory(partitions=2)
+    checkpoint = tmp_path / "checkpoint"
+    args = ["--bootstrap-servers", bootstrap, "--topic", topic, "--checkpoint", str(checkpoint),
+            "--transactional-id-prefix", f"fb-{uuid.uuid4().hex[:8]}", "--rows-per-second", "200",
+            "--trigger-seconds", "1"]
+    proc, marker = launch("foreach_batch_to_kafka.py", args, tmp_path, pause="after-commits")
+    kill_when_paused(proc, marker)
+    finish(launch("foreach_batch_to_kafka.py", [*args, "--seconds", "10"], tmp_path)[0])
+    totals = Counter((v["batch_id"], v["bucket"]) for v in (json.loads(r.value or b"{}") for r in readback(topic)))
+    assert totals and set(totals.values()) == {1}, [k for k, n in totals.items() if n > 1][:10]
+    # No batch lost or doubled: the killed one (the first with rows; the rate source's batch 0 is usually empty) is
+    # there once, followed by every later one.
+    batches = sorted({batch for batch, _ in totals})
+    assert batches[0] <= 1 and batches == list(range(batches[0], batches[-1] + 1)), batches
+    assert_nothing_open(bootstrap, topic)
+
+
+def wait_until_nothing_open(bootstrap: str, topic: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            assert_nothing_open(bootstrap, topic)
+            return
+        except AssertionError:
+            assert time.monotonic() < deadline, f"the broker did not abort {topic}'s open transactions"
+            time.sleep(0.5)  # poll interval of a condition wait (the broker's abort check runs every few seconds)
+
+
+def test_re_run_after_the_transaction_timeout_rewrites_only_what_the_broker_aborted(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Callable[..., list[ConsumedRecord]],
+        tmp_path: Path) -> None:
+    topic = topic_factory(partitions=3)
+    args = ["--bootstrap-servers", bootstrap, "--topic", topic, "--rows", str(ROWS), "--partitions", "3",
+            "--guarantee", "exactly_once", "--option", f"transactionalIdPrefix=late-{uuid.uuid4().hex[:8]}",
+            "--option", "writeId=2", "--option", "kafka.transaction.timeout.ms=3000"]
+    proc, marker = launch("batch_to_kafka.py", args, tmp_path, pause="after-first-commit")
+    kill_when_paused(proc, marker)  # one partition committed, two transactions left open
+    wait_until_nothing_open(bootstrap, topic)  # ... until the broker aborted them (transaction.timeout.ms)
+    committed_before = Counter(json.loads(r.value or b"{}")["order_id"] for r in readback(topic))
+    assert 0 < len(committed_before) < ROWS
+    finish(launch("batch_to_kafka.py", args, tmp_path)[0])
+    orders = Counter(json.loads(r.value or b"{}")["order_id"] for r in readback(topic))
+    assert orders == Counter(range(ROWS))  # the aborted partitions written again, the committed one skipped
+
+
+def test_a_slow_write_does_not_hold_up_another_prefix(bootstrap: str, topic_factory: Callable[..., str],
+                                                      readback: Callable[..., list[ConsumedRecord]],
+                                                      tmp_path: Path) -> None:
+    """Write A stops with its transactions open on the shared topic and its plan in the commit log; write B (another
+    prefix, same topic and commit log) runs its pre-flight, tasks and commit to the end meanwhile."""
+    from spark_kafka_sink.producer.transactions import fence_transactional_id
+
+    topic = topic_factory(partitions=3)
+    slow_prefix, fast_prefix = f"slow-{uuid.uuid4().hex[:8]}", f"fast-{uuid.uuid4().hex[:8]}"
+
+    def args(prefix: str) -> list[str]:
+        return ["--bootstrap-servers", bootstrap, "--topic", topic, "--rows", str(ROWS), "--partitions", "3",
+                "--guarantee", "exactly_once", "--option", f"transactionalIdPrefix={prefix}", "--option", "writeId=1"]
+
+    slow, marker = launch("batch_to_kafka.py", args(slow_prefix), tmp_path, pause="after-plan")
+    try:
+        deadline = time.monotonic() + 240
+        while not marker.exists():
+            assert slow.poll() is None and time.monotonic() < deadline, "write A did not reach its pause point"
+            time.sleep(0.1)  # poll interval of a condition wait
+        finish(launch("batch_to_kafka.py", args(fast_prefix), tmp_path)[0])
+        assert slow.poll() is None  # A is still paused with its transactions open: B did not wait for it
+    finally:
+        os.killpg(slow.pid, signal.SIGKILL)
+        slow.wait(60)
+    # A's open transactions hold read_committed readers back until they end: fence A's ids, as its re-run would.
+    for partition in range(3):
+        fence_transactional_id({"bootstrap.servers": bootstrap}, f"{slow_prefix}-{partition}", 60)
+    orders = Counter(json.loads(r.value or b"{}")["order_id"] for r in readback(topic))
+    assert orders == Counter(range(ROWS))  # B's rows, once; none of A's
