@@ -60,7 +60,7 @@ def kafka_options(ctx: Context, w: Workload, topic: str) -> dict[str, str]:
 
 
 def _timed_write(ctx: Context, w: Workload, save: Callable[[str], None], markers_ok: bool = False) -> Sample:
-    topic = ctx.create_topic(w.partitions)
+    topic = ctx.create_topic(w.topic_size)
     try:
         cpu_before = ctx.cpu_seconds()
         start = time.perf_counter()
@@ -71,10 +71,11 @@ def _timed_write(ctx: Context, w: Workload, save: Callable[[str], None], markers
     finally:
         ctx.delete_topic(topic)
     # exactly_once: each committed transaction also leaves one commit marker per partition it wrote.
-    slack = w.partitions * w.partitions if markers_ok else 0
+    slack = w.partitions * w.topic_size if markers_ok else 0
     if not w.rows <= landed <= w.rows + slack:
         raise RuntimeError(f"topic holds {landed} offsets after writing {w.rows} rows")
     return Sample(w.rows, seconds, extra={"MB_per_s": round(w.total_bytes / seconds / 1e6, 1),
+                                          "ms_per_task": round(seconds * 1000 / w.partitions, 2),
                                           "cpu_us_per_row": cpu})
 
 
@@ -99,7 +100,8 @@ def _noop(ctx: Context, w: Workload, df: Any) -> Callable[[], Sample]:
         start = time.perf_counter()
         df.write.format("bench-noop-arrow").mode("append").option("expectedRows", str(w.rows)).save()
         seconds = time.perf_counter() - start
-        return Sample(w.rows, seconds, extra={"cpu_us_per_row": _cpu_us_per_row(cpu_before, ctx.cpu_seconds(),
+        return Sample(w.rows, seconds, extra={"ms_per_task": round(seconds * 1000 / w.partitions, 2),
+                                              "cpu_us_per_row": _cpu_us_per_row(cpu_before, ctx.cpu_seconds(),
                                                                                   w.rows)})
 
     return run
@@ -125,6 +127,34 @@ def contenders(ctx: Context, w: Workload, df: Any, with_send: bool) -> list[Cont
     return out
 
 
+def small_task_contenders(ctx: Context, w: Workload, df: Any) -> list[Contender]:
+    """Per-task cost: Spark's sink, the do-nothing writer (what any Python data source pays per task) and the sink
+    in both guarantees, on many small Spark partitions."""
+    from benchmarks.spark_writers import register_all
+
+    register_all(ctx.spark)
+    no_jars = None if spark_connector_jars() else "Spark's Kafka connector jars are missing: run `make jars`"
+    why = sink_available()
+    return [Contender(SPARK_BUILTIN, _writer(ctx, w, df, "kafka"), unavailable=no_jars),
+            Contender(NOOP_WRITER, _noop(ctx, w, df)),
+            Contender(SINK_ALO, _writer(ctx, w, df, SINK_FORMAT, {"deliveryGuarantee": "at_least_once"}),
+                      unavailable=why),
+            Contender(SINK_EOS, _writer(ctx, w, df, SINK_FORMAT, {"deliveryGuarantee": "exactly_once"},
+                                        markers_ok=True), unavailable=why)]
+
+
+def compare_small_tasks(ctx: Context, w: Workload, title: str) -> Comparison:
+    ctx.worker_reuse = True
+    ctx.log(f"  {title}: caching a {w.rows:,}-row DataFrame in {w.partitions} partitions ...")
+    df = dataframe(ctx, w)
+    try:
+        return run_comparison("spark", title, "rows/s", small_task_contenders(ctx, w, df), ctx.rounds,
+                              params={**w.describe(), "spark_master": "local[2]"}, log=ctx.log,
+                              warmup=not ctx.quick)
+    finally:
+        df.unpersist()
+
+
 def compare(ctx: Context, w: Workload, title: str, with_send: bool) -> Comparison:
     _ = ctx.bootstrap
     ctx.worker_reuse = True  # as Spark's default: workers (and their imports) stay between tasks
@@ -140,6 +170,11 @@ def compare(ctx: Context, w: Workload, title: str, with_send: bool) -> Compariso
 
 def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]], with_send: bool) -> list[Comparison]:
     comps = [compare(ctx, base, f"spark {base.value_size} B {base.codec}", with_send)]
+    # Small tasks (issue "small tasks"): 200 Spark partitions of 10,000 rows into a 12-partition topic.
+    tasks = 200
+    small = base.with_(partitions=tasks, topic_partitions=base.partitions,
+                       rows=base.rows if ctx.quick else tasks * 10_000)
+    comps.append(compare_small_tasks(ctx, small, f"spark {tasks} tasks x {small.rows // tasks:,} rows"))
     for label, w in sweep:
         comps.append(compare(ctx, w, f"spark {label}", with_send))
     return comps

@@ -101,6 +101,11 @@ def _cpu_tables(comps: Sequence[Comparison]) -> list[str]:
             per = {g: statistics.median(e["cpu_us_per_row"][g] for e in r.extras) for g in groups}
             cells = " | ".join(f"{per[g]:.2f}" for g in groups)
             out.append(f"| {r.name} | {cells} | {sum(per.values()):.2f} |")
+        tasks = comp.params.get("partitions") if isinstance(comp.params, dict) else None
+        if tasks and all("ms_per_task" in e for r in rows for e in r.extras):
+            out += ["", f"Wall time per Spark task in {comp.title} ({tasks} tasks; median of rounds):", "",
+                    "| contender | ms per task |", "|---|---:|"]
+            out += [f"| {r.name} | {statistics.median(e['ms_per_task'] for e in r.extras):.1f} |" for r in rows]
     return out
 
 

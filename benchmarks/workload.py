@@ -31,6 +31,11 @@ class Workload:
     acks: str = "all"
     batch_size: int = 16384  # Java's default batch.size
     linger_ms: int = 5
+    topic_partitions: int | None = None  # the written topic's partitions; None: as many as ``partitions``
+
+    @property
+    def topic_size(self) -> int:
+        return self.partitions if self.topic_partitions is None else self.topic_partitions
 
     @property
     def record_bytes(self) -> int:

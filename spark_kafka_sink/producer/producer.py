@@ -352,6 +352,15 @@ class KafkaProducer:
         """(transactional.id, producer id, epoch): what another process needs to end the open transaction."""
         return self._transactional("transaction_identity()").transaction_identity()
 
+    @property
+    def usable(self) -> bool:
+        """True while this producer can take more records: open, its sender thread alive, not stopped by a fatal
+        connection error, its transaction manager (if any) not failed. A producer cache reuses one only while true."""
+        if self._closed or not self._thread.is_alive() or self._metadata.fatal_error is not None:
+            return False
+        tm = self._tm
+        return tm is None or not (tm.has_fatal_error or tm.has_abortable_error)
+
     # ------------------------------------------------------------------------------------------ closing
 
     def _raise_if_fatal(self) -> None:

@@ -76,6 +76,7 @@ class KafkaCommitMessage(WriterCommitMessage):
     batch_id: int | None = None  # the streaming micro-batch
     digest: str | None = None  # the rows' digest (spark.digest), with a stable writeId
     skipped_rows: int | None = None  # set when an earlier run of the writeId committed this partition: not written
+    new_producer: bool = False  # the task made its producer (not taken from its worker's cache)
 
     @property
     def rows(self) -> int:
@@ -111,6 +112,7 @@ class WriteSummary:
     write_id: int | None = None
     skipped_partitions: int = 0  # committed by an earlier run of this writeId: not written again
     skipped_rows: int = 0
+    new_producers: int = 0  # tasks that made a producer (the others took one their worker kept, or sent nothing)
 
     @property
     def rows_per_second(self) -> float:
@@ -130,7 +132,8 @@ class WriteSummary:
             where += (f"skipped {self.skipped_partitions} Spark partitions ({self.skipped_rows} rows) committed by an "
                       f"earlier run; ")
         return (f"pykafka-sink {where}committed {self.rows} rows, {self.bytes} bytes, {self.guarantee}, "
-                f"{self.tasks} tasks, {self.seconds:.1f} s, {self.rows_per_second:,.0f} rows/s; "
+                f"{self.tasks} tasks ({self.new_producers} new producers), {self.seconds:.1f} s, "
+                f"{self.rows_per_second:,.0f} rows/s; "
                 f"offsets: {ranges or 'none'}")
 
 
@@ -155,6 +158,7 @@ def summarize(options: SinkOptions, messages: Sequence[KafkaCommitMessage], batc
         write_id=options.write_id,
         skipped_partitions=sum(1 for m in messages if m.skipped),
         skipped_rows=sum(m.skipped_rows or 0 for m in messages),
+        new_producers=sum(1 for m in messages if m.new_producer),
     )
 
 

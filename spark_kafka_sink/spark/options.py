@@ -35,7 +35,7 @@ from spark_kafka_sink.errors import ConfigError, KafkaError
 from spark_kafka_sink.producer.config import ProducerConfig
 
 __all__ = ["DeliveryGuarantee", "SinkOptions", "DEFAULT_TRANSACTION_TIMEOUT_MS", "DEFAULT_BATCH_SIZE",
-           "DEFAULT_COMMIT_LOG_TOPIC"]
+           "DEFAULT_COMMIT_LOG_TOPIC", "DEFAULT_PRODUCER_IDLE_TIMEOUT_MS"]
 
 #: The broker's default transaction.max.timeout.ms: the longest a transaction may stay open (see README).
 DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
@@ -53,7 +53,11 @@ _CONNECTOR_OPTIONS = {
     "writeid": "writeId",
     "timestampcolumn": "timestampColumn",
     "commitlogtopic": "commitLogTopic",
+    "producerreuse": "producerReuse",
+    "produceridletimeoutms": "producerIdleTimeoutMs",
 }
+#: How long a Python worker keeps an idle producer for the next task (as Spark's spark.kafka.producer.cache.timeout).
+DEFAULT_PRODUCER_IDLE_TIMEOUT_MS = 600_000
 #: Where exactly_once writes with a stable writeId (streaming, or the writeId option) record their commits.
 DEFAULT_COMMIT_LOG_TOPIC = "_pykafka_sink_commits"
 _REFUSED_PRODUCER_KEYS = {
@@ -85,6 +89,8 @@ class SinkOptions:
     write_id: int | None
     timestamp_column: str | None = None  # the column giving record timestamps; None: send time (as Spark's sink)
     commit_log_topic: str = DEFAULT_COMMIT_LOG_TOPIC
+    producer_reuse: bool = True  # at_least_once tasks take a producer an earlier task of the worker left
+    producer_idle_timeout_ms: int = DEFAULT_PRODUCER_IDLE_TIMEOUT_MS
     ignored: tuple[str, ...] = field(default=())  # options passed through by Spark or unknown: not used
 
     @property
@@ -170,7 +176,7 @@ class SinkOptions:
             raise ConfigError("option commitLogTopic is empty: name a topic, or drop the option for the default "
                               f"{DEFAULT_COMMIT_LOG_TOPIC!r}", key="commitLogTopic")
         return cls(producer_options, topic, guarantee, prefix, write_id, _timestamp_column(lowered), commit_log_topic,
-                   tuple(sorted(ignored)))
+                   _producer_reuse(lowered), _producer_idle_timeout_ms(lowered), tuple(sorted(ignored)))
 
 
 def _refuse_misspelling(key: str, raw_key: str) -> None:
@@ -204,6 +210,30 @@ def _timestamp_column(lowered: Mapping[str, tuple[str, str]]) -> str | None:
         raise ConfigError("option timestampColumn is empty: name a timestamp or long (epoch ms) column, or drop the "
                           "option to give records the send time", key="timestampColumn")
     return column.strip()
+
+
+def _producer_reuse(lowered: Mapping[str, tuple[str, str]]) -> bool:
+    raw = _option(lowered, "producerreuse")
+    if raw is None:
+        return True
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise ConfigError(f"option producerReuse={raw!r} is not valid: use true or false", key="producerReuse")
+    return value == "true"
+
+
+def _producer_idle_timeout_ms(lowered: Mapping[str, tuple[str, str]]) -> int:
+    raw = _option(lowered, "produceridletimeoutms")
+    if raw is None:
+        return DEFAULT_PRODUCER_IDLE_TIMEOUT_MS
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ConfigError(f"option producerIdleTimeoutMs={raw!r} is not valid: milliseconds >= 0 (0 closes a "
+                          "producer after each task)", key="producerIdleTimeoutMs")
+    return value
 
 
 def _guarantee(lowered: Mapping[str, tuple[str, str]]) -> DeliveryGuarantee:

@@ -39,6 +39,7 @@ from spark_kafka_sink.spark.commit import (
 from spark_kafka_sink.spark.commit_log import CommittedWrite
 from spark_kafka_sink.spark.digest import RowDigest
 from spark_kafka_sink.spark.options import SinkOptions
+from spark_kafka_sink.spark.producer_cache import Lease, worker_cache
 from spark_kafka_sink.spark.schema import ColumnPlan, to_producer_batch
 from spark_kafka_sink.spark.task_input import input_was_cut_off
 
@@ -111,7 +112,13 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
     if first is not None:
         batches = itertools.chain([first], batches)
 
-    producer = KafkaProducer(options.producer_config(transactional_id))
+    lease: Lease | None = None
+    if transactional_id is None and options.producer_reuse:
+        # at_least_once: the idempotent producer an earlier task of this worker left (see producer_cache).
+        lease = worker_cache().lease(options.producer_config(), options.producer_idle_timeout_ms / 1000)
+        producer = lease.producer
+    else:
+        producer = KafkaProducer(options.producer_config(transactional_id))
     finished = False
     try:
         if transactional_id is not None:
@@ -134,9 +141,13 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
     finally:
         if not finished and transactional_id is not None:
             _abort_quietly(producer, transactional_id)
-        producer.close(_CLOSE_TIMEOUT_S)  # never aborts an open transaction: the driver ends it
+        if lease is not None:
+            worker_cache().give_back(lease, healthy=finished)  # a failed task's producer is closed, never lent
+        else:
+            producer.close(_CLOSE_TIMEOUT_S)  # never aborts an open transaction: the driver ends it
     return KafkaCommitMessage(partition_id, attempt, transactional_id, producer_id, epoch, writes, started_at,
-                              batch_id, None if digest is None else digest.digest)
+                              batch_id, None if digest is None else digest.digest,
+                              new_producer=lease is None or lease.created)
 
 
 def _skip(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch], resume: CommittedWrite,

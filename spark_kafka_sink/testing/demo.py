@@ -106,8 +106,9 @@ def run_demo(rows: int = 200_000, guarantee: str = "exactly_once") -> int:
         cluster.stop()
 
 
-#: The sink's summary line: "pykafka-sink committed N rows, B bytes, <guarantee>, T tasks, S s, R rows/s; ...".
-_SUMMARY = re.compile(r"pykafka-sink .*committed (\d+) rows, .* tasks, ([\d.]+) s, ([\d,]+) rows/s;")
+#: The sink's summary line: "pykafka-sink committed N rows, B bytes, <guarantee>, T tasks (P new producers), S s,
+#: R rows/s; ...".
+_SUMMARY = re.compile(r"pykafka-sink .*committed (\d+) rows, .* tasks[^,]*, ([\d.]+) s, ([\d,]+) rows/s;")
 
 
 def summary_rate(lines: list[str]) -> str:

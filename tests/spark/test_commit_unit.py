@@ -215,8 +215,8 @@ def test_summary_line_lists_ranges_and_caps_length() -> None:
     opts = SinkOptions.parse(EO, streaming=False)
     many = [_message(i, 1, f"p-{i}") for i in range(2)]
     line = summarize(opts, many, batch_id=4, now=1002.5).line()
-    assert line == ("pykafka-sink micro-batch 4: committed 2 rows, 20 bytes, exactly_once, 2 tasks, 2.5 s, 1 rows/s; "
-                    "offsets: t[0] 0-0 (1 rows), t[1] 100-100 (1 rows)")
+    assert line == ("pykafka-sink micro-batch 4: committed 2 rows, 20 bytes, exactly_once, 2 tasks (0 new producers), "
+                    "2.5 s, 1 rows/s; offsets: t[0] 0-0 (1 rows), t[1] 100-100 (1 rows)")
     with_write_id = SinkOptions.parse({**EO, "writeId": "12"}, streaming=False)
     assert summarize(with_write_id, many, now=1001.0).line().startswith("pykafka-sink writeId 12: committed 2 rows")
     wide = [KafkaCommitMessage(0, 0, None, -1, -1, tuple(PartitionWrite("t", p, 1, 1, 0, 0) for p in range(30)),

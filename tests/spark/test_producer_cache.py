@@ -1,0 +1,40 @@
+"""The producer cache without a broker: keys, and what a lease decides (a fake producer stands in)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spark_kafka_sink.secret import Secret
+from spark_kafka_sink.spark.producer_cache import ProducerCache, config_key
+
+
+class FakeProducer:
+    def __init__(self, config: Any) -> None:
+        self.config = dict(config)
+        self.usable = True
+
+    def close(self, timeout_s: float | None = None) -> None:
+        self.usable = False
+
+
+def test_the_key_covers_secrets_without_showing_them() -> None:
+    base = {"bootstrap.servers": "h:1", "sasl.username": "u"}
+    one = config_key({**base, "sasl.password": Secret("pw-one")})
+    two = config_key({**base, "sasl.password": Secret("pw-two")})
+    assert one != two and "pw-one" not in one and len(one) == 64
+    assert config_key(dict(reversed(list(base.items())))) == config_key(base)  # order does not matter
+
+
+def test_idle_producers_expire_on_the_clock_and_a_closed_cache_keeps_nothing() -> None:
+    now = [100.0]
+    cache = ProducerCache(FakeProducer, clock=lambda: now[0])
+    lease = cache.lease({"a": 1}, 10)
+    cache.give_back(lease, healthy=True)
+    now[0] = 109.9
+    assert cache.expire() == 0 and cache.idle_count() == 1
+    now[0] = 110.0
+    assert cache.expire() == 1 and not lease.producer.usable
+    kept = cache.lease({"a": 1}, 10)
+    cache.close()
+    cache.give_back(kept, healthy=True)  # after the worker began to exit: closed, not kept
+    assert not kept.producer.usable and cache.idle_count() == 0

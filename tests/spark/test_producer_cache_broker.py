@@ -1,0 +1,107 @@
+"""The Python worker's producer cache against the real broker (no Spark): reuse, broken producers, idle close, exit."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psutil
+import pyarrow as pa
+import pytest
+
+from spark_kafka_sink.producer import KafkaProducer
+from spark_kafka_sink.spark.producer_cache import ProducerCache
+from tests.conftest import ConsumedRecord
+
+pytestmark = pytest.mark.broker
+
+
+@pytest.fixture
+def cache() -> Iterator[ProducerCache]:
+    made = ProducerCache(KafkaProducer)
+    yield made
+    made.close()
+
+
+def send(producer: Any, topic: str, *values: bytes) -> None:
+    producer.send_batch(topic, pa.table({"value": pa.array(values, pa.binary())})).result(30)
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)  # poll interval of a condition wait
+
+
+def test_a_healthy_producer_serves_the_next_task_of_the_same_config(
+        cache: ProducerCache, bootstrap: str, topic_factory: Callable[..., str],
+        readback: Callable[..., list[ConsumedRecord]]) -> None:
+    topic = topic_factory(partitions=1)
+    config = {"bootstrap.servers": bootstrap, "linger.ms": 1}
+    first = cache.lease(config, 60)
+    send(first.producer, topic, b"a")
+    cache.give_back(first, healthy=True)
+    second = cache.lease(config, 60)
+    assert second.producer is first.producer and first.created and not second.created
+    send(second.producer, topic, b"b")  # same producer id, next sequences: the broker accepts them
+    cache.give_back(second, healthy=True)
+    assert (cache.created, cache.reused) == (1, 1)
+    assert [r.value for r in readback(topic)] == [b"a", b"b"]
+
+    other = cache.lease({**config, "linger.ms": 2}, 60)  # another configuration never shares
+    assert other.created and other.producer is not first.producer
+    cache.give_back(other, healthy=True)
+
+
+def test_a_failed_task_or_broken_producer_is_never_lent_again(cache: ProducerCache, bootstrap: str) -> None:
+    config = {"bootstrap.servers": bootstrap}
+    failed = cache.lease(config, 60)
+    cache.give_back(failed, healthy=False)  # the task raised: closed, not kept
+    assert not failed.producer.usable and cache.idle_count() == 0
+
+    kept = cache.lease(config, 60)
+    assert kept.created and kept.producer is not failed.producer
+    cache.give_back(kept, healthy=True)
+    kept.producer.close(5)  # broke while idle (a fatal error, a dead sender thread): found out at the next lease
+    again = cache.lease(config, 60)
+    assert again.created and again.producer is not kept.producer
+    cache.give_back(again, healthy=True)
+
+
+def test_an_idle_producer_is_closed_after_its_timeout_and_one_in_use_never(cache: ProducerCache,
+                                                                          bootstrap: str) -> None:
+    config = {"bootstrap.servers": bootstrap}
+    in_use = cache.lease(config, 0.2)
+    idle = cache.lease(config, 0.2)
+    cache.give_back(idle, healthy=True)
+    wait_for(lambda: cache.idle_count() == 0, "the idle producer was not closed after its timeout")
+    assert not idle.producer.usable
+    assert in_use.producer.usable  # lent out: no timeout applies (SPARK-21869)
+    cache.give_back(in_use, healthy=True)
+    zero = cache.lease(config, 0)  # producerIdleTimeoutMs=0: closed after each task
+    cache.give_back(zero, healthy=True)
+    assert not zero.producer.usable and cache.idle_count() == 0
+
+
+def test_closing_the_cache_leaves_no_thread_or_socket(bootstrap: str, topic_factory: Callable[..., str]) -> None:
+    topic = topic_factory(partitions=1)
+    port = int(bootstrap.rsplit(":", 1)[1])
+
+    def broker_sockets() -> int:
+        return sum(1 for c in psutil.Process().net_connections("tcp") if c.raddr and c.raddr.port == port)
+
+    before = broker_sockets()
+    cache = ProducerCache(KafkaProducer)
+    leases = [cache.lease({"bootstrap.servers": bootstrap, "client.id": f"c{i}"}, 60) for i in range(3)]
+    for lease in leases:
+        assert lease.producer.partitions_for(topic) == [0]  # connected
+        cache.give_back(lease, healthy=True)
+    assert broker_sockets() > before
+    cache.close()  # what the worker's exit runs (atexit)
+    assert broker_sockets() == before
+    assert not [t.name for t in threading.enumerate()
+                if t.name.startswith(("kafka-producer-network-thread", "pykafka-sink-producer-cache"))]
+
