@@ -87,6 +87,12 @@ def test_unrelated_options_are_ignored_like_spark() -> None:
     assert opts.ignored == ("checkpointLocation", "path")
 
 
+def test_producer_reuse_defaults_and_options() -> None:
+    assert parse().producer_reuse and parse().producer_idle_timeout_ms == 600_000
+    opts = parse(ProducerReuse="FALSE", producerIdleTimeoutMs="0")
+    assert not opts.producer_reuse and opts.producer_idle_timeout_ms == 0
+
+
 def test_timestamp_column_is_opt_in_and_any_key_case() -> None:
     assert parse().timestamp_column is None
     assert parse(TimestampColumn=" event_time ").timestamp_column == "event_time"
@@ -111,6 +117,9 @@ def test_timestamp_column_is_opt_in_and_any_key_case() -> None:
     ({"kafka.linger.ms": "-3"}, "linger.ms", False),
     ({"topic": " "}, "topic", False),
     ({"timestampColumn": " "}, "timestampColumn", False),
+    ({"producerReuse": "yes"}, "producerReuse", False),
+    ({"producerIdleTimeoutMs": "-1"}, "producerIdleTimeoutMs", False),
+    ({"producerIdleTimeoutMs": "soon"}, "producerIdleTimeoutMs", False),
     ({"timestampColum": "ts"}, "timestampColumn", False),
 ])
 def test_bad_options_name_the_option(extra: dict[str, str], named: str, streaming: bool) -> None:
