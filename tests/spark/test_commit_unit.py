@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pickle
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,18 +96,28 @@ class FakeProducer:
     def close(self, timeout_s: float) -> None:
         self.calls.append("close")
 
+    @property
+    def usable(self) -> bool:
+        return "close" not in self.calls
+
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> list[FakeProducer]:
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FakeProducer]]:
     made: list[FakeProducer] = []
 
-    def factory(config: dict[str, Any]) -> FakeProducer:
-        made.append(FakeProducer(config))
+    def factory(config: Mapping[str, Any]) -> FakeProducer:
+        made.append(FakeProducer(dict(config)))
         return made[-1]
 
     import spark_kafka_sink.producer as producer_pkg
+    from spark_kafka_sink.spark import producer_cache
+
     monkeypatch.setattr(producer_pkg, "KafkaProducer", factory, raising=False)
-    return made
+    # A cache of this test's own (the worker's is made once per process, with the real producer class).
+    cache = producer_cache.ProducerCache(factory)
+    monkeypatch.setattr(producer_cache, "_WORKER_CACHE", cache)
+    yield made
+    cache.close()
 
 
 @pytest.fixture
@@ -157,9 +167,27 @@ def test_failed_task_aborts_its_transaction_and_closes(fake: list[FakeProducer])
 def test_at_least_once_task_has_no_transaction(fake: list[FakeProducer]) -> None:
     opts = SinkOptions.parse({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t"}, streaming=False)
     msg = write_partition(opts, plan_columns(SCHEMA, "t"), batches(4))
-    assert fake[0].calls == ["send:t:4", "flush", "close"]
+    assert fake[0].calls == ["send:t:4", "flush"]  # kept open for the worker's next task
     assert "transactional.id" not in fake[0].config
-    assert msg.transactional_id is None and msg.rows == 4
+    assert msg.transactional_id is None and msg.rows == 4 and msg.new_producer
+    again = write_partition(opts, plan_columns(SCHEMA, "t"), batches(2))
+    assert len(fake) == 1 and fake[0].calls == ["send:t:4", "flush", "send:t:2", "flush"] and not again.new_producer
+    off = SinkOptions.parse({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t", "producerReuse": "false"},
+                            streaming=False)
+    write_partition(off, plan_columns(SCHEMA, "t"), batches(1))
+    assert len(fake) == 2 and fake[1].calls == ["send:t:1", "flush", "close"]
+
+
+def test_a_failed_at_least_once_task_closes_its_producer(fake: list[FakeProducer]) -> None:
+    opts = SinkOptions.parse({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t"}, streaming=False)
+    write_partition(opts, plan_columns(SCHEMA, "t"), batches(1))
+    fake[0].fail_send = True
+    with pytest.raises(KafkaTimeoutError):
+        write_partition(opts, plan_columns(SCHEMA, "t"), batches(1))
+    assert fake[0].calls[-1] == "close"  # never lent again
+    fake[0].fail_send = False
+    msg = write_partition(opts, plan_columns(SCHEMA, "t"), batches(3))
+    assert len(fake) == 2 and msg.new_producer and msg.rows == 3  # the retry runs on a fresh producer
 
 
 def _message(pid: int, rows: int, tid: str | None = None) -> KafkaCommitMessage:

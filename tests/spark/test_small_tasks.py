@@ -41,7 +41,8 @@ class ReportingSink(KafkaSinkDataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> ReportingWriter:
         inner = super().writer(schema, overwrite)
-        writer = ReportingWriter(inner.options, inner.plan, getattr(inner, "resume", None))
+        assert isinstance(inner, KafkaBatchWriter)
+        writer = ReportingWriter(inner.options, inner.plan, inner.resume)
         writer.report = self.options["report"]
         return writer
 
