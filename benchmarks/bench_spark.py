@@ -33,6 +33,7 @@ SPARK_BUILTIN_TUNED = "Spark format(kafka) 256 KiB batches"
 # built-in sink as a second contender, so its batch size is not what separates it from ours.
 TUNED = {"kafka.batch.size": "262144", "kafka.linger.ms": "5"}
 SEND_BATCH_WRITER = "Arrow writer + send_batch"
+SINK_ALO_NO_REUSE = "pykafka-sink at_least_once, producerReuse=false"  # a new producer per task, as before
 SEND_WRITER = "Arrow writer + send"
 
 
@@ -138,6 +139,9 @@ def small_task_contenders(ctx: Context, w: Workload, df: Any) -> list[Contender]
     return [Contender(SPARK_BUILTIN, _writer(ctx, w, df, "kafka"), unavailable=no_jars),
             Contender(NOOP_WRITER, _noop(ctx, w, df)),
             Contender(SINK_ALO, _writer(ctx, w, df, SINK_FORMAT, {"deliveryGuarantee": "at_least_once"}),
+                      unavailable=why),
+            Contender(SINK_ALO_NO_REUSE, _writer(ctx, w, df, SINK_FORMAT, {"deliveryGuarantee": "at_least_once",
+                                                                           "producerReuse": "false"}),
                       unavailable=why),
             Contender(SINK_EOS, _writer(ctx, w, df, SINK_FORMAT, {"deliveryGuarantee": "exactly_once"},
                                         markers_ok=True), unavailable=why)]
