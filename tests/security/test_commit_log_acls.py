@@ -103,3 +103,24 @@ def test_missing_commit_log_acl_fails_before_any_task(secure_broker: SecureBroke
     _write(spark, secure_broker, topic, log_topic, prefix)
     assert sorted(read_back_secure(secure_broker, "SASL_SSL", topic, expected=len(_ROWS))) == sorted(
         (k.encode(), v.encode()) for k, v in _ROWS)
+
+
+def test_a_plan_the_broker_refuses_fails_the_commit(secure_broker: SecureBroker) -> None:
+    """Write taken away between the pre-flight and the commit: the plan is not acknowledged, so the commit must
+    stop there (before any EndTxn) -- a producer's flush returns without raising for records that failed."""
+    from spark_kafka_sink.spark.commit_log import CommitLog, CommitLogAccessError, PlannedTransaction
+
+    log_topic = f"sec-commits-{uuid.uuid4().hex[:12]}"
+    config = {"bootstrap.servers": secure_broker.address("SASL_SSL"), "security.protocol": "SASL_SSL",
+              "ssl.ca.location": str(secure_broker.certs.ca_cert), "sasl.mechanism": "SCRAM-SHA-512",
+              "sasl.username": USER, "sasl.password": PASSWORD, "max.block.ms": "20000",
+              "delivery.timeout.ms": "20000", "request.timeout.ms": "10000"}
+    planned = {0: PlannedTransaction("acl-x-0", 1000, 0, 1, 3, "digest")}
+    with CommitLog(log_topic, f"acl-{uuid.uuid4().hex[:8]}", config, timeout_s=30) as log:
+        assert log.read() is None  # creates the topic; every operation allowed so far
+        with acls(secure_broker, _bindings(log_topic, "WRITE", ("DESCRIBE", "READ"))):
+            with pytest.raises(CommitLogAccessError) as failure:
+                log.append_plan(7, planned, {})
+    message = str(failure.value)
+    assert repr(log_topic) in message and "allow Write" in message and "commitLogTopic" in message, message
+    assert PASSWORD not in message
