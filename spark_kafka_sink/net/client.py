@@ -469,12 +469,15 @@ class NetworkClient:
         return free[:max(0, _PARALLEL_ATTEMPTS - busy)]
 
     def fetch_metadata(self, topics: Iterable[str] | None = None, timeout_ms: int | None = None, *,
-                       allow_auto_topic_creation: bool = True) -> Metadata:
-        """Blocking refresh: Metadata for ``topics`` (None = every topic, [] = brokers only) into ``metadata``."""
+                       allow_auto_topic_creation: bool = True,
+                       include_topic_authorized_operations: bool = False) -> Metadata:
+        """Blocking refresh: Metadata for ``topics`` (None = every topic, [] = brokers only) into ``metadata``.
+        ``include_topic_authorized_operations`` fills each TopicInfo's ``authorized_operations`` (Metadata v8+)."""
         names = None if topics is None else [{"name": t} for t in topics]
-        body = self.request(None, METADATA, lambda _v: {"topics": names,
-                                                       "allow_auto_topic_creation": allow_auto_topic_creation},
-                            self.config.request_timeout_ms if timeout_ms is None else timeout_ms)
+        body = self.request(None, METADATA, lambda _v: {
+            "topics": names, "allow_auto_topic_creation": allow_auto_topic_creation,
+            "include_topic_authorized_operations": include_topic_authorized_operations},
+            self.config.request_timeout_ms if timeout_ms is None else timeout_ms)
         self.metadata.update(body, self._clock())
         return self.metadata
 

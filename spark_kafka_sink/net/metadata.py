@@ -34,6 +34,7 @@ from typing import Any
 from spark_kafka_sink.errors import BrokerError, KafkaError, error_for_code
 from spark_kafka_sink.net.config import NetConfig, format_address
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
+from spark_kafka_sink.protocol.messages.cluster import NO_AUTHORIZED_OPERATIONS
 
 __all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Metadata"]
 
@@ -69,6 +70,9 @@ class TopicInfo:
     partitions: Mapping[int, PartitionInfo]
     topic_id: Any = None  # uuid.UUID on Metadata v10+
     is_internal: bool = False
+    # What this client's principal may do with the topic: a bitfield, bit ``1 << AclOperation`` (see
+    # protocol.messages.cluster). None unless the Metadata request asked for it (v8+).
+    authorized_operations: int | None = None
 
 
 class Metadata:
@@ -272,6 +276,7 @@ class Metadata:
 
     @staticmethod
     def _merge_topic(name: str, t: Mapping[str, Any], old: TopicInfo | None) -> TopicInfo:
+        operations = int(t.get("topic_authorized_operations", NO_AUTHORIZED_OPERATIONS))
         partitions: dict[int, PartitionInfo] = {}
         for p in t["partitions"]:
             index = int(p["partition_index"])
@@ -296,6 +301,7 @@ class Metadata:
             partitions=partitions,
             topic_id=t.get("topic_id"),
             is_internal=bool(t.get("is_internal", False)),
+            authorized_operations=None if operations == NO_AUTHORIZED_OPERATIONS else operations,
         )
 
     def __repr__(self) -> str:

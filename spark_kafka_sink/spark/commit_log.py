@@ -17,7 +17,10 @@ of a prefix is remembered (as a checkpoint remembers its latest state): a re-run
 
 The driver writes with an idempotent, non-transactional producer, so reading the log never waits behind anybody's
 open transaction. The topic is created on first use (CreateTopics; ``cleanup.policy=compact``, replication
-min(3, brokers)); a missing ACL is an error naming the topic and the operation to allow.
+min(3, brokers)). Before any task runs, :meth:`CommitLog.read` checks that the principal may create (if needed),
+describe, read and write the topic -- Read and Write from the authorized operations the Metadata answer lists, so
+the check writes nothing --; a missing ACL is a :class:`CommitLogAccessError` naming the topic, the operation to
+allow and the ``commitLogTopic`` option.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +46,7 @@ from spark_kafka_sink.net.partition_reader import read_partition
 from spark_kafka_sink.net.security import check_security, handshakes_for
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import CREATE_TOPICS
+from spark_kafka_sink.protocol.messages.cluster import AclOperation
 from spark_kafka_sink.protocol.murmur2 import murmur2, partition_for_key
 
 __all__ = ["CommitLog", "CommitLogAccessError", "Committed", "CommittedWrite", "LoggedWrite", "PlannedTransaction",
@@ -142,8 +147,11 @@ class CommitLog:
         """The latest write of this prefix (None if the log has none). Creates the topic on first use."""
         with self._client() as client:
             partition = self._ensure(client)
-            records = read_partition(client, self.topic, partition, isolation="read_uncommitted",
-                                     timeout_ms=int(self._timeout_s * 1000))
+            try:
+                records = read_partition(client, self.topic, partition, isolation="read_uncommitted",
+                                         timeout_ms=int(self._timeout_s * 1000))
+            except KafkaError as exc:
+                raise _access_error(exc, self.topic, "Read") from exc
         reading = _Reading()
         own = f"{self.prefix}/"
         for record in records:
@@ -168,34 +176,48 @@ class CommitLog:
     def append_plan(self, write_id: int, planned: Mapping[int, PlannedTransaction],
                     carried: Mapping[int, Committed]) -> None:
         """Record the plan and wait until the brokers have it: only then may the first EndTxn go out."""
-        self._append("plan", {
+        self._append_acknowledged("plan", {
             "writeId": write_id,
             "planned": {str(p): {"tid": t.transactional_id, "pid": t.producer_id, "epoch": t.producer_epoch,
                                  "tv": t.transaction_version, "rows": t.rows, "digest": t.digest}
                         for p, t in sorted(planned.items())},
             "carried": {str(p): {"rows": c.rows, "digest": c.digest} for p, c in sorted(carried.items())},
         })
-        self.flush()
 
     def append_committed(self, write_id: int, partition: int) -> None:
         """Record that partition's EndTxn(commit) succeeded (not waited for: a lost one is found again by EndTxn)."""
         self._append(f"commit/{partition}", {"writeId": write_id})
 
     def append_complete(self, write_id: int, lost: frozenset[int] = frozenset()) -> None:
-        self._append("complete", {"writeId": write_id, "lost": sorted(lost)})
-        self.flush()
+        self._append_acknowledged("complete", {"writeId": write_id, "lost": sorted(lost)})
 
     def flush(self) -> None:
+        """Wait until every record appended so far was sent, acknowledged or not (a lost commit record is found
+        again by the next run's EndTxn, which answers NONE for a transaction it committed before)."""
         if self._producer is not None:
-            self._producer.flush(self._timeout_s)
+            try:
+                self._producer.flush(self._timeout_s)
+            except KafkaError as exc:
+                raise _access_error(exc, self.topic, "Write") from exc
 
-    def _append(self, kind: str, value: dict[str, Any]) -> None:
+    def _append_acknowledged(self, kind: str, value: dict[str, Any]) -> None:
+        """Append and wait for the brokers' acknowledgement; raises if the record was not written."""
+        future = self._append(kind, value)
+        self.flush()
+        try:
+            future.result(0)  # done: flush waited for it
+        except KafkaError as exc:
+            raise _access_error(exc, self.topic, "Write") from exc
+
+    def _append(self, kind: str, value: dict[str, Any]) -> Future[Any]:
         producer = self._writer()
         payload = json.dumps({"v": _FORMAT, **value}, separators=(",", ":")).encode()
         try:
-            producer.send(self.topic, payload, key=f"{self.prefix}/{kind}".encode(), partition=self._partition)
+            future: Future[Any] = producer.send(self.topic, payload, key=f"{self.prefix}/{kind}".encode(),
+                                                partition=self._partition)
         except KafkaError as exc:
             raise _access_error(exc, self.topic, "Write") from exc
+        return future
 
     def _writer(self) -> Any:
         if self._producer is None:
@@ -223,12 +245,14 @@ class CommitLog:
         created = False
         while True:
             try:
-                client.fetch_metadata([self.topic], timeout_ms, allow_auto_topic_creation=False)
+                client.fetch_metadata([self.topic], timeout_ms, allow_auto_topic_creation=False,
+                                      include_topic_authorized_operations=True)
             except KafkaError as exc:
                 raise _access_error(exc, self.topic, "Describe") from exc
             info = client.metadata.topic(self.topic)
             if info is not None and info.error_code == NO_ERROR and info.partitions and all(
                     p.leader_id is not None for p in info.partitions.values()):
+                _check_authorized(info.authorized_operations, self.topic)
                 count = len(info.partitions)
                 self._partition = partition_for_key(murmur2(self.prefix.encode()), count)
                 return self._partition
@@ -261,14 +285,25 @@ class CommitLog:
             raise _access_error(error, self.topic, "Create")
 
 
+def _check_authorized(operations: int | None, topic: str) -> None:
+    """Fail now, before any task writes, if the principal may not read or write the log: reading is needed by the
+    next run's recovery, writing by this write's commit (found only then, the tasks' transactions would be open)."""
+    if operations is None:
+        return  # the broker did not say (Metadata before v8): the first Fetch or Produce will
+    for operation in (AclOperation.READ, AclOperation.WRITE):
+        if not operation.allowed_in(operations):
+            name = operation.name.capitalize()
+            raise _access_error(TopicAuthorizationFailedError(context=f"{name} {topic}"), topic, name)
+
+
 def _access_error(exc: KafkaError, topic: str, operation: str) -> KafkaError:
     if isinstance(exc, (TopicAuthorizationFailedError, ClusterAuthorizationFailedError)):
-        what = ("Create on the topic (or the cluster)" if operation == "Create"
-                else f"{operation}, Read and Write on the topic")
+        where = f"topic {topic!r} (or on the cluster)" if operation == "Create" else f"topic {topic!r}"
         return CommitLogAccessError(
             f"exactly_once with a stable writeId keeps its commit log in topic {topic!r}, but this principal may not "
-            f"{operation.lower()} it ({type(exc).__name__}): allow {what} {topic!r} for the sink's principal, "
-            f"create the topic yourself (cleanup.policy=compact), or choose another with the commitLogTopic option",
+            f"{operation.lower()} it ({type(exc).__name__}): allow {operation} on {where} for the sink's principal "
+            f"(it needs Describe, Read and Write on that topic, and Create once unless the topic exists: create it "
+            f"yourself with cleanup.policy=compact), or name a topic it may use with the commitLogTopic option",
             key="commitLogTopic")
     return exc
 

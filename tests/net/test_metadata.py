@@ -11,6 +11,7 @@ from spark_kafka_sink.errors import LeaderNotAvailableError, UnknownTopicIdError
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.metadata import Metadata
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
+from spark_kafka_sink.protocol.messages.cluster import NO_AUTHORIZED_OPERATIONS, AclOperation
 
 CONFIG = NetConfig(bootstrap_servers=(("b", 1),), metadata_max_age_ms=10_000, retry_backoff_ms=100)
 
@@ -67,6 +68,19 @@ def test_topic_errors_are_kept_per_topic() -> None:
     md.update(response([topic("gone", partition(0, 1))]), 1)  # the topic appeared: error cleared
     assert md.topic_error("gone") is None and md.partitions_for("gone") == [0]
     assert md.topic_error("new") is not None  # untouched by an answer that did not mention it
+
+
+def test_authorized_operations_are_kept_when_the_broker_sent_them() -> None:
+    md = Metadata(CONFIG)
+    read_describe = (1 << AclOperation.READ) | (1 << AclOperation.DESCRIBE)  # 264: Describe and Read, no Write
+    md.update(response([{**topic("acl", partition(0, 1)), "topic_authorized_operations": read_describe},
+                        {**topic("unasked", partition(0, 1)), "topic_authorized_operations": NO_AUTHORIZED_OPERATIONS},
+                        topic("old-version", partition(0, 1))]), 0)
+    info = md.topic("acl")
+    assert info is not None and info.authorized_operations == 264
+    assert AclOperation.READ.allowed_in(264) and AclOperation.DESCRIBE.allowed_in(264)
+    assert not AclOperation.WRITE.allowed_in(264) and not AclOperation.CREATE.allowed_in(264)
+    assert [t.authorized_operations for t in (md.topic("unasked"), md.topic("old-version")) if t] == [None, None]
 
 
 def test_stale_leader_epoch_is_ignored() -> None:

@@ -14,12 +14,19 @@ MTLS            SSL               client certificate *required*
 WRONGHOST       SSL               presents a certificate for another host name (hostname mismatch)
 PLAINONLY       SASL_PLAINTEXT    enables only PLAIN (a SCRAM client gets UNSUPPORTED_SASL_MECHANISM)
 ==============  ================  ===========================================================================
+
+ACLs: the broker runs KRaft's ``StandardAuthorizer`` with ``allow.everyone.if.no.acl.found=true``, so a resource
+without ACLs is open to everyone (every test that sets none sees an open broker) and a test denies something by
+adding ACLs for it (see :func:`acls`). The PLAINTEXT and CONTROLLER listeners authenticate as ``User:ANONYMOUS``,
+a super user: inter-broker and controller traffic, topic creation and the ACL admin calls go there.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +41,8 @@ PASSWORD = "alice-secret-7f3a9c"  # distinctive, so tests can search logs and me
 PLAIN_ONLY_USER = "bob"
 PLAIN_ONLY_PASSWORD = "bob-secret-41d2e8"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+#: The principal of the PLAINTEXT and CONTROLLER listeners (no authentication): a super user of the authorizer.
+SUPER_USER = "User:ANONYMOUS"
 LISTENERS = ("SSL", "SASL_PLAINTEXT", "SASL_SSL", "MTLS", "WRONGHOST", "PLAINONLY")
 #: How long each failure case took to fail (seconds), shown in the terminal summary.
 FAILURE_TIMINGS: dict[str, float] = {}
@@ -67,6 +76,9 @@ def broker_properties(certs: TestCertificates) -> dict[str, str]:
         "listener.name.plainonly.sasl.enabled.mechanisms": "PLAIN",
         "listener.name.plainonly.plain.sasl.jaas.config":
             f'{_PLAIN_MODULE} required user_{PLAIN_ONLY_USER}="{PLAIN_ONLY_PASSWORD}";',
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "allow.everyone.if.no.acl.found": "true",
+        "super.users": SUPER_USER,
     }
     for listener in ("sasl_plaintext", "sasl_ssl"):
         for mechanism in SCRAM_MECHANISMS:
@@ -138,6 +150,37 @@ def librdkafka_settings(broker: SecureBroker, listener: str, mechanism: str = "S
         conf.update({"sasl.mechanism": mechanism, "sasl.username": USER, "sasl.password": PASSWORD})
     conf.update(extra)
     return conf
+
+
+@contextmanager
+def acls(broker: SecureBroker, bindings: Sequence[Any], timeout: float = 30.0) -> Iterator[None]:
+    """Adds ``bindings`` (confluent-kafka ``AclBinding``) for the block, over the PLAINTEXT listener (a super user),
+    and removes them after. Returns only once the broker's authorizer has them (DescribeAcls, answered by the
+    broker from its own copy, lists every one), so the block never races the controller's metadata."""
+    # Re-exported by confluent_kafka.admin without being listed in its stubs' __all__ (as NewTopic, tests/conftest).
+    from confluent_kafka.admin import AclBindingFilter, AdminClient  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": broker.plaintext_bootstrap})
+    filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation,
+                                b.permission_type) for b in bindings]
+
+    def wait_until(present: bool) -> None:
+        deadline = time.monotonic() + timeout
+        while any(bool(admin.describe_acls(f).result(timeout=timeout)) != present for f in filters):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the broker's ACLs did not {'show' if present else 'drop'} {bindings} "
+                                     f"within {timeout:g} s")
+            time.sleep(0.05)  # poll interval of a condition wait
+
+    for future in admin.create_acls(list(bindings)).values():
+        future.result(timeout=timeout)
+    wait_until(present=True)
+    try:
+        yield
+    finally:
+        for future in admin.delete_acls(filters).values():
+            future.result(timeout=timeout)
+        wait_until(present=False)
 
 
 def create_topic_secure(broker: SecureBroker, partitions: int = 1) -> str:

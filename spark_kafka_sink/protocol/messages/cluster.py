@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+from enum import IntEnum
+
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages.schema import ZERO_UUID, ApiSpec, field
 
-__all__ = ["API_VERSIONS", "METADATA", "CREATE_TOPICS"]
+__all__ = ["API_VERSIONS", "METADATA", "CREATE_TOPICS", "AclOperation", "NO_AUTHORIZED_OPERATIONS"]
 
-_NO_OPERATIONS = -(2**31)  # "authorized operations not requested"
+NO_AUTHORIZED_OPERATIONS = -(2**31)  # an authorized-operations field's value when they were not requested
+
+
+class AclOperation(IntEnum):
+    """ACL operation codes (Java's ``AclOperation``): bit ``1 << code`` of an authorized-operations bitfield."""
+
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+
+    def allowed_in(self, bitfield: int) -> bool:
+        return bool(bitfield & (1 << self))
 
 # ------------------------------------------------------------------------------------------ ApiVersions
 # versions 0-4, flexible from 3. The response always comes with response header v0 (see ApiSpec).
@@ -92,9 +112,9 @@ METADATA = ApiSpec(
                 field("isr_nodes", "[]int32", "0+"),  # in-sync replicas
                 field("offline_replicas", "[]int32", "5+", default=[], ignorable=True),  # replicas offline
             )),
-            field("topic_authorized_operations", "int32", "8+", default=_NO_OPERATIONS),  # ACL bitfield
+            field("topic_authorized_operations", "int32", "8+", default=NO_AUTHORIZED_OPERATIONS),  # ACL bitfield
         )),
-        field("cluster_authorized_operations", "int32", "8-10", default=_NO_OPERATIONS),  # ACL bitfield
+        field("cluster_authorized_operations", "int32", "8-10", default=NO_AUTHORIZED_OPERATIONS),  # ACL bitfield
         field("error_code", "int16", "13+", default=NO_ERROR, ignorable=True),  # top-level error (v13+)
     ),
 )
