@@ -61,10 +61,19 @@ def _new_cluster_id() -> str:
             return cluster_id
 
 
+_HANDED_OUT: set[int] = set()  # ports free_port returned in this process
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free loopback port, never one this process handed out before: the kernel may give a port again as soon as
+    the probing socket closes (two listeners of one test broker once got the same port)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def _die_with_parent() -> None:
