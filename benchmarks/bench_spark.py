@@ -16,12 +16,21 @@ Every Kafka writer gets acks=all and compression.type=<codec>; other settings ar
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from benchmarks.context import Context
 from benchmarks.harness import Comparison, Contender, Sample, run_comparison
-from benchmarks.targets import NOOP_WRITER, SINK_ALO, SINK_EOS, SPARK_BUILTIN, producer_class, sink_available
+from benchmarks.targets import (
+    NOOP_WRITER,
+    SINK_ALO,
+    SINK_EOS,
+    SINK_EOS_LOGGED,
+    SPARK_BUILTIN,
+    producer_class,
+    sink_available,
+)
 from benchmarks.workload import Workload
 from spark_kafka_sink.testing.broker_jars import spark_connector_jars
 
@@ -85,10 +94,10 @@ def _cpu_us_per_row(before: dict[str, float], after: dict[str, float], rows: int
 
 
 def _writer(ctx: Context, w: Workload, df: Any, fmt: str, extra: dict[str, str] | None = None,
-            markers_ok: bool = False) -> Callable[[], Sample]:
+            markers_ok: bool = False, per_run: Callable[[], dict[str, str]] | None = None) -> Callable[[], Sample]:
     def save(topic: str) -> None:
         writer = df.write.format(fmt).mode("append")
-        for k, v in {**kafka_options(ctx, w, topic), **(extra or {})}.items():
+        for k, v in {**kafka_options(ctx, w, topic), **(extra or {}), **(per_run() if per_run else {})}.items():
             writer = writer.option(k, v)
         writer.save()
 
@@ -120,6 +129,11 @@ def contenders(ctx: Context, w: Workload, df: Any, with_send: bool) -> list[Cont
     for name, guarantee in ((SINK_ALO, "at_least_once"), (SINK_EOS, "exactly_once")):
         out.append(Contender(name, _writer(ctx, w, df, SINK_FORMAT, {"deliveryGuarantee": guarantee},
                                            markers_ok=guarantee == "exactly_once"), unavailable=why))
+    # exactly_once recorded in the commit log (what streaming and writeId writes do): a new prefix per run, so the
+    # pre-flight reads the log and the commit writes plan, commit and completion records.
+    out.append(Contender(SINK_EOS_LOGGED, _writer(
+        ctx, w, df, SINK_FORMAT, {"deliveryGuarantee": "exactly_once", "writeId": "1"}, markers_ok=True,
+        per_run=lambda: {"transactionalIdPrefix": f"bench-{uuid.uuid4().hex[:12]}"}), unavailable=why))
     no_producer = None if producer_class() is not None else "spark_kafka_sink.KafkaProducer is not written yet"
     out.append(Contender(SEND_BATCH_WRITER, _writer(ctx, w, df, "bench-send-batch", TUNED),
                          unavailable=no_producer))

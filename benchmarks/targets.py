@@ -7,7 +7,8 @@ import importlib
 from benchmarks.harness import Target
 
 __all__ = ["targets", "missing_components", "producer_class", "sink_available",
-           "SPARK_BUILTIN", "NOOP_WRITER", "SINK_ALO", "SINK_EOS", "SEND_BATCH", "SEND", "CONFLUENT", "KAFKA_PYTHON",
+           "SPARK_BUILTIN", "NOOP_WRITER", "SINK_ALO", "SINK_EOS", "SINK_EOS_LOGGED", "SEND_BATCH", "SEND", "CONFLUENT",
+           "KAFKA_PYTHON",
            "JAVA_PERF", "ENC_SPARK_SLICES", "MEMORY_SINK"]
 
 # Contender names, shared by the bench modules and the targets.
@@ -15,6 +16,7 @@ SPARK_BUILTIN = "Spark format(kafka)"
 NOOP_WRITER = "do-nothing Arrow writer"
 SINK_ALO = "pykafka-sink at_least_once"
 SINK_EOS = "pykafka-sink exactly_once"
+SINK_EOS_LOGGED = "pykafka-sink exactly_once + writeId (commit log)"
 SEND_BATCH = "send_batch"
 SEND = "send"
 CONFLUENT = "confluent-kafka produce loop"
@@ -28,6 +30,8 @@ _TARGETS = [
     Target("spark", "sink >= 0.8x do-nothing Arrow writer", "spark 100 B lz4", SINK_ALO, NOOP_WRITER, at_least=0.8),
     Target("spark", "exactly_once within 10% of at_least_once", "spark 100 B lz4", SINK_EOS, SINK_ALO,
            at_least=0.9),
+    Target("spark", "exactly_once with the commit log (writeId) within 10% of at_least_once", "spark 100 B lz4",
+           SINK_EOS_LOGGED, SINK_ALO, at_least=0.9),
     Target("producer", "send_batch >= 2x confluent-kafka loop", "producer 100 B lz4", SEND_BATCH, CONFLUENT,
            at_least=2.0),
     Target("producer", "send_batch >= 10x kafka-python", "producer 100 B lz4", SEND_BATCH, KAFKA_PYTHON,
