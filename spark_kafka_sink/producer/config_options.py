@@ -210,8 +210,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("ssl.truststore.location", "string", _optional_string, None,
          "Same as ssl.ca.location (PEM only: convert JKS/PKCS12 with keytool or openssl)."),
     _opt("ssl.truststore.type", "enum", _choice("PEM", upper=True), "PEM", "PEM only."),
-    _opt("ssl.truststore.password", "secret", _secret, None,
-         "Accepted for Java compatibility; PEM truststores have none."),
     _opt("ssl.certificate.location", "string", _optional_string, None, "PEM client certificate (mutual TLS)."),
     _opt("ssl.key.location", "string", _optional_string, None, "PEM private key of the client certificate."),
     _opt("ssl.key.password", "secret", _secret, None, "Password of ssl.key.location; never logged."),
@@ -287,6 +285,9 @@ UNSUPPORTED_OPTIONS: dict[str, str] = {
     "ssl.keystore.location": "use ssl.certificate.location and ssl.key.location (PEM files)",
     "ssl.keystore.password": "use ssl.key.password with ssl.key.location",
     "ssl.keystore.type": "use ssl.certificate.location and ssl.key.location (PEM files)",
+    # Java refuses a password with a PEM truststore too; accepting and ignoring it would hide a JKS/PKCS12 setup.
+    "ssl.truststore.password": "PEM truststores have no password (only PEM is supported): remove it, and point "
+                               "ssl.truststore.location or ssl.ca.location at a PEM file",
     "sasl.kerberos.service.name": "GSSAPI/Kerberos is not supported",
 }
 
