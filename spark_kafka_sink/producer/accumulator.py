@@ -12,6 +12,7 @@ Sender side (the sender thread)::
     ready(leader_fn, now_ms) -> ReadyCheck(ready_nodes, next_ready_check_delay_ms, unknown_leader_topics)
     drain(leader_fn, nodes, max_request_size, now_ms, before_drain=None) -> {node_id: [ProducerBatch]}
     reenqueue(batch, now_ms)              expired_batches(now_ms) -> [ProducerBatch]
+    split_and_reenqueue(batch, parts)     (a batch refused as too large goes on as smaller ones)
     mute(tp) / unmute(tp)                 expiry_error(batch, now_ms)
 
 Memory: each new batch takes ``max(batch.size, its first record)`` bytes (bulk: the encoded size) from the
@@ -338,6 +339,23 @@ class RecordAccumulator:
                        and queue.batches[position].base_sequence < sequence):
                     position += 1
             queue.batches.insert(position, batch)
+
+    def split_and_reenqueue(self, batch: ProducerBatch, parts: list[ProducerBatch]) -> None:
+        """Java's splitAndReenqueue: ``parts`` (``batch.split(...)``, stamped with sequences if idempotent) go to
+        the FRONT of the partition's queue as batches never tried (before batches with a higher sequence), then
+        ``batch`` ends SPLIT and frees its memory -- in that order, so a flush never misses its records."""
+        queue = self._queue(batch.tp)
+        with queue.lock:
+            position = 0
+            if parts and parts[0].has_sequence:
+                sequence = parts[0].base_sequence
+                while (position < len(queue.batches) and queue.batches[position].has_sequence
+                       and queue.batches[position].base_sequence < sequence):
+                    position += 1
+            for offset, part in enumerate(parts):
+                self._track(part)
+                queue.batches.insert(position + offset, part)
+        batch.mark_split()
 
     def expired_batches(self, now_ms: int) -> list[ProducerBatch]:
         """Remove and return queued batches older than delivery.timeout.ms, oldest first per partition. The
