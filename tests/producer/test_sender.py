@@ -33,6 +33,7 @@ from spark_kafka_sink.protocol.messages import (
     INIT_PRODUCER_ID,
     PRODUCE,
 )
+from spark_kafka_sink.protocol.record_batch import DecodedBatch
 from tests.producer.fake_client import FakeClient, FakeRequest, batches_of, metadata_body, produce_answer
 
 T0 = TopicPartition("t", 0)
@@ -349,7 +350,7 @@ def test_message_too_large_splits_the_batch_and_the_parts_take_over_its_sequence
     rig.answer(big, codes={("t", 0): MessageTooLargeError.code})
     rig.step()  # the answer: split into halves, queued first
     assert not any(f.done() for f in futures)
-    parts = []
+    parts: list[DecodedBatch] = []
     offset = 100
     while not all(f.done() for f in futures):
         assert len(parts) < 8, "the parts never completed"
