@@ -380,7 +380,13 @@ class RecordAccumulator:
         return self._next_batch_expiry_ms
 
     def expiry_error(self, batch: ProducerBatch, now_ms: int) -> DeliveryTimeoutError:
-        state = "in flight" if batch.state is BatchState.IN_FLIGHT else "queued"
+        if batch.state is BatchState.IN_FLIGHT:
+            state = "in flight (it may have been written)"
+        elif batch.attempts:
+            state = (f"waiting to be retried after {batch.attempts} failed attempt(s) (it may have been written: "
+                     "an attempt that timed out can still reach the log)")
+        else:
+            state = "queued, never sent"
         return DeliveryTimeoutError(
             f"{batch.record_count} record(s) for {batch.tp} expired {state}: {now_ms - batch.created_ms} ms since "
             f"the batch was created, past delivery.timeout.ms={self.delivery_timeout_ms}; the partition's leader "
