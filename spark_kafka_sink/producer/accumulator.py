@@ -387,10 +387,13 @@ class RecordAccumulator:
                      "an attempt that timed out can still reach the log)")
         else:
             state = "queued, never sent"
-        return DeliveryTimeoutError(
+        last = f"; the last attempt failed with: {batch.last_error}" if batch.last_error is not None else ""
+        error = DeliveryTimeoutError(
             f"{batch.record_count} record(s) for {batch.tp} expired {state}: {now_ms - batch.created_ms} ms since "
             f"the batch was created, past delivery.timeout.ms={self.delivery_timeout_ms}; the partition's leader "
-            "may be down or unreachable")
+            f"may be down or unreachable{last}")
+        error.__cause__ = batch.last_error
+        return error
 
     # ------------------------------------------------------------------------------------ flush / abort / close
 

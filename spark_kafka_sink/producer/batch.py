@@ -31,7 +31,8 @@ is re-sent with identical bytes: setting a different state on a batch that has o
 
 Threads: appends happen while the accumulator holds the lock of this partition's deque; ``_lock`` guards
 ``_state`` and the producer-state fields; the sender thread owns ``attempts`` / ``last_attempt_ms`` /
-``retry_at_ms``. Futures are completed outside ``_lock`` (their callbacks may call back into the producer).
+``retry_at_ms`` / ``last_error``. Futures are completed outside ``_lock`` (their callbacks may call back into the
+producer).
 """
 
 from __future__ import annotations
@@ -126,6 +127,7 @@ class ProducerBatch:
         self.last_attempt_ms = created_ms
         self.retry_at_ms = created_ms  # not drained again before this (retry backoff)
         self.drained_ms = -1
+        self.last_error: BaseException | None = None  # why the last attempt failed (named if the batch expires)
         self._lock = threading.Lock()
         # Guarded by _lock:
         self._state = BatchState.OPEN if encoded is None else BatchState.CLOSED

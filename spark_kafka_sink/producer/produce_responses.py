@@ -151,6 +151,7 @@ class ProduceResponseHandler:
             self._client.metadata.request_update()  # the retry then goes to the partition's new leader
         if self._can_retry(batch, code, log_start_offset, now_ms):
             _log.warning("retrying %s after %s (attempt %d)", batch, error.error_name, batch.attempts + 1)
+            batch.last_error = error
             self._acc.reenqueue(batch, now_ms)
             self._acc.unmute(tp)
             if self._metrics is not None:
