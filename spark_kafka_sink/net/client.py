@@ -20,6 +20,18 @@ Metadata: ``client.metadata`` (:class:`~spark_kafka_sink.net.metadata.Metadata`)
 whenever it is due (requested, or older than metadata.max.age.ms), on the least loaded node; those responses are
 consumed internally. A failed connection also requests a refresh (the leader may have moved).
 
+Connection timing, as Java's ClusterConnectionStates and Selector:
+
+* reconnect backoff: reconnect.backoff.ms doubling per consecutive failure up to reconnect.backoff.max.ms (+-20%);
+* setup timeout: socket.connection.setup.timeout.ms doubling per consecutive attempt that failed before READY (a
+  timeout, refused, reset), up to socket.connection.setup.timeout.max.ms (+-20%, never above the max); READY, or a
+  failure after READY, starts again from the base (``connection_setup_timeout_ms(node_id)`` says the next one).
+  Unlike Java, whose growth covers only the TCP connect, ours covers the whole setup (TCP, TLS, SASL, ApiVersions),
+  which is what socket.connection.setup.timeout.ms bounds here;
+* idle connections: ``poll`` closes a READY connection with nothing in flight and no traffic for
+  connections.max.idle.ms (-1: never), as Java's Selector does. That is a clean close: no backoff, no error, no
+  metadata refresh; the next request to the node connects again.
+
 Fatal connection errors: an attempt that fails with an error whose ``fatal`` flag is set (SASL authentication,
 untrusted certificate, host name mismatch, security.protocol mismatch) is recorded with
 ``metadata.set_fatal_error`` -- where the producer's sender and its waiting user threads see it -- and ``poll``
@@ -39,6 +51,7 @@ must come from the same clock as the client's ``clock`` (default: :func:`monoton
 from __future__ import annotations
 
 import logging
+import math
 import random
 import selectors
 import socket
@@ -112,6 +125,8 @@ class _Node:
 
     conn: BrokerConnection
     failures: int = 0  # consecutive failed attempts; drives the reconnect backoff
+    setup_failures: int = 0  # consecutive attempts that failed before READY; drives the setup timeout
+    setup_timeout_ms: int = 0  # the next attempt's setup timeout (0: not drawn yet)
     next_attempt_ms: int = 0  # no new attempt before this
     active: bool = False  # an attempt or connection is live (to notice when it ends)
     last_error: KafkaError | None = field(default=None)
@@ -190,9 +205,28 @@ class NetworkClient:
             return conn.in_flight_count < self.config.max_in_flight_requests_per_connection
         if conn.state is ConnectionState.DISCONNECTED and now_ms >= node.next_attempt_ms:
             node.active = True
-            conn.connect(now_ms)
+            conn.connect(now_ms, self.connection_setup_timeout_ms(node_id))
             self._track(node, now_ms)
         return False
+
+    def connection_setup_timeout_ms(self, node_id: int) -> int:
+        """The setup timeout of the next (or current) attempt to ``node_id``, as Java's connectionSetupTimeoutMs:
+        socket.connection.setup.timeout.ms * 2^(attempts that failed before READY), +-20%, capped at
+        socket.connection.setup.timeout.max.ms."""
+        node = self._node(node_id)
+        if node is None:
+            return self._draw_setup_timeout(0)  # an unknown node: nothing to connect to yet
+        if not node.setup_timeout_ms:
+            node.setup_timeout_ms = self._draw_setup_timeout(node.setup_failures)
+        return node.setup_timeout_ms
+
+    def _draw_setup_timeout(self, failures: int) -> int:
+        cap = self.config.socket_connection_setup_timeout_max_ms
+        base = min(self.config.socket_connection_setup_timeout_ms, cap)
+        if cap <= base:
+            return base  # as Java's ExponentialBackoff: a max at or below the base is a constant timeout
+        exponent = min(failures, math.log2(cap / max(base, 1)))
+        return max(1, min(cap, int(base * 2 ** exponent * self._random.uniform(0.8, 1.2))))
 
     def is_ready(self, node_id: int) -> bool:
         """Connected and negotiated (regardless of in-flight requests); never starts a connection."""
@@ -323,6 +357,7 @@ class NetworkClient:
                 key.data.handle_events(mask, now_ms)
         for node in list(self._nodes.values()):
             node.conn.check_timeouts(now_ms)
+            self._close_if_idle(node, now_ms)
             self._track(node, now_ms)
             for completion in node.conn.drain_completions():
                 response = self._to_response(node.conn.node_id, completion)
@@ -333,11 +368,15 @@ class NetworkClient:
     def _track(self, node: _Node, now_ms: int) -> None:
         """Notice a connection becoming READY or failing: reset / grow the backoff, refresh metadata."""
         conn = node.conn
-        if conn.state is ConnectionState.READY and node.failures:
+        if conn.state is ConnectionState.READY and (node.failures or node.setup_failures):
             node.failures = 0
+            node.setup_failures = 0
+            node.setup_timeout_ms = 0
             node.last_error = None
         elif conn.state is ConnectionState.DISCONNECTED and node.active:
             node.active = False
+            node.setup_failures = node.setup_failures + 1 if conn.failed_during_setup else 0
+            node.setup_timeout_ms = 0  # drawn again for the next attempt
             node.last_error = conn.last_error
             if node.last_error is not None and node.last_error.fatal:
                 log.error("connection to %s failed and reconnecting cannot fix it: %s", conn.address,
@@ -348,6 +387,19 @@ class NetworkClient:
                           self.config.reconnect_backoff_max_ms)
             node.next_attempt_ms = now_ms + int(backoff * self._random.uniform(0.8, 1.2))  # jitter: no herds
             self.metadata.request_update()
+
+    def _close_if_idle(self, node: _Node, now_ms: int) -> None:
+        """connections.max.idle.ms: a clean close of a READY connection without traffic (module docstring)."""
+        idle_ms = self.config.connections_max_idle_ms
+        conn = node.conn
+        if idle_ms < 0 or conn.state is not ConnectionState.READY or conn.in_flight_count:
+            return
+        if now_ms - conn.last_activity_ms >= idle_ms:
+            log.debug("closing the connection to %s (node %s): idle for %d ms (connections.max.idle.ms)",
+                      conn.address, conn.node_id, now_ms - conn.last_activity_ms)
+            conn.disconnect(now_ms, f"was idle for {now_ms - conn.last_activity_ms} ms (connections.max.idle.ms)")
+            node.active = False  # not a failure: no backoff, no refresh
+            node.last_error = None
 
     def _to_response(self, node_id: int, completion: Completion) -> ClientResponse | None:
         request: ClientRequest = completion.request.tag
@@ -449,8 +501,11 @@ class NetworkClient:
                     tried[self.address(nid)] = str(error)
             if now >= deadline:
                 for nid, node in self._nodes.items():
-                    if node.conn.state in SETTING_UP and self.address(nid) in tried:
-                        tried[self.address(nid)] = f"no answer yet, still {node.conn.state.name}"
+                    address = self.address(nid)
+                    if node.conn.state in SETTING_UP and address in tried:
+                        earlier = tried[address]  # an earlier attempt's failure stays in the message
+                        tried[address] = f"no answer yet, still {node.conn.state.name}" \
+                            if earlier == "no answer yet" else f"{earlier}; then still {node.conn.state.name}"
                 listed = "; ".join(f"{addr} ({why})" for addr, why in tried.items()) or "none"
                 raise KafkaConnectionError(
                     f"could not reach any broker for {what}; tried: {listed}. "
@@ -469,13 +524,17 @@ class NetworkClient:
         return free[:max(0, _PARALLEL_ATTEMPTS - busy)]
 
     def fetch_metadata(self, topics: Iterable[str] | None = None, timeout_ms: int | None = None, *,
-                       allow_auto_topic_creation: bool = True,
+                       allow_auto_topic_creation: bool | None = None,
                        include_topic_authorized_operations: bool = False) -> Metadata:
-        """Blocking refresh: Metadata for ``topics`` (None = every topic, [] = brokers only) into ``metadata``.
-        ``include_topic_authorized_operations`` fills each TopicInfo's ``authorized_operations`` (Metadata v8+)."""
+        """Blocking refresh: Metadata for ``topics`` (None = every topic, [] = brokers only) into ``metadata``;
+        ``allow_auto_topic_creation`` None: as allow.auto.create.topics says. ``include_topic_authorized_operations``
+        fills each TopicInfo's ``authorized_operations`` (Metadata v8+)."""
         names = None if topics is None else [{"name": t} for t in topics]
+        if allow_auto_topic_creation is None:
+            allow_auto_topic_creation = self.metadata.allow_auto_create_topics
+        auto_create = allow_auto_topic_creation
         body = self.request(None, METADATA, lambda _v: {
-            "topics": names, "allow_auto_topic_creation": allow_auto_topic_creation,
+            "topics": names, "allow_auto_topic_creation": auto_create,
             "include_topic_authorized_operations": include_topic_authorized_operations},
             self.config.request_timeout_ms if timeout_ms is None else timeout_ms)
         self.metadata.update(body, self._clock())

@@ -32,10 +32,13 @@ SecurityValue = str | Secret
 _INT_KEYS: dict[str, str] = {
     "request.timeout.ms": "request_timeout_ms",
     "socket.connection.setup.timeout.ms": "socket_connection_setup_timeout_ms",
+    "socket.connection.setup.timeout.max.ms": "socket_connection_setup_timeout_max_ms",
+    "connections.max.idle.ms": "connections_max_idle_ms",
     "reconnect.backoff.ms": "reconnect_backoff_ms",
     "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
     "retry.backoff.ms": "retry_backoff_ms",
     "metadata.max.age.ms": "metadata_max_age_ms",
+    "metadata.max.idle.ms": "metadata_max_idle_ms",
     "max.in.flight.requests.per.connection": "max_in_flight_requests_per_connection",
     "send.buffer.bytes": "send_buffer_bytes",
     "receive.buffer.bytes": "receive_buffer_bytes",
@@ -44,7 +47,7 @@ _SECURITY_PREFIXES = ("ssl.", "sasl.")
 
 #: Every key :meth:`NetConfig.from_properties` reads (plus any ``ssl.*`` / ``sasl.*`` key).
 NET_CONFIG_KEYS: frozenset[str] = frozenset(
-    {"bootstrap.servers", "client.id", "security.protocol", *_INT_KEYS}
+    {"bootstrap.servers", "client.id", "security.protocol", "allow.auto.create.topics", *_INT_KEYS}
 )
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
@@ -87,10 +90,14 @@ class NetConfig:
     client_id: str = "spark-kafka-sink"
     request_timeout_ms: int = 30_000  # a request without an answer by then fails (retriable) and the link closes
     socket_connection_setup_timeout_ms: int = 10_000  # TCP connect + TLS/SASL handshake + ApiVersions
+    socket_connection_setup_timeout_max_ms: int = 30_000  # the setup timeout doubles per failed setup up to this
+    connections_max_idle_ms: int = 540_000  # close a connection without traffic for this long; -1 = never
     reconnect_backoff_ms: int = 50  # first wait before reconnecting to a node that failed
     reconnect_backoff_max_ms: int = 1_000  # the wait doubles per failure up to this
     retry_backoff_ms: int = 100  # minimum gap between two metadata refreshes
     metadata_max_age_ms: int = 300_000  # refresh metadata at least this often
+    metadata_max_idle_ms: int = 300_000  # a topic not sent to for this long leaves the refreshed set
+    allow_auto_create_topics: bool = True  # the Metadata request's allow_auto_topic_creation
     max_in_flight_requests_per_connection: int = 5
     send_buffer_bytes: int = 131_072  # SO_SNDBUF; -1 = OS default
     receive_buffer_bytes: int = 32_768  # SO_RCVBUF; -1 = OS default
@@ -106,12 +113,16 @@ class NetConfig:
             raise ConfigError("bootstrap.servers is empty: give at least one host:port", key="bootstrap.servers")
         for key, attr in _INT_KEYS.items():
             value = getattr(self, attr)
-            low = -1 if attr.endswith("buffer_bytes") else (1 if attr.startswith("max_in_flight") else 0)
+            low = -1 if attr.endswith("buffer_bytes") or attr == "connections_max_idle_ms" else (
+                1 if attr.startswith("max_in_flight") else 0)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"{key} must be an integer >= {low}, got {value!r}", key=key)
         for key in ("request.timeout.ms", "socket.connection.setup.timeout.ms"):
             if getattr(self, _INT_KEYS[key]) == 0:  # a zero deadline would fail every request at once
                 raise ConfigError(f"{key} must be positive, got 0", key=key)
+        if not isinstance(self.allow_auto_create_topics, bool):
+            raise ConfigError(f"allow.auto.create.topics must be true or false, got {self.allow_auto_create_topics!r}",
+                              key="allow.auto.create.topics")
         if self.security_protocol not in _SECURITY_PROTOCOLS:
             raise ConfigError(f"security.protocol must be one of {', '.join(_SECURITY_PROTOCOLS)}, "
                               f"got {self.security_protocol!r}", key="security.protocol")
@@ -141,6 +152,8 @@ class NetConfig:
         for key, attr in _INT_KEYS.items():
             if key in props:
                 kwargs[attr] = _to_int(key, props[key])
+        if "allow.auto.create.topics" in props:
+            kwargs["allow_auto_create_topics"] = _to_bool("allow.auto.create.topics", props["allow.auto.create.topics"])
         kwargs["security_options"] = tuple((k, v) for k, v in props.items() if k.startswith(_SECURITY_PREFIXES))
         return cls(**kwargs)
 
@@ -170,3 +183,11 @@ def _to_int(key: str, value: Any) -> int:
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         return int(value.strip())
     raise ConfigError(f"{key} must be an integer, got {value!r}", key=key)
+
+
+def _to_bool(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ConfigError(f"{key} must be true or false, got {value!r}", key=key)

@@ -11,8 +11,11 @@ States (an enum plus a transition table; any other move raises ``IllegalStateErr
 * HANDSHAKE: the security seam, :mod:`spark_kafka_sink.net.handshake` (TLS, SASL); plaintext has no handshakes.
 * NEGOTIATING: ApiVersions at the highest version we implement; if the broker answers UNSUPPORTED_VERSION with
   its own range, once more at the highest common version. Keeps the broker's per-API ranges and finalized
-  features (``broker_versions``). Connect, handshakes and negotiation together must finish within
-  socket.connection.setup.timeout.ms, else the attempt fails with a ``KafkaConnectionError`` naming host:port.
+  features (``broker_versions``). Connect, handshakes and negotiation together must finish within the setup
+  timeout ``connect`` is given (socket.connection.setup.timeout.ms, grown per failed attempt by the network
+  client), else the attempt fails with a ``KafkaConnectionError`` naming host:port.
+* Idle time: ``last_activity_ms`` is when the connection last connected, queued, wrote or read something; the
+  network client closes connections idle for connections.max.idle.ms.
 * READY: :meth:`send` frames requests with increasing correlation ids. Responses must come back in request order:
   any other correlation id is a ``ProtocolError`` and closes the connection. A request unanswered after its
   timeout (request.timeout.ms) fails with a retriable ``KafkaTimeoutError`` and, as in the Java client, the
@@ -130,6 +133,9 @@ class BrokerConnection:
         self._requests = RequestQueue(config.client_id)
         self._completions: list[Completion] = []
         self._setup_deadline_ms = 0
+        self._setup_timeout_ms = config.socket_connection_setup_timeout_ms  # of the current attempt
+        self.last_activity_ms = 0  # see "Idle time" in the module docstring
+        self.failed_during_setup = False  # the last failure came before READY (drives the setup timeout)
         self._attempts = 0  # rotates through resolved addresses on successive attempts
         self._handshakes = HandshakeRunner((), _Context(self))  # replaced on each attempt
         self._api_versions_retried = False
@@ -154,11 +160,15 @@ class BrokerConnection:
 
     # ------------------------------------------------------------------------------------------ setup
 
-    def connect(self, now_ms: int) -> None:
-        """Start connecting (DISCONNECTED -> CONNECTING). Failures show as DISCONNECTED with ``last_error``."""
+    def connect(self, now_ms: int, setup_timeout_ms: int | None = None) -> None:
+        """Start connecting (DISCONNECTED -> CONNECTING); the whole setup must finish within ``setup_timeout_ms``
+        (default socket.connection.setup.timeout.ms). Failures show as DISCONNECTED with ``last_error``."""
         self._transition(ConnectionState.CONNECTING)
         self.last_error = None
-        self._setup_deadline_ms = now_ms + self.config.socket_connection_setup_timeout_ms
+        self.last_activity_ms = now_ms
+        self._setup_timeout_ms = self.config.socket_connection_setup_timeout_ms if setup_timeout_ms is None \
+            else setup_timeout_ms
+        self._setup_deadline_ms = now_ms + self._setup_timeout_ms
         self._api_versions_retried = False
         try:
             infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
@@ -306,6 +316,7 @@ class BrokerConnection:
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
         request = self._requests.enqueue(api, version, body, now_ms, timeout, expect_response=expect_response,
                                          purpose=purpose, tag=tag)
+        self.last_activity_ms = max(self.last_activity_ms, now_ms)
         self._update_interest()
         return request
 
@@ -313,6 +324,7 @@ class BrokerConnection:
 
     def handle_events(self, mask: int, now_ms: int) -> None:
         """React to selector events for this connection's socket."""
+        self.last_activity_ms = max(self.last_activity_ms, now_ms)
         if self.state is ConnectionState.CONNECTING:
             self._finish_connect(now_ms)
             return
@@ -396,9 +408,10 @@ class BrokerConnection:
         """Fail the setup or a request whose deadline passed (which closes the connection)."""
         if self.state in SETTING_UP and now_ms >= self._setup_deadline_ms:
             self._fail(KafkaConnectionError(
-                f"could not set up a connection to {self.address} within "
-                f"{self.config.socket_connection_setup_timeout_ms} ms (socket.connection.setup.timeout.ms; "
-                f"stuck {self.state.name}): is the address a reachable Kafka listener?",
+                f"could not set up a connection to {self.address} within {self._setup_timeout_ms} ms "
+                f"(socket.connection.setup.timeout.ms, doubled per failed attempt up to "
+                f"socket.connection.setup.timeout.max.ms; stuck {self.state.name}): is the address a reachable "
+                "Kafka listener?",
                 address=self.address), now_ms)
             return
         if self.state is not ConnectionState.READY:
@@ -454,6 +467,7 @@ class BrokerConnection:
         self._fail_pending(error, now_ms, culprit)
         self._close_socket()
         self.last_error = error
+        self.failed_during_setup = self.state in SETTING_UP
         self._transition(ConnectionState.DISCONNECTED)
 
     def _fail_pending(self, error: KafkaError, now_ms: int, culprit: InFlightRequest | None) -> None:

@@ -1,7 +1,8 @@
 """The cluster metadata cache: brokers, topics, partitions and their leaders, as the last Metadata answer said.
 
     md = Metadata(config)                      # usually owned by a NetworkClient (client.metadata)
-    md.add_topic("t")                          # a topic of interest: included in every refresh
+    md.add_topic("t", now_ms)                  # a topic of interest: included in every refresh
+    md.touch_topic("t", now_ms)                # it is still used (metadata.max.idle.ms starts again)
     md.leader_for("t", 0) -> 1 | None          # None: unknown topic/partition or no leader right now
     md.partitions_for("t") -> [0, 1, 2] | None # None: topic not (yet) known
     md.topic_error("t") -> BrokerError | None  # e.g. UnknownTopicOrPartitionError, kept until a refresh clears it
@@ -11,8 +12,14 @@
     md.fatal_error -> KafkaError | None        # a connection failed in a way reconnecting cannot fix
 
 The network client refreshes the cache from ``poll()`` when it is due (as Java's NetworkClient does) and from the
-blocking ``fetch_metadata``. Refreshes ask for the topics of interest with allow_auto_topic_creation=True (the
-Java producer's default), so the first send to a new topic can create it where the broker allows that.
+blocking ``fetch_metadata``. Refreshes ask for the topics of interest with allow_auto_topic_creation from
+allow.auto.create.topics (default true, the Java producer's), so the first send to a new topic can create it
+where the broker allows that; with false a missing topic stays missing (UNKNOWN_TOPIC_OR_PARTITION).
+
+Idle topics (as Java's ProducerMetadata): every send renews its topic's expiry, now + metadata.max.idle.ms. An
+update drops from the topics of interest, and from the cache, each topic whose expiry passed, so a producer that
+once wrote to many topics stops asking for them all; a topic not yet in the cache is kept until it arrives. The
+next send to a dropped topic adds it again (and waits for its metadata, as a first send does).
 
 Fatal errors (as the Java client's ``Metadata.fatalError``): when a connection fails with an error whose ``fatal``
 flag is set -- SASL authentication failed, untrusted certificate, host name mismatch, TLS against a plaintext
@@ -80,13 +87,18 @@ class Metadata:
 
     def __init__(self, config: NetConfig) -> None:
         self._max_age_ms = config.metadata_max_age_ms
+        self._max_idle_ms = config.metadata_max_idle_ms
         self._backoff_ms = config.retry_backoff_ms
+        self._allow_auto_create = config.allow_auto_create_topics
         self._lock = threading.RLock()
         self._updated = threading.Condition(self._lock)  # notified after every update / failed update
         # All below: guarded by _lock.
         self._brokers: dict[int, BrokerInfo] = {}
         self._topics: dict[str, TopicInfo] = {}
         self._interest: set[str] = set()
+        # topic of interest -> when it expires (last use + metadata.max.idle.ms). Also written by touch_topic
+        # without the lock: one dict store per send, atomic; update() reads it under the lock.
+        self._expiry_ms: dict[str, int] = {}
         self._cluster_id: str | None = None
         self._controller_id: int | None = None
         self._need_update = True  # nothing known yet
@@ -161,9 +173,10 @@ class Metadata:
 
     # ----------------------------------------------------------------------------------------- topics of interest
 
-    def add_topic(self, topic: str) -> bool:
-        """Include ``topic`` in refreshes; True (and a refresh is requested) if it was new."""
+    def add_topic(self, topic: str, now_ms: int) -> bool:
+        """Include ``topic`` in refreshes, used at ``now_ms``; True (and a refresh is requested) if it was new."""
         with self._lock:
+            self._expiry_ms[topic] = now_ms + self._max_idle_ms
             if topic in self._interest:
                 return False
             self._interest.add(topic)
@@ -175,19 +188,29 @@ class Metadata:
                 self._last_refresh_ms = None
             return True
 
+    def touch_topic(self, topic: str, now_ms: int) -> None:
+        """``topic`` was sent to at ``now_ms``: renew its expiry (cheap: called per record; no lock, see above)."""
+        self._expiry_ms[topic] = now_ms + self._max_idle_ms
+
     def remove_topic(self, topic: str) -> None:
         with self._lock:
             self._interest.discard(topic)
+            self._expiry_ms.pop(topic, None)
 
     def topics_of_interest(self) -> list[str]:
         with self._lock:
             return sorted(self._interest)
 
-    def request_body(self, allow_auto_topic_creation: bool = True) -> dict[str, Any]:
-        """A Metadata request body for the topics of interest (none: brokers only)."""
+    def request_body(self) -> dict[str, Any]:
+        """A Metadata request body for the topics of interest (none: brokers only), allow_auto_topic_creation as
+        allow.auto.create.topics says."""
         with self._lock:
             topics = [{"name": t} for t in sorted(self._interest)]
-        return {"topics": topics, "allow_auto_topic_creation": allow_auto_topic_creation}
+        return {"topics": topics, "allow_auto_topic_creation": self._allow_auto_create}
+
+    @property
+    def allow_auto_create_topics(self) -> bool:
+        return self._allow_auto_create
 
     # ----------------------------------------------------------------------------------------- refresh policy
 
@@ -264,6 +287,10 @@ class Metadata:
                 if name is None:
                     continue  # topics asked by id only; we ask by name
                 topics[name] = self._merge_topic(name, t, topics.get(name))
+            for name in self._expired_topics(topics, now_ms):
+                self._interest.discard(name)
+                self._expiry_ms.pop(name, None)
+                topics.pop(name, None)
             self._brokers = brokers
             self._topics = topics
             self._cluster_id = body.get("cluster_id")
@@ -273,6 +300,11 @@ class Metadata:
             self._last_success_ms = now_ms
             self._version += 1
             self._updated.notify_all()
+
+    def _expired_topics(self, topics: Mapping[str, TopicInfo], now_ms: int) -> list[str]:
+        # Caller holds _lock. Java's retainTopic: a topic still waiting for its first metadata stays.
+        return [name for name in self._interest
+                if name in topics and self._expiry_ms.get(name, now_ms) <= now_ms]
 
     @staticmethod
     def _merge_topic(name: str, t: Mapping[str, Any], old: TopicInfo | None) -> TopicInfo:

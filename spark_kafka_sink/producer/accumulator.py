@@ -12,6 +12,7 @@ Sender side (the sender thread)::
     ready(leader_fn, now_ms) -> ReadyCheck(ready_nodes, next_ready_check_delay_ms, unknown_leader_topics)
     drain(leader_fn, nodes, max_request_size, now_ms, before_drain=None) -> {node_id: [ProducerBatch]}
     reenqueue(batch, now_ms)              expired_batches(now_ms) -> [ProducerBatch]
+    split_and_reenqueue(batch, parts)     (a batch refused as too large goes on as smaller ones)
     mute(tp) / unmute(tp)                 expiry_error(batch, now_ms)
 
 Memory: each new batch takes ``max(batch.size, its first record)`` bytes (bulk: the encoded size) from the
@@ -339,6 +340,23 @@ class RecordAccumulator:
                     position += 1
             queue.batches.insert(position, batch)
 
+    def split_and_reenqueue(self, batch: ProducerBatch, parts: list[ProducerBatch]) -> None:
+        """Java's splitAndReenqueue: ``parts`` (``batch.split(...)``, stamped with sequences if idempotent) go to
+        the FRONT of the partition's queue as batches never tried (before batches with a higher sequence), then
+        ``batch`` ends SPLIT and frees its memory -- in that order, so a flush never misses its records."""
+        queue = self._queue(batch.tp)
+        with queue.lock:
+            position = 0
+            if parts and parts[0].has_sequence:
+                sequence = parts[0].base_sequence
+                while (position < len(queue.batches) and queue.batches[position].has_sequence
+                       and queue.batches[position].base_sequence < sequence):
+                    position += 1
+            for offset, part in enumerate(parts):
+                self._track(part)
+                queue.batches.insert(position + offset, part)
+        batch.mark_split()
+
     def expired_batches(self, now_ms: int) -> list[ProducerBatch]:
         """Remove and return queued batches older than delivery.timeout.ms, oldest first per partition. The
         caller fails them (``batch.done(-1, -1, self.expiry_error(batch, now_ms))``); memory returns then."""
@@ -362,11 +380,20 @@ class RecordAccumulator:
         return self._next_batch_expiry_ms
 
     def expiry_error(self, batch: ProducerBatch, now_ms: int) -> DeliveryTimeoutError:
-        state = "in flight" if batch.state is BatchState.IN_FLIGHT else "queued"
-        return DeliveryTimeoutError(
+        if batch.state is BatchState.IN_FLIGHT:
+            state = "in flight (it may have been written)"
+        elif batch.attempts:
+            state = (f"waiting to be retried after {batch.attempts} failed attempt(s) (it may have been written: "
+                     "an attempt that timed out can still reach the log)")
+        else:
+            state = "queued, never sent"
+        last = f"; the last attempt failed with: {batch.last_error}" if batch.last_error is not None else ""
+        error = DeliveryTimeoutError(
             f"{batch.record_count} record(s) for {batch.tp} expired {state}: {now_ms - batch.created_ms} ms since "
             f"the batch was created, past delivery.timeout.ms={self.delivery_timeout_ms}; the partition's leader "
-            "may be down or unreachable")
+            f"may be down or unreachable{last}")
+        error.__cause__ = batch.last_error
+        return error
 
     # ------------------------------------------------------------------------------------ flush / abort / close
 

@@ -218,14 +218,15 @@ class ArrowSender:
     """The send_batch engine of one KafkaProducer (see the module docstring)."""
 
     def __init__(self, config: ProducerConfig, accumulator: RecordAccumulator, partitioner: Partitioner,
-                 tm: TransactionManager | None, wait_on_metadata: Callable[[str, int], int],
+                 tm: TransactionManager | None,
+                 partition_info: Callable[[str, int], tuple[int, list[int] | None]],
                  wakeup: Callable[[], None]) -> None:
         self._config = config
         self._acc = accumulator
         self._partitioner = partitioner
         self._transactional = tm is not None and tm.is_transactional
         self._tm = tm
-        self._wait_on_metadata = wait_on_metadata
+        self._partition_info = partition_info  # (topic, max_block_ms) -> (partition count, sticky candidates)
         self._wakeup = wakeup
         # The largest record that can ever be sent (checked before anything is queued).
         self._max_record = min(config.max_request_size, config.buffer_memory) - HEADER_SIZE
@@ -273,11 +274,11 @@ class ArrowSender:
     def _send_topic(self, topic: str, rows: pa.Array | None, cols: _Columns, started: int,
                     futures: list[Future[BatchMetadata]], sizes: list[int], interceptors: Any) -> None:
         max_block = self._config.max_block_ms
-        num_partitions = self._wait_on_metadata(topic, max(0, max_block - (monotonic_ms() - started)))
+        num_partitions, available = self._partition_info(topic, max(0, max_block - (monotonic_ms() - started)))
         row_idx = None if rows is None else np.asarray(rows)
         size = cols.size if row_idx is None else cols.size[row_idx]
         key, explicit = _take(cols.key, rows), _take(cols.partition, rows)
-        parts = self._partitioner.partition_arrow(topic, key, explicit, size, num_partitions)
+        parts = self._partitioner.partition_arrow(topic, key, explicit, size, num_partitions, available)
         order = np.argsort(parts, kind="stable")
         counts = np.bincount(parts, minlength=num_partitions)
         single = int(np.count_nonzero(counts)) == 1

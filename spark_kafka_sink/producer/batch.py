@@ -9,10 +9,17 @@ Two ways to fill one:
 
 Life cycle (``BatchState`` + ``_TRANSITIONS``; anything else raises IllegalStateError naming both states)::
 
-    OPEN -> CLOSED -> IN_FLIGHT -> SUCCEEDED | FAILED | ABORTED
+    OPEN -> CLOSED -> IN_FLIGHT -> SUCCEEDED | FAILED | ABORTED | SPLIT
                         |   ^
                         v   |
                       RETRYING          (any non-final state may also end FAILED or ABORTED)
+
+Splitting (Java's ``ProducerBatch.split``): a batch the broker refused as MESSAGE_TOO_LARGE is re-built by
+``split(max_bytes)`` into closed batches of at most ``max_bytes`` (uncompressed) each, in record order, with the
+same creation time; its record futures move to them, and a bulk batch's future completes once all of them have,
+with one BatchMetadata for its rows (``base_offset`` the smallest, ``split_last_offset`` the largest offset).
+``mark_split()`` then ends the batch in SPLIT: final, its memory released, nothing fired. Parts are built outside
+the buffer pool, as Java's are.
 
 ``done()`` may be called again for a batch that already FAILED or was ABORTED (a broker answer arriving after
 delivery.timeout.ms expired it): the late result is ignored and ``done`` returns False, as in the Java client.
@@ -24,7 +31,8 @@ is re-sent with identical bytes: setting a different state on a batch that has o
 
 Threads: appends happen while the accumulator holds the lock of this partition's deque; ``_lock`` guards
 ``_state`` and the producer-state fields; the sender thread owns ``attempts`` / ``last_attempt_ms`` /
-``retry_at_ms``. Futures are completed outside ``_lock`` (their callbacks may call back into the producer).
+``retry_at_ms`` / ``last_error``. Futures are completed outside ``_lock`` (their callbacks may call back into the
+producer).
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ from spark_kafka_sink.producer.record_metadata import (
     TopicPartition,
 )
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch
-from spark_kafka_sink.protocol.record_batch import BatchBuilder, Header, with_producer_state
+from spark_kafka_sink.protocol.record_batch import BatchBuilder, Header, decode_batch, with_producer_state
 
 __all__ = ["BatchState", "ProducerBatch", "NO_PRODUCER_ID", "NO_SEQUENCE", "gather_batch_futures"]
 
@@ -62,22 +70,25 @@ class BatchState(enum.Enum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     ABORTED = "aborted"  # abandoned (transaction abort, producer closed / fatal error) without being sent again
+    SPLIT = "split"  # refused as too large; its records went on in smaller batches (see the module docstring)
 
     @property
     def is_final(self) -> bool:
         return self in _FINAL
 
 
-_FINAL = frozenset({BatchState.SUCCEEDED, BatchState.FAILED, BatchState.ABORTED})
+_FINAL = frozenset({BatchState.SUCCEEDED, BatchState.FAILED, BatchState.ABORTED, BatchState.SPLIT})
 _ENDINGS = frozenset({BatchState.FAILED, BatchState.ABORTED})
+_LATE_ANSWER_IGNORED = _ENDINGS | {BatchState.SPLIT}
 _TRANSITIONS: dict[BatchState, frozenset[BatchState]] = {
     BatchState.OPEN: frozenset({BatchState.CLOSED}) | _ENDINGS,
     BatchState.CLOSED: frozenset({BatchState.IN_FLIGHT}) | _ENDINGS,
-    BatchState.IN_FLIGHT: frozenset({BatchState.RETRYING, BatchState.SUCCEEDED}) | _ENDINGS,
+    BatchState.IN_FLIGHT: frozenset({BatchState.RETRYING, BatchState.SUCCEEDED, BatchState.SPLIT}) | _ENDINGS,
     BatchState.RETRYING: frozenset({BatchState.IN_FLIGHT}) | _ENDINGS,
     BatchState.SUCCEEDED: frozenset(),
     BatchState.FAILED: frozenset(),
     BatchState.ABORTED: frozenset(),
+    BatchState.SPLIT: frozenset(),
 }
 
 
@@ -116,6 +127,7 @@ class ProducerBatch:
         self.last_attempt_ms = created_ms
         self.retry_at_ms = created_ms  # not drained again before this (retry backoff)
         self.drained_ms = -1
+        self.last_error: BaseException | None = None  # why the last attempt failed (named if the batch expires)
         self._lock = threading.Lock()
         # Guarded by _lock:
         self._state = BatchState.OPEN if encoded is None else BatchState.CLOSED
@@ -168,6 +180,14 @@ class ProducerBatch:
             return self._encoded.record_count
         assert self._builder is not None
         return self._builder.record_count
+
+    @property
+    def uncompressed_size(self) -> int:
+        """Header + uncompressed records: what counts against batch.size (and a split's ``max_bytes``)."""
+        if self._encoded is not None:
+            return self._encoded.uncompressed_size
+        assert self._builder is not None
+        return self._builder.estimated_size
 
     @property
     def size_in_bytes(self) -> int:
@@ -302,6 +322,82 @@ class ProducerBatch:
                                                         self._base_sequence, self._transactional)
             return self._payload
 
+    # ------------------------------------------------------------------------------------------ splitting
+
+    def split(self, max_bytes: int, compression: int | str, compression_level: int | None = None
+              ) -> list[ProducerBatch]:
+        """This batch's records in closed batches of at most ``max_bytes`` each (see the module docstring). The
+        futures move at once; call :meth:`mark_split` once the parts are queued (so a flush never sees neither)."""
+        with self._lock:
+            if self._built is None or self._state is not BatchState.IN_FLIGHT:
+                raise IllegalStateError(f"split a {self._state.name} batch of {self.tp}: only an answered one")
+            built, transactional = self._built, self._transactional
+        records = decode_batch(built).records
+        parts: list[ProducerBatch] = []
+        futures = self._record_futures
+        start = 0
+        while start < len(records):
+            builder = BatchBuilder(max_bytes, compression, transactional=transactional,
+                                   compression_level=compression_level)
+            end = start
+            while end < len(records):
+                r = records[end]
+                if not builder.try_append(r.timestamp_ms, r.key, r.value, r.headers):
+                    break
+                end += 1
+            part = ProducerBatch._part(self, builder, start, end - start)
+            if futures:
+                part._record_futures = futures[start:end]
+            parts.append(part)
+            start = end
+        self._record_futures = []
+        if self.batch_future is not None:
+            self._complete_when_parts_do(parts)
+        return parts
+
+    @classmethod
+    def _part(cls, whole: ProducerBatch, builder: BatchBuilder, start: int, count: int) -> ProducerBatch:
+        data = builder.build()
+        if whole._encoded is None:
+            part = cls(whole.tp, whole.created_ms, builder=builder)
+            part._built = data
+            part._state = BatchState.CLOSED
+            return part
+        encoded = EncodedBatch(data, count, whole._encoded.first_row + start, builder.base_timestamp,
+                               builder.max_timestamp, builder.estimated_size)
+        return cls(whole.tp, whole.created_ms, encoded=encoded)
+
+    def _complete_when_parts_do(self, parts: list[ProducerBatch]) -> None:
+        whole = self.batch_future
+        assert whole is not None
+        gathered = gather_batch_futures([p.batch_future for p in parts if p.batch_future is not None])
+
+        def done(f: Future[list[BatchMetadata]]) -> None:
+            error = f.exception()
+            if error is not None:
+                whole.set_exception(error)
+                return
+            pieces = f.result()
+            known = [m for m in pieces if m.base_offset != NO_OFFSET]
+            base = min((m.base_offset for m in known), default=NO_OFFSET)
+            last = max((m.last_offset for m in known), default=NO_OFFSET)
+            whole.set_result(BatchMetadata(self.tp.topic, self.tp.partition, base, self.record_count,
+                                           self.first_row, pieces[0].log_append_time_ms, last))
+
+        gathered.add_done_callback(done)
+
+    def mark_split(self) -> None:
+        """End this batch in SPLIT once its parts are queued: memory released (``on_complete``), nothing fired."""
+        with self._lock:
+            self._transition(BatchState.SPLIT)
+        if self.on_complete is not None:
+            self.on_complete(self)
+        with self._lock:
+            self._completed = True
+            event = self._completed_event
+        if event is not None:
+            event.set()
+
     # ------------------------------------------------------------------------------------------ completion
 
     def done(self, base_offset: int, log_append_time_ms: int, error: BaseException | None) -> bool:
@@ -317,8 +413,8 @@ class ProducerBatch:
     def _complete(self, final: BatchState, base_offset: int, log_append_time_ms: int,
                   error: BaseException | None) -> bool:
         with self._lock:
-            if self._state in _ENDINGS:
-                return False  # a late answer for an expired/aborted batch (Java ignores it too)
+            if self._state in _LATE_ANSWER_IGNORED:
+                return False  # a late answer for an expired/aborted/split batch (Java ignores it too)
             self._transition(final)
             self._error = error
         try:

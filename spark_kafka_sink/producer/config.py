@@ -67,7 +67,6 @@ class ProducerConfig:
     ssl_ca_location: str | None
     ssl_truststore_location: str | None
     ssl_truststore_type: str
-    ssl_truststore_password: Secret | None
     ssl_certificate_location: str | None
     ssl_key_location: str | None
     ssl_key_password: Secret | None

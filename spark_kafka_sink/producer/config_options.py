@@ -210,8 +210,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("ssl.truststore.location", "string", _optional_string, None,
          "Same as ssl.ca.location (PEM only: convert JKS/PKCS12 with keytool or openssl)."),
     _opt("ssl.truststore.type", "enum", _choice("PEM", upper=True), "PEM", "PEM only."),
-    _opt("ssl.truststore.password", "secret", _secret, None,
-         "Accepted for Java compatibility; PEM truststores have none."),
     _opt("ssl.certificate.location", "string", _optional_string, None, "PEM client certificate (mutual TLS)."),
     _opt("ssl.key.location", "string", _optional_string, None, "PEM private key of the client certificate."),
     _opt("ssl.key.password", "secret", _secret, None, "Password of ssl.key.location; never logged."),
@@ -220,15 +218,19 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("ssl.check.hostname", "bool", _bool, True,
          "Verify the broker host name (overrides ssl.endpoint.identification.algorithm when set)."),
     _opt("socket.connection.setup.timeout.ms", _MS, _int(0), 10_000, "Time to establish one connection."),
-    _opt("socket.connection.setup.timeout.max.ms", _MS, _int(0), 30_000, "Cap of the exponential connect timeout."),
-    _opt("connections.max.idle.ms", _MS, _int(-1), 540_000, "Close connections idle this long (-1: never)."),
+    _opt("socket.connection.setup.timeout.max.ms", _MS, _int(0), 30_000,
+         "Cap of the setup timeout, which doubles (+-20%) per failed attempt to set up a connection to a broker."),
+    _opt("connections.max.idle.ms", _MS, _int(-1), 540_000,
+         "Close a connection without traffic for this long (-1: never); the next request reconnects."),
     _opt("reconnect.backoff.ms", _MS, _int(0), 50, "Wait before reconnecting to a broker."),
     _opt("reconnect.backoff.max.ms", _MS, _int(0), 1_000, "Cap of the exponential reconnect backoff."),
     _opt("send.buffer.bytes", "int", _int(-1, MAX_INT32), 131_072, "SO_SNDBUF (-1: OS default)."),
     _opt("receive.buffer.bytes", "int", _int(-1, MAX_INT32), 32_768, "SO_RCVBUF (-1: OS default)."),
     _opt("metadata.max.age.ms", _MS, _int(0), 300_000, "Refresh metadata at least this often."),
-    _opt("metadata.max.idle.ms", _MS, _int(5_000), 300_000, "Forget topics not produced to for this long."),
-    _opt("allow.auto.create.topics", "bool", _bool, True, "Let the broker auto-create a missing topic (if it allows)."),
+    _opt("metadata.max.idle.ms", _MS, _int(5_000), 300_000,
+         "Stop refreshing the metadata of a topic not sent to for this long (the next send fetches it again)."),
+    _opt("allow.auto.create.topics", "bool", _bool, True,
+         "Let the broker auto-create a missing topic (if it allows); false: sending to it fails after max.block.ms."),
     # --- delivery
     _opt("acks", "enum", _acks, -1, "all (-1): every in-sync replica; 1: the leader; 0: no acknowledgement."),
     _opt("enable.idempotence", "bool", _bool, True,
@@ -263,7 +265,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("partitioner.adaptive.partitioning.enable", "bool", _bool, True,
          "Sticky partitions favour brokers with shorter queues."),
     _opt("partitioner.availability.timeout.ms", _MS, _int(0), 0,
-         "Skip a partition whose broker has not accepted a batch for this long (0: never)."),
+         "Leave the partitions of a broker that took no data for this long out of sticky (keyless) choices "
+         "(0: never; needs partitioner.adaptive.partitioning.enable)."),
     # --- transactions and extensions
     _opt("transactional.id", "string", _optional_string, None, "Enables transactions; stable across restarts."),
     _opt("transaction.timeout.ms", _MS, _int(1, MAX_INT32), 60_000,
@@ -282,6 +285,9 @@ UNSUPPORTED_OPTIONS: dict[str, str] = {
     "ssl.keystore.location": "use ssl.certificate.location and ssl.key.location (PEM files)",
     "ssl.keystore.password": "use ssl.key.password with ssl.key.location",
     "ssl.keystore.type": "use ssl.certificate.location and ssl.key.location (PEM files)",
+    # Java refuses a password with a PEM truststore too; accepting and ignoring it would hide a JKS/PKCS12 setup.
+    "ssl.truststore.password": "PEM truststores have no password (only PEM is supported): remove it, and point "
+                               "ssl.truststore.location or ssl.ca.location at a PEM file",
     "sasl.kerberos.service.name": "GSSAPI/Kerberos is not supported",
 }
 

@@ -14,7 +14,11 @@ OUT_OF_ORDER_SEQUENCE_NUMBER,      the transaction manager decides (retry behind
 UNKNOWN_PRODUCER_ID                epoch with renumbered sequences; abortable inside a transaction)
 INVALID_PRODUCER_EPOCH,            fail with ProducerFencedError: a newer producer owns this id
 PRODUCER_FENCED
-MESSAGE_TOO_LARGE,                 fail with a message naming the batch size and the settings to change
+MESSAGE_TOO_LARGE with more than     split into batches of half its (uncompressed) size and queue them first, as
+one record                         Java's splitAndReenqueue (with idempotence they take over its sequences); a
+                                   part refused again is split again, so batch.size may exceed the topic's
+                                   max.message.bytes (Java splits at batch.size only: KAFKA-8350)
+MESSAGE_TOO_LARGE (one record),    fail with a message naming the record's size and the settings to change
 RECORD_LIST_TOO_LARGE
 anything else                      fail the batch with the named broker error
 =================================  ============================================================================
@@ -42,6 +46,7 @@ from spark_kafka_sink.errors import (
     DeliveryTimeoutError,
     DuplicateSequenceNumberError,
     KafkaError,
+    MessageTooLargeError,
     NetworkExceptionError,
     NotEnoughReplicasAfterAppendError,
     RequestTimedOutError,
@@ -138,11 +143,15 @@ class ProduceResponseHandler:
             batch.done(offset, log_append_time_ms, None)
             self._acc.unmute(tp)
             return
+        if code == MessageTooLargeError.code and batch.record_count > 1 and not batch.is_done:
+            self._split(batch, message, now_ms)
+            return
         error = self._error_for(batch, code, message, record_errors, context)
         if error.invalid_metadata:
             self._client.metadata.request_update()  # the retry then goes to the partition's new leader
         if self._can_retry(batch, code, log_start_offset, now_ms):
             _log.warning("retrying %s after %s (attempt %d)", batch, error.error_name, batch.attempts + 1)
+            batch.last_error = error
             self._acc.reenqueue(batch, now_ms)
             self._acc.unmute(tp)
             if self._metrics is not None:
@@ -153,6 +162,18 @@ class ProduceResponseHandler:
             final = self._acc.expiry_error(batch, now_ms)
             final.__cause__ = error
         self.fail_batch(batch, final, now_ms, maybe_written=code in _MAYBE_WRITTEN)
+
+    def _split(self, batch: ProducerBatch, message: str | None, now_ms: int) -> None:
+        max_bytes = max(1, batch.uncompressed_size // 2)
+        parts = batch.split(max_bytes, self._config.compression_type, self._config.effective_compression_level)
+        _log.warning("%s was too large for the broker (%s); splitting it into %d batches of at most %d bytes and "
+                     "sending them again", batch, message or "MESSAGE_TOO_LARGE", len(parts), max_bytes)
+        if self._tm is not None:
+            self._tm.split_batch(batch, parts)
+        self._acc.split_and_reenqueue(batch, parts)
+        self._acc.unmute(batch.tp)
+        if self._metrics is not None:
+            self._metrics.record_retry(batch.record_count, now_ms)
 
     def _can_retry(self, batch: ProducerBatch, code: int, log_start_offset: int, now_ms: int) -> bool:
         if batch.is_done or batch.has_reached_delivery_timeout(now_ms, self._config.delivery_timeout_ms):
@@ -168,7 +189,13 @@ class ProduceResponseHandler:
         where = f"Produce {batch.tp} to {self._client.address(context.node_id)}"
         if code in FENCED_CODES:  # one named error for "a newer producer owns this id", wherever it shows up
             return fenced_error(broker_error(code, where, message), where)
-        if code in TOO_LARGE_CODES:
+        if code in TOO_LARGE_CODES and batch.record_count == 1:
+            message = (f"the broker rejected a record of {batch.size_in_bytes} bytes (in a batch of its own): the "
+                       f"topic's limit for one record batch, max.message.bytes (broker default: message.max.bytes), "
+                       f"is below {batch.size_in_bytes} bytes. Send smaller records, or raise the topic's "
+                       "max.message.bytes"
+                       + (f"; broker says: {message}" if message else ""))
+        elif code in TOO_LARGE_CODES:
             message = (f"the broker rejected a {batch.size_in_bytes}-byte batch of {batch.record_count} record(s): "
                        "larger than the topic's max.message.bytes (broker: message.max.bytes). Lower batch.size and "
                        "max.request.size below that limit, or raise the topic's max.message.bytes"

@@ -63,6 +63,7 @@ from spark_kafka_sink.producer.buffer_pool import BufferPool
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.interceptors import InterceptorChain, ProducerRecord
 from spark_kafka_sink.producer.metrics import ProducerMetrics
+from spark_kafka_sink.producer.node_availability import sticky_candidates
 from spark_kafka_sink.producer.partitioner import Partitioner
 from spark_kafka_sink.producer.record_metadata import RecordMetadata, TopicPartition
 from spark_kafka_sink.producer.sender import Sender, SenderThread
@@ -121,13 +122,14 @@ class KafkaProducer:
         self._sender = Sender(self._client, self._accumulator, cfg, transaction_manager=self._tm,
                               metrics=self._metrics)
         self._thread = SenderThread(self._sender, name=f"kafka-producer-network-thread | {cfg.client_id}")
-        self._arrow = ArrowSender(cfg, self._accumulator, self._partitioner, self._tm, self._wait_on_metadata,
+        self._availability = self._sender.node_availability
+        self._arrow = ArrowSender(cfg, self._accumulator, self._partitioner, self._tm, self._partition_info,
                                   self._thread.wakeup)
         self._max_block_ms = cfg.max_block_ms
         self._size_limit = min(cfg.max_request_size, cfg.buffer_memory)
-        # topic -> (metadata version, partition count, partitions with a leader or None): a cache written by any
-        # sending thread; whole-tuple dict writes are atomic, and a stale entry is only recomputed.
-        self._partition_cache: dict[str, tuple[int, int, list[int] | None]] = {}
+        # topic -> (metadata version, unavailable nodes, partition count, sticky candidates or None): a cache
+        # written by any sending thread; whole-tuple dict writes are atomic, and a stale entry is only recomputed.
+        self._partition_cache: dict[str, tuple[int, frozenset[int], int, list[int] | None]] = {}
         self._close_lock = threading.Lock()
         self._closed = False  # guarded by _close_lock
         # Only the sender thread touches the client from here on.
@@ -165,7 +167,7 @@ class KafkaProducer:
         tp: TopicPartition | None = None
         try:
             started = monotonic_ms()
-            num_partitions, available = self._partition_info(topic)
+            num_partitions, available = self._partition_info(topic, self._max_block_ms)
             size = self._record_size(key_b, value_b, header_t)
             choice = self._partitioner.partition(topic, key_b, num_partitions, partition, available)
             tp = TopicPartition(topic, choice.partition)
@@ -244,23 +246,27 @@ class KafkaProducer:
                 f"({self.config.buffer_memory}); send a smaller record or raise buffer.memory")
         return size
 
-    def _partition_info(self, topic: str) -> tuple[int, list[int] | None]:
-        """(partition count, partitions with a leader or None if all have one), cached per metadata version."""
+    def _partition_info(self, topic: str, max_block_ms: int) -> tuple[int, list[int] | None]:
+        """(partition count, the sticky partitioner's candidates or None for all), cached per metadata version and
+        set of unavailable nodes. Candidates: partitions with a leader, less those whose leader took no data for
+        partitioner.availability.timeout.ms (if that leaves none, all with a leader, as Java)."""
+        self._metadata.touch_topic(topic, monotonic_ms())  # metadata.max.idle.ms counts from the last send
         version = self._metadata.version
+        unavailable = self._availability.unavailable
         cached = self._partition_cache.get(topic)
-        if cached is not None and cached[0] == version:
-            return cached[1], cached[2]
-        count = self._wait_on_metadata(topic, self._max_block_ms)
+        if cached is not None and cached[0] == version and cached[1] is unavailable:
+            return cached[2], cached[3]
+        count = self._wait_on_metadata(topic, max_block_ms)
         parts = self._metadata.partitions_for(topic) or []
-        led = [p for p in parts if self._metadata.leader_for(topic, p) is not None]
-        info = (count, led if len(led) < len(parts) else None)
-        self._partition_cache[topic] = (version, *info)
+        leaders = {p: self._metadata.leader_for(topic, p) for p in parts}
+        info = (count, sticky_candidates(parts, leaders, unavailable))
+        self._partition_cache[topic] = (version, unavailable, *info)
         return info
 
     def _wait_on_metadata(self, topic: str, max_block_ms: int) -> int:
         """The topic's partition count, waiting up to ``max_block_ms`` for it to appear in the metadata."""
         metadata = self._metadata
-        if metadata.add_topic(topic):
+        if metadata.add_topic(topic, monotonic_ms()):
             self._thread.wakeup()
         partitions = metadata.partitions_for(topic)
         if partitions is not None:
@@ -274,9 +280,12 @@ class KafkaProducer:
             remaining = deadline - monotonic_ms()
             if remaining <= 0:
                 where = f" (last error: {error})" if error is not None else ""
+                creation = ("allow.auto.create.topics=false, so the producer does not ask the broker to create it: "
+                            "create the topic first (or set allow.auto.create.topics=true)"
+                            if not metadata.allow_auto_create_topics
+                            else "check the topic exists (or may be auto-created)")
                 raise KafkaTimeoutError(f"topic {topic!r} not present in metadata after max.block.ms="
-                                        f"{max_block_ms}{where}; check the topic exists (or may be auto-created) "
-                                        "and the brokers are reachable")
+                                        f"{max_block_ms}{where}; {creation}, and that the brokers are reachable")
             version = metadata.request_update()
             self._thread.wakeup()
             metadata.wait_for_update(version, remaining)

@@ -41,7 +41,12 @@ class BatchMetadata:
     record_count: int
     first_row: int
     log_append_time_ms: int
+    # A batch split because the broker refused it as too large went out in parts, whose offsets need not be
+    # consecutive (another producer may write between them): then the largest, else -1 (base + count - 1).
+    split_last_offset: int = NO_OFFSET
 
     @property
     def last_offset(self) -> int:
+        if self.split_last_offset != NO_OFFSET:
+            return self.split_last_offset
         return NO_OFFSET if self.base_offset == NO_OFFSET else self.base_offset + self.record_count - 1

@@ -13,7 +13,8 @@ A round (after the Java client's Sender.runOnce):
    round -- one such request is in flight at a time;
 2. ``accumulator.ready`` -> unknown leaders: add the topic to the metadata and request an update (the network
    client refreshes from ``poll``);
-3. ``client.ready`` per ready node (connects if needed; False while max.in.flight requests are out);
+3. ``client.ready`` per ready node (connects if needed; False while max.in.flight requests are out); each answer
+   feeds ``node_availability`` (partitioner.availability.timeout.ms, see :mod:`.node_availability`);
 4. ``accumulator.drain`` up to max.request.size per node; the ``before_drain`` hook asks the transaction manager
    whether the partition may send now and stamps producer id / epoch / sequence on the batch;
 5. expire queued batches past delivery.timeout.ms (DeliveryTimeoutError);
@@ -46,6 +47,7 @@ from spark_kafka_sink.producer.accumulator import NO_DELAY_LIMIT_MS, RecordAccum
 from spark_kafka_sink.producer.batch import ProducerBatch
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.metrics import ProducerMetrics
+from spark_kafka_sink.producer.node_availability import NodeAvailability
 from spark_kafka_sink.producer.produce_responses import ProduceContext, ProduceResponseHandler
 from spark_kafka_sink.producer.record_metadata import TopicPartition
 from spark_kafka_sink.producer.sender_client import ClientAnswer, SenderClient
@@ -83,6 +85,10 @@ class Sender:
         # With max.in.flight = 1 and no idempotence, order is kept by muting a partition while a batch of it is
         # in flight (as Java). With idempotence the sequence rules keep order instead (see transactions/_sequences.py).
         self._guarantee_order = config.max_in_flight_requests_per_connection == 1 and transaction_manager is None
+        # partitioner.availability.timeout.ms (ignored without adaptive partitioning, as Java documents): the
+        # producer's partitioner reads ``node_availability.unavailable``.
+        self.node_availability = NodeAvailability(
+            config.partitioner_availability_timeout_ms if config.partitioner_adaptive_partitioning_enable else 0)
         self._produce_max_version = (MAX_TRANSACTIONAL_PRODUCE_VERSION
                                      if transaction_manager is not None and transaction_manager.is_transactional
                                      else MAX_PRODUCE_VERSION)
@@ -128,14 +134,16 @@ class Sender:
         check = self._acc.ready(self._leader, now_ms)
         if check.unknown_leader_topics:
             for topic in check.unknown_leader_topics:
-                metadata.add_topic(topic)
+                metadata.add_topic(topic, now_ms)
             metadata.request_update()
         ready_nodes: list[int] = []
         not_ready_timeout = NO_DELAY_LIMIT_MS
         for node in sorted(check.ready_nodes):
             if client.ready(node, now_ms):
                 ready_nodes.append(node)
+                self.node_availability.record(node, now_ms, drained=True)
             else:
+                self.node_availability.record(node, now_ms, drained=False)  # data waits for this node
                 not_ready_timeout = min(not_ready_timeout, client.connection_delay(node, now_ms))
         hook: Callable[[ProducerBatch], bool] | None = self._before_drain if self._tm is not None else None
         drained = self._acc.drain(self._leader, ready_nodes, self._config.max_request_size, now_ms, hook)

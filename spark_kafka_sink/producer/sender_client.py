@@ -39,8 +39,8 @@ class SenderMetadata(Protocol):
     def broker(self, node_id: int) -> object | None:
         """The broker's address entry; None for a node the cache has not seen."""
 
-    def add_topic(self, topic: str) -> object:
-        """Keep ``topic`` in the metadata refreshed from now on."""
+    def add_topic(self, topic: str, now_ms: int) -> object:
+        """Keep ``topic`` in the metadata refreshed from now on (it was used at ``now_ms``)."""
 
     def request_update(self) -> object:
         """Ask for a refresh at the next ``poll``."""

@@ -209,8 +209,9 @@ def test_unreachable_bootstrap_fails_within_the_timeout_naming_every_address(
     with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts in the kernel, never answers
         silent_port = silent.getsockname()[1]
         refused = unused_port()  # drawn while the silent port is taken, so the two cannot be the same port
+        # A constant setup timeout (max = base): growing it would leave the last attempt still running at the end.
         client = make_client(("127.0.0.1", refused), ("127.0.0.1", silent_port),
-                             socket_connection_setup_timeout_ms=400)
+                             socket_connection_setup_timeout_ms=400, socket_connection_setup_timeout_max_ms=400)
         clients.append(client)
         start = time.monotonic()
         with pytest.raises(KafkaConnectionError) as info:
@@ -282,7 +283,7 @@ def test_poll_refreshes_metadata_and_least_loaded_moves_to_brokers(clients: list
         client = make_client((broker.host, broker.port))
         clients.append(client)
         assert client.least_loaded_node(monotonic_ms()) == -1  # only bootstrap addresses known
-        client.metadata.add_topic("t")
+        client.metadata.add_topic("t", monotonic_ms())
         deadline = time.monotonic() + 5
         while client.metadata.leader_for("t", 0) is None:
             assert time.monotonic() < deadline, "metadata never refreshed"
@@ -340,7 +341,7 @@ def test_a_fatal_setup_error_is_reported_on_the_metadata_and_ends_the_reconnecti
                                          reconnect_backoff_max_ms=1), handshakes=rejecting(attempts))
         clients.append(client)
         metadata = client.metadata
-        metadata.add_topic("t")
+        metadata.add_topic("t", monotonic_ms())
         woken: list[bool] = []
         waiter = threading.Thread(target=lambda: woken.append(metadata.wait_for_update(metadata.version, 60_000)))
         waiter.start()  # a producer thread waiting for the topic's metadata

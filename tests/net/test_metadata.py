@@ -109,10 +109,10 @@ def test_refresh_policy() -> None:
 def test_a_new_topic_skips_the_refresh_backoff_once() -> None:
     md = Metadata(CONFIG)
     md.update(response([]), 1000)  # e.g. the bootstrap refresh, just now
-    assert md.add_topic("new")
+    assert md.add_topic("new", 0)
     assert md.time_to_next_update(1001) == 0  # as Java's requestUpdateForNewTopics: no retry.backoff.ms wait
     md.failed_update(1002)  # (or an answer without the topic)
-    assert not md.add_topic("new")  # asked for already: its next refresh backs off as usual
+    assert not md.add_topic("new", 0)  # asked for already: its next refresh backs off as usual
     md.request_update()
     assert md.time_to_next_update(1003) == 99
 
@@ -120,7 +120,7 @@ def test_a_new_topic_skips_the_refresh_backoff_once() -> None:
 def test_topics_of_interest_shape_the_request() -> None:
     md = Metadata(CONFIG)
     md.update(response([]), 0)
-    assert md.add_topic("b") and md.add_topic("a") and not md.add_topic("a")
+    assert md.add_topic("b", 0) and md.add_topic("a", 0) and not md.add_topic("a", 0)
     assert md.needs_update(1000)  # a new topic asks for a refresh
     assert md.request_body() == {"topics": [{"name": "a"}, {"name": "b"}], "allow_auto_topic_creation": True}
     md.remove_topic("a")
@@ -144,3 +144,28 @@ def test_topics_without_a_name_are_skipped(name: None) -> None:
     md = Metadata(CONFIG)
     md.update(response([{"error_code": UnknownTopicIdError.code, "name": name, "partitions": []}]), 0)
     assert md.topics() == {}
+
+
+def test_topics_unused_for_metadata_max_idle_ms_leave_the_refresh_set() -> None:
+    md = Metadata(NetConfig(bootstrap_servers=(("b", 1),), metadata_max_idle_ms=5_000))
+    md.add_topic("old", 0)
+    md.add_topic("used", 0)
+    md.add_topic("waiting", 0)  # never answered: still waiting for its first metadata
+    md.update(response([topic("old", partition(0, 1)), topic("used", partition(0, 1))]), 1_000)
+    md.touch_topic("used", 4_000)  # a send renews the expiry (now + metadata.max.idle.ms)
+    md.update(response([topic("old", partition(0, 1)), topic("used", partition(0, 1))]), 4_999)
+    assert md.topics_of_interest() == ["old", "used", "waiting"]  # nothing expired yet
+    md.update(response([topic("old", partition(0, 1)), topic("used", partition(0, 1))]), 5_000)
+    assert md.topics_of_interest() == ["used", "waiting"]  # as Java's retainTopic: a new topic is kept
+    assert md.partitions_for("old") is None and md.topic("old") is None  # dropped from the cache too
+    assert md.request_body()["topics"] == [{"name": "used"}, {"name": "waiting"}]
+    assert md.add_topic("old", 6_000)  # the next send adds it back, as a first send
+    md.update(response([topic("used", partition(0, 1))]), 9_001)
+    assert md.topics_of_interest() == ["old", "waiting"]  # "used" was last sent to at 4000
+
+
+def test_allow_auto_create_topics_goes_into_every_refresh() -> None:
+    md = Metadata(NetConfig(bootstrap_servers=(("b", 1),), allow_auto_create_topics=False))
+    md.add_topic("t", 0)
+    assert md.request_body() == {"topics": [{"name": "t"}], "allow_auto_topic_creation": False}
+    assert Metadata(CONFIG).request_body()["allow_auto_topic_creation"] is True  # the Java producer's default

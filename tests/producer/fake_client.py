@@ -86,7 +86,7 @@ class FakeClient:
         self.metadata = Metadata(NetConfig(bootstrap_servers=(("broker1", 9001),)))
         self.metadata.update(metadata_body(leaders), 0)
         for topic, _ in leaders:
-            self.metadata.add_topic(topic)
+            self.metadata.add_topic(topic, 0)
         self.next_metadata: dict[str, Any] | None = None  # applied by poll when a refresh is due
         self.max_in_flight = max_in_flight
         self.down: set[int] = set()  # nodes that never become ready

@@ -54,7 +54,7 @@ def test_send_path_compresses_at_the_configured_level(options: dict[str, int], l
 def test_send_batch_path_compresses_at_the_configured_level(options: dict[str, int], level: int) -> None:
     cfg = config(**options)
     acc = RecordAccumulator.from_config(cfg)
-    sender = ArrowSender(cfg, acc, Partitioner.from_config(cfg), None, lambda topic, max_ms: 1, lambda: None)
+    sender = ArrowSender(cfg, acc, Partitioner.from_config(cfg), None, lambda topic, max_ms: (1, None), lambda: None)
     sender.send("t", pa.table({"value": pa.array(VALUES, pa.binary())}))
     (payload,) = _drain_payloads(acc)
     assert payload[HEADER_SIZE:] == gzip.compress(_records_section(payload), compresslevel=level, mtime=0)
@@ -76,3 +76,18 @@ def test_a_level_out_of_the_codecs_range_is_refused(codec: str, level: int) -> N
 
 def test_a_level_for_a_codec_without_levels_is_ignored() -> None:
     assert config(**{"compression.type": "snappy", "compression.level": 3}).compression_type == "snappy"
+
+
+@pytest.mark.parametrize("codec, option, level", [("lz4", "compression.lz4.level", 12),
+                                                  ("zstd", "compression.zstd.level", 19)])
+def test_lz4_and_zstd_levels_reach_the_compressor(codec: str, option: str, level: int) -> None:
+    payloads = {}
+    for options in ({}, {option: level}):
+        acc = RecordAccumulator.from_config(config(**{"compression.type": codec, **options}))
+        for v in VALUES:
+            acc.append(TP, 0, None, v, [], 0, 1_000)
+        (payload,) = _drain_payloads(acc)
+        assert [r.value for r in decode_batch(payload).records] == VALUES
+        payloads[bool(options)] = payload
+    print(f"{codec}: {len(payloads[False])} bytes at the default level, {len(payloads[True])} at {level}")
+    assert payloads[True] != payloads[False]  # the level changed the compressed bytes

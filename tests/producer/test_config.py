@@ -63,6 +63,10 @@ def test_unknown_key_suggests_nearest_name() -> None:
 def test_unsupported_java_key_says_why() -> None:
     with pytest.raises(ConfigError, match="serialize values before send"):
         cfg({"value.serializer": "org.apache.kafka.common.serialization.StringSerializer"})
+    # Accepted and ignored before: a truststore password means a JKS/PKCS12 store, which only PEM replaces.
+    with pytest.raises(ConfigError, match="PEM truststores have no password") as info:
+        cfg({"ssl.truststore.password": "s3cret-pw"})
+    assert info.value.key == "ssl.truststore.password" and "s3cret-pw" not in str(info.value)
 
 
 @pytest.mark.parametrize("key,value,allowed", [

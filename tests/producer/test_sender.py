@@ -33,6 +33,7 @@ from spark_kafka_sink.protocol.messages import (
     INIT_PRODUCER_ID,
     PRODUCE,
 )
+from spark_kafka_sink.protocol.record_batch import DecodedBatch
 from tests.producer.fake_client import FakeClient, FakeRequest, batches_of, metadata_body, produce_answer
 
 T0 = TopicPartition("t", 0)
@@ -333,8 +334,38 @@ def test_message_too_large_fails_with_the_size_and_the_settings() -> None:
     rig.step()
     rig.answer(rig.produce(), codes={("t", 0): MessageTooLargeError.code})
     rig.step()
-    with pytest.raises(MessageTooLargeError, match=r"byte batch of 1 record.*max\.message\.bytes.*batch\.size"):
+    # One record cannot be split: the error names its size and the topic limit to raise.
+    with pytest.raises(MessageTooLargeError, match=r"a record of 10\d\d bytes.*max\.message\.bytes.* is below 10"):
         future.result(0)
+
+
+def test_message_too_large_splits_the_batch_and_the_parts_take_over_its_sequences() -> None:
+    rig = Rig({"batch.size": 100_000})
+    rig.init_idempotent(pid=7)
+    rig.first_ack()  # sequence 0
+    futures = [rig.send(T0, b"%02d" % i + b"v" * 1000) for i in range(8)]
+    rig.step()
+    big = rig.produce()
+    assert sequences(big) == {("t", 0): (7, 0, 1)} and len(batches_of(big)[("t", 0)].records) == 8
+    rig.answer(big, codes={("t", 0): MessageTooLargeError.code})
+    rig.step()  # the answer: split into halves, queued first
+    assert not any(f.done() for f in futures)
+    parts: list[DecodedBatch] = []
+    offset = 100
+    while not all(f.done() for f in futures):
+        assert len(parts) < 8, "the parts never completed"
+        rig.step()
+        part = rig.produce()
+        parts.append(batches_of(part)[("t", 0)])
+        rig.answer(part, offsets={("t", 0): offset})
+        offset += len(parts[-1].records)
+        rig.step()
+    # Parts of at most half the refused batch's (uncompressed) size, one at a time in order, taking over its
+    # sequences (1..8) under the same producer id; the same records in order.
+    assert [(p.producer_id, p.base_sequence, len(p.records)) for p in parts] == [(7, 1, 3), (7, 4, 3), (7, 7, 2)]
+    assert [r.value for p in parts for r in p.records] == [b"%02d" % i + b"v" * 1000 for i in range(8)]
+    assert [f.result(0).offset for f in futures] == [100, 101, 102, 103, 104, 105, 106, 107]
+    assert rig.acc.pool.available_memory == rig.acc.pool.total_memory  # the refused batch's memory is back
 
 
 def test_at_most_max_in_flight_requests_per_node_and_then_the_sender_waits_instead_of_spinning() -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -434,6 +435,18 @@ class TransactionManager:
             if batch.has_sequence:
                 batch.reset_producer_state()
             batch.set_producer_state(*want, self.is_transactional)
+
+    def split_batch(self, batch: SequencedBatch, parts: Sequence[StampableBatch]) -> None:
+        """``batch`` was refused as too large and goes on as ``parts``: they get its sequences, in order, with its
+        producer id and epoch (Java: ProducerBatch.split + addInFlightBatch), stamped now so the accumulator can
+        queue them in sequence order."""
+        with self._lock:
+            entries = self._sequences.split(batch, list(parts))
+        if not entries:
+            return  # the batch had no sequence
+        for part, entry in zip(parts, entries, strict=True):
+            part.set_producer_state(entry.producer.producer_id, entry.producer.epoch, entry.base_sequence,
+                                    self.is_transactional)
 
     def batch_succeeded(self, batch: SequencedBatch, base_offset: int) -> None:
         with self._lock:

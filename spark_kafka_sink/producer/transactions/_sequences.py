@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -345,6 +346,24 @@ class SequenceBook:
             self._unresolved[batch.tp] = max(self._unresolved.get(batch.tp, following), following)
         else:
             self._request_epoch_bump(batch.tp)  # the broker did not write it: a gap from here on
+
+    def split(self, batch: SequencedBatch, parts: Sequence[SequencedBatch]) -> list[InFlightEntry]:
+        """``batch`` was refused as too large and goes on as ``parts`` (Java's splitAndReenqueue): they take over
+        its sequence range, in order, under the same id/epoch; returns their entries (to stamp them)."""
+        entry = self._entries.pop(batch, None)
+        if entry is None:
+            return []
+        seqs = self._partitions[batch.tp]
+        seqs.remove(entry)
+        sequence = entry.base_sequence
+        entries = []
+        for part in parts:
+            new = InFlightEntry(part, entry.producer, sequence, part.record_count, entry.sequence_reset)
+            seqs.add(new)
+            self._entries[part] = new
+            entries.append(new)
+            sequence = increment_sequence(sequence, part.record_count)
+        return entries
 
     def forget_abandoned_batches(self) -> None:
         """Before EndTxn, when no batch is incomplete. Batches that got a sequence but were then aborted locally (a

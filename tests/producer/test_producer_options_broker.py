@@ -1,0 +1,70 @@
+"""Producer options that steer metadata, against the session's real broker (auto.create.topics.enable=true):
+allow.auto.create.topics and metadata.max.idle.ms. Topics are checked with confluent-kafka's admin client."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from spark_kafka_sink import KafkaProducer
+from spark_kafka_sink.errors import KafkaTimeoutError
+from tests.conftest import ConsumedRecord
+
+pytestmark = pytest.mark.broker
+
+Readback = Callable[..., list[ConsumedRecord]]
+
+
+def topic_exists(bootstrap: str, name: str) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "allow.auto.create.topics": False})
+    return name in admin.list_topics(timeout=10).topics
+
+
+def test_allow_auto_create_topics_false_never_creates_the_topic(bootstrap: str, readback: Readback) -> None:
+    missing = f"never-created-{uuid.uuid4().hex[:8]}"
+    with KafkaProducer({"bootstrap.servers": bootstrap, "allow.auto.create.topics": "false",
+                        "max.block.ms": 1_500}) as producer:
+        started = time.monotonic()
+        with pytest.raises(KafkaTimeoutError) as info:
+            producer.send(missing, b"v")
+        waited = time.monotonic() - started
+    print(f"send to a missing topic failed after {waited:.2f} s: {info.value}")
+    assert "allow.auto.create.topics=false" in str(info.value) and missing in str(info.value)
+    assert not topic_exists(bootstrap, missing)
+    # The control: the broker does auto-create, so the default (true) creates it and the record arrives.
+    created = f"auto-created-{uuid.uuid4().hex[:8]}"
+    with KafkaProducer({"bootstrap.servers": bootstrap, "max.block.ms": 30_000}) as producer:
+        producer.send(created, b"v").result(timeout=30)
+    assert topic_exists(bootstrap, created)
+    assert [r.value for r in readback(created)] == [b"v"]
+
+
+def test_a_topic_not_sent_to_for_metadata_max_idle_ms_is_no_longer_refreshed(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
+    old, used = topic_factory(partitions=1), topic_factory(partitions=1)
+    options: dict[str, Any] = {"bootstrap.servers": bootstrap, "metadata.max.idle.ms": 5_000,
+                               "metadata.max.age.ms": 200, "max.block.ms": 30_000}
+    with KafkaProducer(options) as producer:
+        metadata = producer._metadata  # the producer's cache: which topics each refresh asks for
+        producer.send(old, b"once").result(timeout=30)
+        started = time.monotonic()
+        sent = 0
+        deadline = started + 30
+        while old in metadata.topics_of_interest():
+            assert time.monotonic() < deadline, "the idle topic stayed in the metadata refresh set"
+            producer.send(used, b"x").result(timeout=30)  # keeps "used" in use
+            sent += 1
+        dropped_after = time.monotonic() - started
+        assert used in metadata.topics_of_interest()
+        producer.send(old, b"again").result(timeout=30)  # a later send adds it back
+        assert old in metadata.topics_of_interest()
+    print(f"idle topic dropped after {dropped_after:.2f} s (metadata.max.idle.ms=5000); {sent} sends to the other")
+    assert dropped_after >= 4.9
+    assert [r.value for r in readback(old)] == [b"once", b"again"]
+    assert len(readback(used)) == sent
