@@ -126,7 +126,7 @@ def test_two_of_three_nodes_down_with_acks_all(cluster3: KafkaCluster) -> None:
         failed_after_s = time.monotonic() - sent_at
     finally:
         producer.close(0)
-    errors = [f.exception() for f in [*during, batch_future]]
+    errors = [f.exception() for f in during] + [batch_future.exception()]
     assert all(e is not None for e in errors), "a send was acknowledged with two of three replicas down"
     messages = {str(e) for e in errors}
     assert all("delivery.timeout.ms" in m or "NOT_ENOUGH_REPLICAS" in m for m in messages), sorted(messages)[:3]

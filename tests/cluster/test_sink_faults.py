@@ -106,7 +106,8 @@ def test_sink_exactly_once_with_the_transaction_coordinator_sigkilled(cluster3: 
     nothing visible or open; a re-run of the same writeId then leaves exactly ROWS records either way."""
     topic = new_topic(cluster3, PARTITIONS)
     prefix = f"coordkill-{uuid.uuid4().hex[:8]}"
-    options = {"topic": topic, "deliveryGuarantee": "exactly_once", "transactionalIdPrefix": prefix, "writeId": 1}
+    options: dict[str, Any] = {"topic": topic, "deliveryGuarantee": "exactly_once",
+                               "transactionalIdPrefix": prefix, "writeId": 1}
     fault = _FaultThread(cluster3, topic, "coordinator", prefix)
     fault.start()
     outcome = "committed"
