@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: venv jars test run bench kafka-up kafka-down clean
+.PHONY: venv jars test test-cluster run bench kafka-up kafka-down clean
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -23,6 +23,11 @@ jars: venv
 test: venv jars
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The slow fault tests (tests/cluster): a 3-node Kafka cluster with nodes killed, and a Spark standalone cluster
+# (master + 2 workers) running the bundled job with executors and Python workers killed. About 12 minutes.
+test-cluster: venv jars
+	$(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
 
 run: venv jars
 	@$(PY) -m spark_kafka_sink.testing run-demo

@@ -1,0 +1,69 @@
+"""Fixtures for the cluster fault tests: one 3-node KRaft cluster for the whole session (replication 3,
+min.insync.replicas=2), every node running again before each test, and a local Spark session bound to it.
+
+These tests are marked ``cluster`` and excluded from ``make test``; ``make test-cluster`` runs them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from spark_kafka_sink.testing.broker import KafkaCluster
+from spark_kafka_sink.testing.broker_jars import fetch_jars, spark_connector_jars
+from tests.cluster.faults import wait_for
+from tests.conftest import _unwind_on_sigterm
+
+
+@pytest.fixture(scope="session")
+def kafka3() -> Iterator[KafkaCluster]:
+    """Three KRaft nodes; leaders are not moved back automatically, so a test decides who leads."""
+    _unwind_on_sigterm()
+    fetch_jars()
+    cluster = KafkaCluster(size=3, heap="512m", properties={"auto.leader.rebalance.enable": "false"}).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def cluster3(kafka3: KafkaCluster) -> Iterator[KafkaCluster]:
+    """The session's cluster with all three nodes running, before the test and again after it."""
+    _restart_missing(kafka3)
+    yield kafka3
+    _restart_missing(kafka3)
+
+
+def _restart_missing(cluster: KafkaCluster) -> None:
+    for node_id in sorted(cluster.nodes):
+        if node_id not in cluster.running_node_ids():
+            cluster.start_node(node_id)
+    wait_for("all three nodes answering", lambda: sorted(cluster.running_node_ids()) == [1, 2, 3])
+
+
+@pytest.fixture(scope="session")
+def spark3(kafka3: KafkaCluster) -> Iterator[Any]:
+    """A local Spark session (2 threads, up to 3 attempts per task) with Spark's Kafka connector."""
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2,3]")
+        .appName("spark-kafka-sink-cluster-tests")
+        .config("spark.jars", ",".join(str(p) for p in spark_connector_jars()))
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
