@@ -156,6 +156,9 @@ class KafkaCluster:
     # -- lifecycle -------------------------------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> "KafkaCluster":
         java = require_java()
+        if tuple(int(x) for x in self.version.split(".")[:2]) < (3, 7):
+            raise ValueError(f"the launcher runs KRaft releases 3.7 and newer, not Kafka {self.version} "
+                             "(older releases need ZooKeeper or lack KRaft transactions)")
         if self.transaction_version is not None and self.major < 4:
             raise ValueError(f"Kafka {self.version} has no transaction.version feature (KIP-890 is 4.0+)")
         if not any(broker_lib(self.version).glob("kafka_2.13-*.jar")):
