@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: venv jars test test-cluster run bench kafka-up kafka-down clean
+.PHONY: venv jars test test-cluster test-versions run bench kafka-up kafka-down clean
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -28,6 +28,17 @@ test: venv jars
 # (master + 2 workers) running the bundled job with executors and Python workers killed. About 12 minutes.
 test-cluster: venv jars
 	$(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
+
+# The core set against every other Kafka release the project claims (README "Kafka versions"); `make test` runs
+# everything on 4.3.1 with its default transaction.version 2. Each run starts its own broker of that release.
+VERSION_TESTS := tests/protocol/test_against_broker.py tests/producer/test_codecs_broker.py \
+	tests/producer/test_failover.py tests/producer/test_transactions_broker.py \
+	tests/producer/test_transactions_flow_broker.py tests/spark/test_sink_guarantees.py
+test-versions: venv
+	@$(PY) -m spark_kafka_sink.testing jars --all-kafka-versions
+	KAFKA_VERSION=3.9.2 $(PY) -m pytest $(PYTEST_ARGS) $(VERSION_TESTS)
+	KAFKA_VERSION=3.7.2 $(PY) -m pytest $(PYTEST_ARGS) $(VERSION_TESTS)
+	KAFKA_VERSION=4.3.1 KAFKA_TRANSACTION_VERSION=1 $(PY) -m pytest $(PYTEST_ARGS) $(VERSION_TESTS)
 
 run: venv jars
 	@$(PY) -m spark_kafka_sink.testing run-demo

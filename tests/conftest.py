@@ -36,7 +36,11 @@ def _unwind_on_sigterm() -> None:
 
 @pytest.fixture(scope="session")
 def kafka() -> Iterator[KafkaCluster]:
-    """A single-node KRaft broker for the whole session, on free ports."""
+    """A single-node KRaft broker for the whole session, on free ports.
+
+    Its Kafka release is ``KAFKA_VERSION`` (default 4.3.1) and a 4.x cluster's transaction.version is
+    ``KAFKA_TRANSACTION_VERSION`` (default: the release's); ``make test-versions`` runs the core set that way.
+    """
     _unwind_on_sigterm()
     fetch_jars()
     cluster = KafkaCluster(size=1).start()

@@ -52,7 +52,6 @@ from spark_kafka_sink.producer.produce_responses import ProduceContext, ProduceR
 from spark_kafka_sink.producer.record_metadata import TopicPartition
 from spark_kafka_sink.producer.sender_client import ClientAnswer, SenderClient
 from spark_kafka_sink.producer.transactions import (
-    MAX_TRANSACTIONAL_PRODUCE_VERSION,
     TransactionManager,
     TxnRequest,
     TxnState,
@@ -89,9 +88,6 @@ class Sender:
         # producer's partitioner reads ``node_availability.unavailable``.
         self.node_availability = NodeAvailability(
             config.partitioner_availability_timeout_ms if config.partitioner_adaptive_partitioning_enable else 0)
-        self._produce_max_version = (MAX_TRANSACTIONAL_PRODUCE_VERSION
-                                     if transaction_manager is not None and transaction_manager.is_transactional
-                                     else MAX_PRODUCE_VERSION)
 
     # ------------------------------------------------------------------------------------------ one round
 
@@ -188,8 +184,10 @@ class Sender:
             "timeout_ms": self._config.request_timeout_ms,
             "topic_data": [{"name": t, "partition_data": parts} for t, parts in by_topic.items()],
         }
+        # A transactional batch goes at its transaction's version (v11 for TV1, v12 for TV2).
+        max_version = (tm.produce_max_version if tm is not None else None) or MAX_PRODUCE_VERSION
         self._client.send(node, PRODUCE, body, now_ms, expect_response=self._config.acks != 0,
-                          max_version=self._produce_max_version, context=context)
+                          max_version=max_version, context=context)
         if self._metrics is not None:
             for batch in batches:
                 self._metrics.record_batch_sent(batch.record_count, batch.size_in_bytes, now_ms)
@@ -252,6 +250,8 @@ class Sender:
             if response.error is not None:
                 self._tm.handle_request_failure(context, response.error, response.received_ms)
             else:
+                # The answering broker's finalized features decide the next transaction's protocol (TV1 / TV2).
+                self._tm.observe_features(self._client.finalized_features(response.request.node_id))
                 self._tm.handle_response(context, response.request.version, response.body or {},
                                          response.received_ms)
         elif isinstance(context, ProduceContext):

@@ -57,6 +57,10 @@ class SentRequest(Protocol):
     def version(self) -> int:
         """The API version the client negotiated and sent."""
 
+    @property
+    def node_id(self) -> int:
+        """The node it was sent to."""
+
 
 class ClientAnswer(Protocol):
     """One completed request, as ``poll`` returns it: ``body`` (None for acks=0) or ``error``."""
@@ -104,6 +108,9 @@ class SenderClient(Protocol):
 
     def address(self, node_id: int) -> str:
         """``host:port`` of a node (for messages)."""
+
+    def finalized_features(self, node_id: int) -> dict[str, int]:
+        """The cluster's finalized feature levels as ``node_id`` reported them (e.g. ``transaction.version``)."""
 
     def send(self, node_id: int, api: ApiSpec, body: RequestBody, now_ms: int, *, expect_response: bool = True,
              max_version: int | None = None, context: object = None) -> object:

@@ -44,7 +44,6 @@ _log = logging.getLogger(LOGGER_NAME)
 _MAX_PARALLEL_END_TXN = 8  # EndTxn round trips overlap; more threads only queue at one coordinator
 _RETRY_BACKOFF_S = 0.2
 _SUMMARY_PARTITIONS = 20  # one log line stays readable: the rest is counted, not listed
-_TRANSACTION_VERSION = 1  # the tasks' transactions use the TV1 flow (see producer.transactions); recorded per plan
 #: Fault injection for tests only (see _test_pause).
 TEST_PAUSE_ENV = "SPARK_KAFKA_SINK_TEST_PAUSE_AT"
 _TEST_PAUSE_LIMIT_S = 600.0
@@ -77,6 +76,8 @@ class KafkaCommitMessage(WriterCommitMessage):
     digest: str | None = None  # the rows' digest (spark.digest), with a stable writeId
     skipped_rows: int | None = None  # set when an earlier run of the writeId committed this partition: not written
     new_producer: bool = False  # the task made its producer (not taken from its worker's cache)
+    # The transaction's protocol (1 classic, 2 KIP-890): the driver's EndTxn must use the same one (v4 / v5).
+    transaction_version: int = 1
 
     @property
     def rows(self) -> int:
@@ -213,7 +214,7 @@ def commit_write(options: SinkOptions, messages: Sequence[KafkaCommitMessage | N
 def _commit_logged(options: SinkOptions, write_id: int, done: Sequence[KafkaCommitMessage],
                    pending: Sequence[KafkaCommitMessage]) -> dict[str, BaseException]:
     planned = {m.partition_id: PlannedTransaction(str(m.transactional_id), m.producer_id, m.producer_epoch,
-                                                  _TRANSACTION_VERSION, m.rows, str(m.digest)) for m in pending}
+                                                  m.transaction_version, m.rows, str(m.digest)) for m in pending}
     carried = {m.partition_id: Committed(m.skipped_rows if m.skipped_rows is not None else m.rows,
                                          m.digest or EMPTY_DIGEST)
                for m in done if not m.has_transaction}
@@ -256,7 +257,8 @@ def recover_write(options: SinkOptions) -> LoggedWrite | None:
             partition = unfinished[planned.transactional_id]
             try:
                 _end_identity(options, TransactionIdentity(planned.transactional_id, planned.producer_id,
-                                                           planned.producer_epoch), commit=True)
+                                                           planned.producer_epoch, planned.transaction_version),
+                              commit=True)
             except (ProducerFencedError, InvalidTxnStateError) as exc:
                 _log.warning("pykafka-sink recovery of writeId %d: Spark partition %d's transaction was aborted by "
                              "the broker (%s); it will be written again", logged.write_id, partition,
@@ -379,7 +381,8 @@ def _retrying(what: Callable[[float], None], timeout_s: float) -> None:
 
 
 def _end(options: SinkOptions, message: KafkaCommitMessage, *, commit: bool) -> None:
-    identity = TransactionIdentity(str(message.transactional_id), message.producer_id, message.producer_epoch)
+    identity = TransactionIdentity(str(message.transactional_id), message.producer_id, message.producer_epoch,
+                                   message.transaction_version)
     _end_identity(options, identity, commit=commit)
 
 

@@ -1,5 +1,7 @@
 """``python -m spark_kafka_sink.testing {jars,up,down,run-demo}``: the Makefile's broker and demo commands.
 
+``jars --all-kafka-versions`` fetches every release of the version matrix; ``up`` runs ``KAFKA_VERSION``'s.
+
 ``up`` starts a single-node broker on 127.0.0.1 (default port 9092) that keeps running after the command returns;
 ``down`` stops it and deletes its data. Java and Maven problems print one line saying what to install.
 """
@@ -14,7 +16,7 @@ import sys
 import time
 
 from .broker import BrokerStartError, KafkaCluster
-from .broker_jars import ToolMissingError, fetch_jars, kafka_home
+from .broker_jars import KAFKA_VERSIONS, ToolMissingError, fetch_jars, kafka_home
 
 LOCAL_DIR = kafka_home() / "local"
 PID_FILE = LOCAL_DIR / "broker.pid"
@@ -54,7 +56,10 @@ def _down() -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark_kafka_sink.testing", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("jars", help="fetch the broker and Spark connector jars with Maven")
+    jars = sub.add_parser("jars", help="fetch the broker and Spark connector jars with Maven")
+    jars.add_argument("--all-kafka-versions", action="store_true",
+                      help=f"every Kafka release of the version matrix ({', '.join(KAFKA_VERSIONS)}), "
+                           "not only KAFKA_VERSION's")
     up = sub.add_parser("up", help="start a local broker")
     up.add_argument("--port", type=int, default=9092)
     sub.add_parser("down", help="stop the local broker")
@@ -63,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "jars":
-            fetch_jars()
+            fetch_jars(KAFKA_VERSIONS if args.all_kafka_versions else ())
             return 0
         if args.command == "up":
             return _up(args.port)

@@ -11,6 +11,11 @@ Why it is built this way:
   folder whose owner is gone is swept at the next start.
 - "Ready" means a Metadata request answers and lists every live node, not merely that the port is open.
 
+Any Kafka release from 3.7 on runs the same way (KRaft with static ``controller.quorum.voters``, so storage is
+formatted without ``--standalone``); what differs per release is kept in :meth:`KafkaCluster._version_properties`
+and :meth:`KafkaCluster._format`. A 4.x cluster can be formatted with a chosen ``transaction.version`` (KIP-890:
+1 keeps the classic transaction protocol, 2 is the 4.x default).
+
 Java and the jars come from :mod:`~spark_kafka_sink.testing.broker_jars`; the Metadata request that decides
 "ready" is :func:`~spark_kafka_sink.testing.broker_probe.metadata_broker_ids`.
 """
@@ -33,7 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from spark_kafka_sink.testing.broker_jars import CONF_DIR, ToolMissingError, broker_lib, require_java
+from spark_kafka_sink.testing.broker_jars import (
+    CONF_DIR,
+    ToolMissingError,
+    broker_lib,
+    require_java,
+    selected_kafka_version,
+    selected_transaction_version,
+)
 from spark_kafka_sink.testing.broker_probe import metadata_broker_ids
 
 __all__ = [
@@ -132,7 +144,9 @@ class KafkaCluster:
 
     ``listeners`` adds listeners by security protocol name (``SSL``, ``SASL_PLAINTEXT``, ``SASL_SSL``) on free ports;
     ``properties`` are appended to every node's server.properties; ``scram_users`` are
-    ``(mechanism, name, password)`` added when storage is formatted.
+    ``(mechanism, name, password)`` added when storage is formatted. ``version`` is the Kafka release (default:
+    ``KAFKA_VERSION`` or 4.3.1); ``transaction_version`` the ``transaction.version`` feature a 4.x cluster is
+    formatted with (default: ``KAFKA_TRANSACTION_VERSION`` or the release's own default, 2 on 4.x).
     """
 
     size: int = 1
@@ -143,14 +157,22 @@ class KafkaCluster:
     base_dir: Path | None = None
     detach: bool = False
     heap: str = "768m"
+    version: str = field(default_factory=selected_kafka_version)
+    transaction_version: int | None = field(default_factory=selected_transaction_version)
     nodes: dict[int, _Node] = field(default_factory=dict, init=False)
     _owns_base_dir: bool = field(default=False, init=False)
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> "KafkaCluster":
         java = require_java()
-        if not any(broker_lib().glob("kafka_2.13-*.jar")):
-            raise ToolMissingError(f"the broker jars are not in {broker_lib()}: run `make jars` (Maven) first")
+        if tuple(int(x) for x in self.version.split(".")[:2]) < (3, 7):
+            raise ValueError(f"the launcher runs KRaft releases 3.7 and newer, not Kafka {self.version} "
+                             "(older releases need ZooKeeper or lack KRaft transactions)")
+        if self.transaction_version is not None and self.major < 4:
+            raise ValueError(f"Kafka {self.version} has no transaction.version feature (KIP-890 is 4.0+)")
+        if not any(broker_lib(self.version).glob("kafka_2.13-*.jar")):
+            raise ToolMissingError(f"the Kafka {self.version} jars are not in {broker_lib(self.version)}: "
+                                   "run `make jars` (Maven) first")
         sweep_stale_dirs()
         if self.base_dir is None:
             self.base_dir = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
@@ -187,6 +209,10 @@ class KafkaCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
 
     # -- single nodes ----------------------------------------------------------------------------------------
     def kill_node(self, node_id: int) -> None:
@@ -266,12 +292,26 @@ class KafkaCluster:
             advertised_listeners=",".join(advertised), log_dir=node.data_dir / "data",
             replication=replication, min_isr=2 if replication == 3 else 1,
         )
-        extra = "".join(f"{k}={v}\n" for k, v in self.properties.items())
+        properties = {**self._version_properties(replication), **self.properties}
+        extra = "".join(f"{k}={v}\n" for k, v in properties.items())
         (node.data_dir / "server.properties").write_text(text + extra)
 
+    def _version_properties(self, replication: int) -> dict[str, str]:
+        """Settings only some releases know: a 3.x broker warns about (and ignores) 4.x names."""
+        if self.major < 4:
+            return {}
+        # Share groups (KIP-932) keep their state in a topic whose replication must fit the cluster.
+        return {
+            "share.coordinator.state.topic.replication.factor": str(replication),
+            "share.coordinator.state.topic.min.isr": "2" if replication == 3 else "1",
+        }
+
     def _format(self, java: str, node: _Node, cluster_id: str) -> None:
-        cmd = [java, "-cp", f"{broker_lib()}/*", "kafka.tools.StorageTool", "format", "-t", cluster_id,
+        cmd = [java, "-cp", f"{broker_lib(self.version)}/*", "kafka.tools.StorageTool", "format", "-t", cluster_id,
                "-c", str(node.data_dir / "server.properties")]
+        if self.transaction_version is not None:
+            # KIP-1022 (4.0+): one feature level set at format time; the other features keep the release's defaults.
+            cmd += ["--feature", f"transaction.version={self.transaction_version}"]
         for mechanism, name, password in self.scram_users:
             cmd += ["--add-scram", f"{mechanism}=[name={name},password={password}]"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -285,7 +325,7 @@ class KafkaCluster:
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={CONF_DIR / 'kafka' / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={node.data_dir / 'logs'}",
-            "-cp", f"{broker_lib()}/*", "kafka.Kafka", str(node.data_dir / "server.properties"),
+            "-cp", f"{broker_lib(self.version)}/*", "kafka.Kafka", str(node.data_dir / "server.properties"),
         ]
         log = open(node.log_file, "ab")
         try:

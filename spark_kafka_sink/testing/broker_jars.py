@@ -3,6 +3,11 @@
 The jars come from Maven Central through the poms under ``conf/`` (``REPO_ROOT / "conf"``) and live in ``.kafka``
 (git-ignored) unless ``SKS_KAFKA_HOME`` says otherwise; a missing tool is a :class:`ToolMissingError` whose message
 says what to install.
+
+Each Kafka version the suite runs (:data:`KAFKA_VERSIONS`) has its own folder, ``.kafka/kafka-<version>/lib``; the
+version a test session runs is :func:`selected_kafka_version` (the ``KAFKA_VERSION`` environment variable, else
+:data:`DEFAULT_KAFKA_VERSION`), and the transaction version its cluster is formatted with is
+:func:`selected_transaction_version` (``KAFKA_TRANSACTION_VERSION``, else the release's default).
 """
 
 from __future__ import annotations
@@ -13,16 +18,20 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 __all__ = [
     "ToolMissingError",
     "REPO_ROOT",
     "CONF_DIR",
     "MIN_JAVA",
+    "DEFAULT_KAFKA_VERSION",
+    "KAFKA_VERSIONS",
     "SPARK_CONNECTOR_ARTIFACTS",
     "kafka_home",
     "broker_lib",
+    "selected_kafka_version",
+    "selected_transaction_version",
     "spark_connector_jars",
     "fetch_jars",
     "require_java",
@@ -31,6 +40,10 @@ __all__ = [
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = REPO_ROOT / "conf"
 MIN_JAVA = 17
+# The newest patch release of each minor line the suite proves (checked on Maven Central, 2026-11): the default
+# session runs the first; `make test-versions` runs the others.
+DEFAULT_KAFKA_VERSION = "4.3.1"
+KAFKA_VERSIONS = (DEFAULT_KAFKA_VERSION, "3.9.2", "3.7.2")
 # The artifacts of Spark's Kafka connector that pyspark does not already ship.
 SPARK_CONNECTOR_ARTIFACTS = (
     "spark-sql-kafka-0-10_2.13",
@@ -49,8 +62,27 @@ def kafka_home() -> Path:
     return Path(os.environ.get("SKS_KAFKA_HOME", REPO_ROOT / ".kafka"))
 
 
-def broker_lib() -> Path:
-    return kafka_home() / "lib"
+def selected_kafka_version() -> str:
+    """The Kafka version this process's brokers run: ``KAFKA_VERSION`` if set, else :data:`DEFAULT_KAFKA_VERSION`."""
+    version = os.environ.get("KAFKA_VERSION", "").strip() or DEFAULT_KAFKA_VERSION
+    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise ToolMissingError(f"KAFKA_VERSION={version!r} is not a Kafka release number such as 3.9.2")
+    return version
+
+
+def selected_transaction_version() -> int | None:
+    """``KAFKA_TRANSACTION_VERSION`` (the ``transaction.version`` a 4.x cluster is formatted with), or None."""
+    value = os.environ.get("KAFKA_TRANSACTION_VERSION", "").strip()
+    if not value:
+        return None
+    if value not in ("0", "1", "2"):
+        raise ToolMissingError(f"KAFKA_TRANSACTION_VERSION={value!r}: use 0, 1 or 2")
+    return int(value)
+
+
+def broker_lib(version: str | None = None) -> Path:
+    """The folder of one Kafka release's jars (default: :func:`selected_kafka_version`)."""
+    return kafka_home() / f"kafka-{version or selected_kafka_version()}" / "lib"
 
 
 def spark_connector_jars() -> list[Path]:
@@ -88,15 +120,20 @@ def _require_maven() -> str:
     return mvn
 
 
-def _copy_dependencies(pom: Path, dest: Path, include: Sequence[str] = ()) -> None:
+def _copy_dependencies(pom: Path, dest: Path, include: Sequence[str] = (), exclude: Sequence[str] = (),
+                       properties: Mapping[str, str] | None = None) -> None:
     if dest.is_dir() and any(dest.glob("*.jar")):
         return
     mvn = _require_maven()
+    dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=dest.name + "-", dir=dest.parent))
     cmd = [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", "-DincludeScope=runtime",
            f"-DoutputDirectory={staging}"]
+    cmd += [f"-D{key}={value}" for key, value in (properties or {}).items()]
     if include:
         cmd.append("-DincludeArtifactIds=" + ",".join(include))
+    if exclude:
+        cmd.append("-DexcludeArtifactIds=" + ",".join(exclude))
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
@@ -106,9 +143,13 @@ def _copy_dependencies(pom: Path, dest: Path, include: Sequence[str] = ()) -> No
     staging.rename(dest)  # atomic: a half-copied folder is never mistaken for a complete one
 
 
-def fetch_jars() -> None:
-    """Copy the broker's and Spark's Kafka connector's jars from Maven Central, once."""
+def fetch_jars(kafka_versions: Sequence[str] = ()) -> None:
+    """Copy Spark's Kafka connector's and the brokers' jars (default: the selected version's) from Maven Central."""
     require_java()
     kafka_home().mkdir(parents=True, exist_ok=True)
-    _copy_dependencies(CONF_DIR / "kafka" / "pom.xml", broker_lib())
+    for version in kafka_versions or (selected_kafka_version(),):
+        # 3.x brings its own slf4j binding (slf4j-reload4j); two bindings on one classpath pick one at random, and
+        # the broker's log config (conf/kafka/log4j2.properties) is for the log4j 2 binding the pom adds.
+        _copy_dependencies(CONF_DIR / "kafka" / "pom.xml", broker_lib(version), exclude=("slf4j-reload4j",),
+                           properties={"kafka.version": version})
     _copy_dependencies(CONF_DIR / "spark" / "pom.xml", kafka_home() / "spark-jars", SPARK_CONNECTOR_ARTIFACTS)

@@ -98,6 +98,7 @@ class FakeClient:
         self.polls: list[int] = []  # the timeouts poll was called with
         self.closed = False
         self.wakeups = 0
+        self.features: dict[str, int] = {}  # finalized features every node reports (e.g. transaction.version)
 
     # ------------------------------------------------------------------------------------------ SenderClient
 
@@ -125,6 +126,9 @@ class FakeClient:
 
     def address(self, node_id: int) -> str:
         return f"broker{node_id}:{9000 + node_id}"
+
+    def finalized_features(self, node_id: int) -> dict[str, int]:
+        return dict(self.features)
 
     def send(self, node_id: int, api: ApiSpec, body: RequestBody, now_ms: int, *, expect_response: bool = True,
              max_version: int | None = None, context: object = None) -> FakeRequest:

@@ -1,4 +1,5 @@
-"""Our codecs and our network client against a real Kafka 4.x broker; results checked with confluent-kafka.
+"""Our codecs and our network client against the session's real broker (each release of the version matrix);
+results checked with confluent-kafka.
 
 ApiVersions negotiation, Metadata (known, unknown and not auto-created topics), CreateTopics, and Produce of
 RecordBatches in every codec, read back byte for byte by librdkafka (an implementation sharing none of our code).
@@ -19,6 +20,7 @@ from spark_kafka_sink.net.connection import monotonic_ms
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import API_SPECS, CREATE_TOPICS, METADATA, PRODUCE
 from spark_kafka_sink.protocol.record_batch import Record, encode_batch
+from spark_kafka_sink.testing.broker import KafkaCluster
 from tests.conftest import ConsumedRecord
 
 pytestmark = pytest.mark.broker
@@ -41,20 +43,39 @@ def leader_of(client: NetworkClient, topic: str, partition: int) -> int:
     return leader
 
 
-def test_api_versions_negotiates_the_highest_common_versions(client: NetworkClient) -> None:
+# What each release's ApiVersions advertises for the producer's APIs (read from the brokers themselves), and
+# the transaction.version it finalizes by default (0: the feature does not exist before 4.0).
+_RELEASE_RANGES: dict[str, dict[str, tuple[int, int]]] = {
+    "3.7": {"Produce": (0, 10), "Metadata": (0, 12), "InitProducerId": (0, 4), "EndTxn": (0, 3),
+            "FindCoordinator": (0, 4), "AddPartitionsToTxn": (0, 4)},
+    "3.9": {"Produce": (0, 11), "Metadata": (0, 12), "InitProducerId": (0, 5), "EndTxn": (0, 4),
+            "FindCoordinator": (0, 6), "AddPartitionsToTxn": (0, 5)},
+    "4.3": {"Produce": (0, 13), "Metadata": (0, 13), "InitProducerId": (0, 5), "EndTxn": (0, 5),
+            "FindCoordinator": (0, 6), "AddPartitionsToTxn": (0, 5)},
+}
+
+
+def test_api_versions_negotiates_the_highest_common_versions(client: NetworkClient, kafka: KafkaCluster) -> None:
     node = 1
     client.request(node, METADATA, {"topics": []}, 30_000)  # connects to the broker itself
     versions = client.broker_versions(node)
     assert versions is not None
-    produce_lo, produce_hi = versions.api_versions[PRODUCE.key]
-    assert produce_lo <= 3 and produce_hi >= 12  # Kafka 4.x: v3 floor (advertised as 0), 12 or 13 at the top
-    assert versions.api_versions[METADATA.key] == (0, 13)
+    release = ".".join(kafka.version.split(".")[:2])
+    by_name = {spec.name: key for key, spec in API_SPECS.items()}
+    for name, advertised in _RELEASE_RANGES[release].items():
+        assert versions.api_versions[by_name[name]] == advertised, name
     for key, spec in API_SPECS.items():
         if key in versions.api_versions:
             expected = min(spec.max_version, versions.api_versions[key][1])
             assert client.api_version(node, spec) == expected, spec.name
-    assert client.api_version(node, PRODUCE) == 12  # we stop before v13 (topic ids)
-    assert "transaction.version" in client.finalized_features(node)
+    # Produce: we stop before v13 (topic ids); 4.x removed v0-2 (still advertised as 0), and we never send them.
+    assert client.api_version(node, PRODUCE) == min(12, _RELEASE_RANGES[release]["Produce"][1])
+    features = client.finalized_features(node)
+    if kafka.major < 4:
+        assert "transaction.version" not in features
+    else:
+        expected_tv = 2 if kafka.transaction_version is None else kafka.transaction_version
+        assert features.get("transaction.version", 0) == expected_tv
 
 
 def test_metadata_for_known_and_unknown_topics(client: NetworkClient, topic_factory: Callable[..., str],

@@ -6,7 +6,6 @@ The real producer and broker are exercised in test_sink_*.py; this pins the prot
 from __future__ import annotations
 
 import pickle
-import types
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import pytest
 from pyspark.sql.types import StringType, StructField, StructType
 
 from spark_kafka_sink.errors import KafkaTimeoutError, ProducerFencedError
+from spark_kafka_sink.producer.transactions import TransactionIdentity
 from spark_kafka_sink.spark import commit as commit_module
 from spark_kafka_sink.spark.commit import (
     KafkaCommitMessage,
@@ -86,9 +86,8 @@ class FakeProducer:
     def flush(self, timeout_s: float) -> None:
         self.calls.append("flush")
 
-    def transaction_identity(self) -> Any:
-        return types.SimpleNamespace(transactional_id=self.config["transactional.id"], producer_id=42,
-                                     producer_epoch=3)
+    def transaction_identity(self) -> TransactionIdentity:
+        return TransactionIdentity(self.config["transactional.id"], 42, 3, transaction_version=2)
 
     def abort_transaction(self) -> None:
         self.calls.append("abort")
@@ -126,6 +125,7 @@ def txn_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
 
     def end_transaction(config: Any, identity: Any, commit: bool, timeout_s: float) -> None:
         calls.append(("end", identity.transactional_id, identity.producer_epoch, commit))
+        assert identity.transaction_version == 2  # as the task recorded it (_message below): EndTxn v5
         if identity.transactional_id == "p-9":
             raise ProducerFencedError("fenced")
 
@@ -149,6 +149,7 @@ def test_exactly_once_task_does_not_commit(fake: list[FakeProducer]) -> None:
     assert fake[0].calls == ["init", "begin", "send:t:3", "send:t:2", "flush", "close"]
     assert fake[0].config["transactional.id"] == "p-0"
     assert (msg.transactional_id, msg.producer_id, msg.producer_epoch) == ("p-0", 42, 3)
+    assert msg.transaction_version == 2  # the driver ends it with EndTxn v5
     assert msg.writes == (PartitionWrite("t", 0, 5, 50, 0, 4),) and msg.rows == 5
 
 
@@ -192,7 +193,8 @@ def test_a_failed_at_least_once_task_closes_its_producer(fake: list[FakeProducer
 
 def _message(pid: int, rows: int, tid: str | None = None) -> KafkaCommitMessage:
     writes = (PartitionWrite("t", pid % 2, rows, rows * 10, 100 * pid, 100 * pid + rows - 1),) if rows else ()
-    return KafkaCommitMessage(pid, 0, tid, 7 if tid else -1, 1 if tid else -1, writes, started_at=1000.0)
+    return KafkaCommitMessage(pid, 0, tid, 7 if tid else -1, 1 if tid else -1, writes, started_at=1000.0,
+                              transaction_version=2 if tid else 1)
 
 
 def test_commit_ends_every_transaction_with_records(txn_calls: list[tuple[Any, ...]]) -> None:

@@ -19,19 +19,25 @@ answer of every batch. Its parts:
 Idempotence: sequences are assigned when a batch is drained, retried batches keep them, and draining a partition
 stops while an earlier batch of it awaits a retry, so a partition never has its batches reordered.
 OUT_OF_ORDER_SEQUENCE_NUMBER / UNKNOWN_PRODUCER_ID that show a real gap make an idempotent producer ask for a new
-epoch: InitProducerId (v3+ carrying the current id and epoch, which a Kafka 4 broker answers with a fresh producer
-id for a null transactional id); the affected partitions' unfinished batches are then renumbered from sequence 0
-and retried. (The Java client bumps the epoch locally instead; asking the broker costs one round trip per rare
-bump and keeps the broker the only source of ids.) DUPLICATE_SEQUENCE_NUMBER is success. A transactional producer
-never bumps on its own: such errors make the transaction abortable, and the abort is followed by InitProducerId
-with the current id/epoch, which resets every sequence.
+epoch: InitProducerId (v3+ carrying the current id and epoch, which a broker -- 3.x and 4.x alike -- answers
+with a fresh producer id for a null transactional id); the affected partitions' unfinished batches are then
+renumbered from sequence 0 and retried. (The Java client bumps the epoch locally instead; asking the broker costs
+one round trip per rare bump and keeps the broker the only source of ids.) DUPLICATE_SEQUENCE_NUMBER is success. A
+transactional producer never bumps on its own: such errors make the transaction abortable, and the abort is
+followed by InitProducerId with the current id/epoch (TV1; under TV2 the abort's EndTxn v5 already gave a new
+epoch), which resets every sequence.
 
-Transactions use the explicit transaction-version-1 flow everywhere, even when the cluster finalized
-``transaction.version`` 2: AddPartitionsToTxn (v <= 3) before the first batch to each new partition, Produce
-v <= 11 (``MAX_TRANSACTIONAL_PRODUCE_VERSION``), EndTxn v <= 4. The broker chooses the flow per request version,
-and mixing the two inside one transaction is not allowed; TV2's EndTxn v5 also bumps the epoch on every commit,
-which would stop a driver in another process from ending the transaction knowing only (transactional.id,
-producer id, epoch) -- exactly what :func:`end_transaction` does for the Spark driver.
+Two transaction protocols, chosen per transaction when it begins (one transaction never mixes them; the broker
+picks the flow by the request versions): where the cluster finalized ``transaction.version`` >= 2 (Kafka 4.x's
+default; learned from the ApiVersions answers of the brokers the producer talks to), KIP-890's version 2 --
+partitions join the transaction when the partition leader gets their first batch as Produce v12 (no
+AddPartitionsToTxn), and EndTxn v5 bumps the epoch, answering with the producer id and epoch (a new producer id
+with epoch 0 once the epoch is exhausted) that the producer adopts, every sequence starting afresh. Elsewhere (3.x,
+4.x formatted with transaction.version=1) version 1: AddPartitionsToTxn (v <= 3) before the first batch to each
+new partition, Produce v <= 11, EndTxn v <= 4, the epoch unchanged. :class:`TransactionIdentity` carries the
+version, so another process (the Spark driver) ends the transaction with the EndTxn version it began with; a
+TV2 end from there bumps the epoch too, so the writing producer must not begin another transaction with its old
+epoch. A repeated EndTxn after a lost answer resends the same epoch, which both protocols accept as a retry.
 
 Errors: PRODUCER_FENCED, INVALID_PRODUCER_EPOCH (both reported as ``ProducerFencedError``),
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED and other unexpected coordinator answers are fatal: every later call raises

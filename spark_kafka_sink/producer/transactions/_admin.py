@@ -6,12 +6,15 @@
 
 The transaction coordinator checks transactional.id, producer id, epoch and the transaction's state -- not the
 connection -- so any client can send EndTxn for a transaction another one wrote, as long as nobody bumped the
-epoch in between. That is why the producer stays on the transaction-version-1 flow (EndTxn <= v4; see the
-package docstring): TV2 bumps the epoch at every end. Each call opens its own short-lived connections.
+epoch in between. The EndTxn version must match the flow the transaction started with (the broker picks the flow
+by the request version): <= v4 for transaction version 1, v5 for version 2 (which bumps the epoch at the end,
+so the writer's producer must not start another transaction with the old epoch). The identity carries the version.
+Each call opens its own short-lived connections.
 
 Outcomes of :func:`end_transaction`:
 
-* NONE: done. Repeating a commit (or abort) that already completed answers NONE too, so retrying is safe.
+* NONE: done. Repeating a commit (or abort) that already completed answers NONE too, so retrying is safe (TV2:
+  the coordinator recognises the epoch just before its bump as a retry).
 * NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE: find the coordinator again; COORDINATOR_LOAD_IN_PROGRESS /
   CONCURRENT_TRANSACTIONS and connection failures: retry after retry.backoff.ms, until ``timeout_s``.
 * PRODUCER_FENCED / INVALID_PRODUCER_EPOCH -> :class:`ProducerFencedError`: the epoch moved on. For a commit this
@@ -43,7 +46,7 @@ from spark_kafka_sink.errors import (
 from spark_kafka_sink.net.client import NetworkClient
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.security import check_security, handshakes_for
-from spark_kafka_sink.producer.transactions._handlers import MAX_END_TXN_VERSION, end_txn_body, find_coordinator_body
+from spark_kafka_sink.producer.transactions._handlers import end_txn_body, end_txn_version_range, find_coordinator_body
 from spark_kafka_sink.producer.transactions._sequences import ProducerIdAndEpoch
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import END_TXN, FIND_COORDINATOR, INIT_PRODUCER_ID, ApiSpec
@@ -56,15 +59,17 @@ _DEFAULT_RETRY_BACKOFF_MS = 100
 
 @dataclass(frozen=True)
 class TransactionIdentity:
-    """What another process needs to end a transaction: transactional.id, producer id and epoch. Picklable."""
+    """What another process needs to end a transaction: transactional.id, producer id, epoch and the transaction
+    version it started with (1: classic, 2: KIP-890). Picklable."""
 
     transactional_id: str
     producer_id: int
     producer_epoch: int
+    transaction_version: int = 1
 
     def __str__(self) -> str:
         return (f"transaction {self.transactional_id!r} (producer id {self.producer_id}, "
-                f"epoch {self.producer_epoch})")
+                f"epoch {self.producer_epoch}, transaction version {self.transaction_version})")
 
 
 def end_transaction(config: Mapping[str, Any], identity: TransactionIdentity, commit: bool,
@@ -84,8 +89,9 @@ def end_transaction(config: Mapping[str, Any], identity: TransactionIdentity, co
     def outcome(code: int) -> KafkaError | None:
         return _end_txn_error(code, identity, commit, config)
 
+    min_version, max_version = end_txn_version_range(identity.transaction_version)
     _call_coordinator(config, identity.transactional_id, f"{action} {identity}", END_TXN, build, outcome,
-                      timeout_s, max_version=MAX_END_TXN_VERSION)
+                      timeout_s, min_version=min_version, max_version=max_version)
 
 
 def fence_transactional_id(config: Mapping[str, Any], transactional_id: str, timeout_s: float) -> None:
@@ -127,7 +133,7 @@ def _end_txn_error(code: int, identity: TransactionIdentity, commit: bool,
 
 def _call_coordinator(config: Mapping[str, Any], transactional_id: str, what: str, api: ApiSpec,
                       build: Callable[[int], dict[str, Any]], outcome: Callable[[int], KafkaError | None],
-                      timeout_s: float, *, max_version: int | None = None) -> None:
+                      timeout_s: float, *, min_version: int | None = None, max_version: int | None = None) -> None:
     """FindCoordinator, then ``api`` to it; retry retriable answers until ``timeout_s``."""
     backoff_s = _int_option(config, "retry.backoff.ms", _DEFAULT_RETRY_BACKOFF_MS) / 1000
     deadline = time.monotonic() + timeout_s
@@ -149,8 +155,8 @@ def _call_coordinator(config: Mapping[str, Any], transactional_id: str, what: st
             try:
                 if coordinator is None:
                     coordinator = _find_coordinator(client, transactional_id, remaining_ms())
-                body = client.request(coordinator, api, build, remaining_ms(), max_version=max_version,
-                                      raise_on_error=False)
+                body = client.request(coordinator, api, build, remaining_ms(), min_version=min_version,
+                                      max_version=max_version, raise_on_error=False)
             except KafkaError as exc:
                 if not exc.retriable:
                     raise

@@ -2,8 +2,9 @@
 owning how its request is built and how its answer is handled, and the narrow interface (:class:`TxnHost`)
 through which it acts on the transaction manager.
 
-Requests are built per negotiated version at send time (``TxnRequest.build``), capped at the
-transaction-version-1 flow (see the package docstring): AddPartitionsToTxn <= v3, EndTxn <= v4, Produce <= v11.
+Requests are built per negotiated version at send time (``TxnRequest.build``), capped by the transaction's
+version (see the package docstring): TV1 sends AddPartitionsToTxn <= v3, EndTxn <= v4 and Produce <= v11; TV2
+sends no AddPartitionsToTxn, Produce v12 and EndTxn v5, whose answer carries the producer id and epoch to use next.
 Answers, as the Java client handles them:
 
 =====================  ===================================================================================
@@ -14,7 +15,8 @@ AddPartitionsToTxn     per partition; CONCURRENT_TRANSACTIONS first in a transac
                        previous transaction's markers are usually nearly written); LOAD_IN_PROGRESS /
                        UNKNOWN_TOPIC_OR_PARTITION: retry; TOPIC_AUTHORIZATION_FAILED, UNKNOWN_PRODUCER_ID,
                        INVALID_PRODUCER_ID_MAPPING, TRANSACTION_ABORTABLE: abortable; otherwise as InitProducerId
-EndTxn                 NONE: transaction complete; as InitProducerId otherwise (so INVALID_TXN_STATE: fatal)
+EndTxn                 NONE: transaction complete (v5: adopt the returned producer id and epoch); as
+                       InitProducerId otherwise (so INVALID_TXN_STATE: fatal)
 =====================  ===================================================================================
 
 An idempotent producer (no transactional.id) retries any retriable InitProducerId answer. Handlers run on the
@@ -60,15 +62,27 @@ __all__ = [
     "RequestKind", "Coordinator", "TxnHost", "TxnRequest", "FindCoordinatorHandler", "InitProducerIdHandler",
     "AddPartitionsToTxnHandler", "EndTxnHandler", "find_coordinator_body", "end_txn_body",
     "FIND_COORDINATOR_KEY_TYPE_TRANSACTION", "MAX_END_TXN_VERSION", "MAX_ADD_PARTITIONS_VERSION",
-    "MAX_TRANSACTIONAL_PRODUCE_VERSION",
+    "MAX_TRANSACTIONAL_PRODUCE_VERSION", "TV2_END_TXN_VERSION", "TV2_PRODUCE_VERSION", "end_txn_version_range",
 ]
 
 FIND_COORDINATOR_KEY_TYPE_TRANSACTION = 1  # FindCoordinator key_type: 0 = consumer group, 1 = transaction
 # The transaction-version-1 flow (see the package docstring):
 MAX_END_TXN_VERSION = 4  # v5 is transaction version 2 (bumps the epoch on every end)
 MAX_ADD_PARTITIONS_VERSION = 3  # v4+ is for brokers
-#: Produce v12 lets a transaction-version-2 coordinator add partitions implicitly; we stay on the v1 flow.
 MAX_TRANSACTIONAL_PRODUCE_VERSION = 11
+# The transaction-version-2 flow (KIP-890): the partition leader adds a partition to the transaction when a
+# Produce v12+ (we stop at 12: v13 names topics by id) carries its first transactional batch; EndTxn v5 bumps the
+# epoch and answers with the producer id and epoch of the next transaction.
+TV2_PRODUCE_VERSION = 12
+TV2_END_TXN_VERSION = 5
+
+
+def end_txn_version_range(transaction_version: int) -> tuple[int, int]:
+    """EndTxn versions (min, max) a transaction of ``transaction_version`` may be ended with: the broker picks the
+    flow by the version, so a TV2 transaction must end with v5 and a TV1 one with v4 at most."""
+    if transaction_version >= 2:
+        return TV2_END_TXN_VERSION, TV2_END_TXN_VERSION
+    return 0, MAX_END_TXN_VERSION
 _FIRST_ADD_PARTITIONS_BACKOFF_MS = 20
 _INT32_MAX = (1 << 31) - 1
 
@@ -120,8 +134,10 @@ class TxnHost(Protocol):
 
     def partitions_added(self, partitions: frozenset[TopicPartition]) -> None: ...
 
-    def complete_transaction(self, result: Future[None] | None) -> None:
-        """EndTxn succeeded; ``result`` is the commit/abort call's future, completed once the producer is ready."""
+    def complete_transaction(self, result: Future[None] | None,
+                             next_producer: ProducerIdAndEpoch | None = None) -> None:
+        """EndTxn succeeded; ``result`` is the commit/abort call's future, completed once the producer is ready;
+        ``next_producer``: the id/epoch an EndTxn v5 answer gives for the next transaction."""
 
     def transition_to_abortable_error(self, error: KafkaError) -> None: ...
 
@@ -303,11 +319,15 @@ class AddPartitionsToTxnHandler(TxnRequest):
 
 
 class EndTxnHandler(TxnRequest):
-    """EndTxn (<= v4): commit or abort the open transaction; ``result`` is what the user's call waits on."""
+    """EndTxn: commit or abort the open transaction, <= v4 for a TV1 transaction, v5 for a TV2 one; ``result`` is
+    what the user's call waits on. A retry (lost answer, coordinator moved) resends the same id and epoch: the
+    producer adopts a v5 answer's new epoch only once it has it, and the coordinator answers a repeated end of a
+    transaction it already ended as a success (TV2: it recognises the previous epoch)."""
 
-    def __init__(self, host: TxnHost, *, commit: bool) -> None:
-        super().__init__(host, RequestKind.END_TXN, END_TXN, MAX_END_TXN_VERSION, to_coordinator=True,
-                         result=Future())
+    def __init__(self, host: TxnHost, *, commit: bool, transaction_version: int = 1) -> None:
+        # A cluster that finalized TV2 serves EndTxn v5, so the negotiated version is v5 exactly.
+        super().__init__(host, RequestKind.END_TXN, END_TXN, end_txn_version_range(transaction_version)[1],
+                         to_coordinator=True, result=Future())
         self.commit = commit
 
     def build(self, version: int) -> dict[str, Any]:
@@ -318,4 +338,7 @@ class EndTxnHandler(TxnRequest):
         if code != NO_ERROR:
             self._handle_error(code, "EndTxn", now_ms)
             return
-        self._host.complete_transaction(self.result)
+        next_producer = None
+        if version >= TV2_END_TXN_VERSION and body.get("producer_id", -1) >= 0:
+            next_producer = ProducerIdAndEpoch(body["producer_id"], body["producer_epoch"])
+        self._host.complete_transaction(self.result, next_producer)

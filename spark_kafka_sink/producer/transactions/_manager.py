@@ -44,6 +44,8 @@ from spark_kafka_sink.producer.record_metadata import TopicPartition
 from spark_kafka_sink.producer.transactions._admin import TransactionIdentity
 from spark_kafka_sink.producer.transactions._errors import fenced_error
 from spark_kafka_sink.producer.transactions._handlers import (
+    MAX_TRANSACTIONAL_PRODUCE_VERSION,
+    TV2_PRODUCE_VERSION,
     AddPartitionsToTxnHandler,
     Coordinator,
     EndTxnHandler,
@@ -87,6 +89,10 @@ class TransactionManager:
         self._pending_partitions: set[TopicPartition] = set()  # in the AddPartitionsToTxn in flight
         self._txn_partitions: set[TopicPartition] = set()  # added to the current transaction
         self._transaction_started = False  # a partition was added: EndTxn must really be sent
+        # The cluster's finalized transaction.version as last seen in an ApiVersions answer (observe_features),
+        # and the version of the open (or last) transaction, fixed at begin so one transaction never mixes flows.
+        self._cluster_transaction_version = 0
+        self._transaction_version = 1
         self._pending_result: tuple[TxnState, Future[None]] | None = None  # user call in progress, for re-calls
 
     # ----------------------------------------------------------------------------------------- queries
@@ -127,6 +133,26 @@ class TransactionManager:
         return self.state in (TxnState.COMMITTING_TRANSACTION, TxnState.ABORTING_TRANSACTION)
 
     @property
+    def transaction_version(self) -> int:
+        """The transaction protocol of the open (or last) transaction: 2 (KIP-890) or 1."""
+        with self._lock:
+            return self._transaction_version
+
+    @property
+    def produce_max_version(self) -> int | None:
+        """Highest Produce version for transactional batches (None: no cap beyond the client's own)."""
+        if not self.is_transactional:
+            return None
+        with self._lock:
+            return TV2_PRODUCE_VERSION if self._transaction_version >= 2 else MAX_TRANSACTIONAL_PRODUCE_VERSION
+
+    def observe_features(self, finalized: dict[str, int]) -> None:
+        """The finalized features of a broker that answered (sender thread); the next transaction uses TV2 when
+        the cluster finalized ``transaction.version`` >= 2."""
+        with self._lock:
+            self._cluster_transaction_version = finalized.get("transaction.version", 0)
+
+    @property
     def coordinator(self) -> Coordinator | None:
         with self._lock:
             return self._coordinator
@@ -163,6 +189,7 @@ class TransactionManager:
             if self._state is TxnState.UNINITIALIZED:
                 raise IllegalStateError("call init_transactions() before begin_transaction()")
             self._transition(TxnState.IN_TRANSACTION)
+            self._transaction_version = 2 if self._cluster_transaction_version >= 2 else 1
 
     def begin_commit(self) -> Future[None]:
         self._require_transactional("commit_transaction()")
@@ -191,7 +218,7 @@ class TransactionManager:
     def _begin_completing(self, commit: bool) -> Future[None]:
         if self._new_partitions:
             self._requests.push(self._add_partitions_request())
-        end = EndTxnHandler(self, commit=commit)
+        end = EndTxnHandler(self, commit=commit, transaction_version=self._transaction_version)
         self._requests.push(end)
         return self._remember(end)
 
@@ -223,7 +250,11 @@ class TransactionManager:
     def maybe_add_partition(self, tp: TopicPartition) -> None:
         """A transactional send to ``tp``: add it to the transaction before its first batch goes out."""
         with self._lock:
-            if tp not in self._txn_partitions and tp not in self._pending_partitions:
+            if self._transaction_version >= 2:
+                # TV2: the partition leader adds it when the batch (Produce v12) arrives; no AddPartitionsToTxn.
+                self._txn_partitions.add(tp)
+                self._transaction_started = True
+            elif tp not in self._txn_partitions and tp not in self._pending_partitions:
                 self._new_partitions.add(tp)
 
     def is_send_to_partition_allowed(self, tp: TopicPartition) -> bool:
@@ -238,7 +269,8 @@ class TransactionManager:
             if not self._producer.is_valid:
                 raise IllegalStateError("no producer id yet: call init_transactions() first")
             assert self.transactional_id is not None
-            return TransactionIdentity(self.transactional_id, self._producer.producer_id, self._producer.epoch)
+            return TransactionIdentity(self.transactional_id, self._producer.producer_id, self._producer.epoch,
+                                       self._transaction_version)
 
     # ----------------------------------------------------------------------------------------- sender: requests
 
@@ -369,14 +401,23 @@ class TransactionManager:
             self._pending_partitions -= partitions
             self._transaction_started = True
 
-    def complete_transaction(self, result: Future[None] | None) -> None:
-        """EndTxn succeeded (or was not needed). After a failed batch the sequences are inconsistent: InitProducerId
+    def complete_transaction(self, result: Future[None] | None,
+                             next_producer: ProducerIdAndEpoch | None = None) -> None:
+        """EndTxn succeeded (or was not needed). TV2 (``next_producer``, from EndTxn v5): the coordinator bumped the
+        epoch -- or, with the epoch exhausted, gave a new producer id with epoch 0 -- and the producer adopts it,
+        every sequence starting afresh. TV1: after a failed batch the sequences are inconsistent: InitProducerId
         with the current id/epoch (a new epoch) resets them all before the caller's ``result`` completes."""
         with self._lock:
             self._transaction_started = False
             self._new_partitions.clear()
             self._pending_partitions.clear()
             self._txn_partitions.clear()
+            if next_producer is not None:
+                _log.info("%s for %s after EndTxn", next_producer, self.transactional_id)
+                self._producer = next_producer
+                if self._sequences.epoch_bump_required:
+                    self._sequences.epoch_bump_started()
+                self._sequences.start_epoch(next_producer, reset_all=True)
             if not self._sequences.epoch_bump_required:
                 self._transition(TxnState.READY)
                 _done(result)
