@@ -130,6 +130,7 @@ def test_job_on_standalone_cluster_survives_a_sigkill(cluster3: KafkaCluster, st
     print(f"\n[standalone {guarantee}: {fault} SIGKILLed mid-write] expected {ROWS}, read {len(records)}: lost {lost}, "
           f"duplicated {duplicated}; the job finished {finished_s:.1f} s after the kill ({victim_line})")
     assert "pykafka-sink" in output and "committed" in output
+    assert "Lost task" in output, "the kill did not fail a running task"
     assert shipped and all(str(standalone.base_dir) in exe for exe in shipped), (
         f"the executors' Python workers did not run the shipped environment: {shipped}")
     assert lost == 0
