@@ -162,31 +162,37 @@ def readback(bootstrap: str) -> Callable[..., list[ConsumedRecord]]:
     return read
 
 
-@pytest.fixture(scope="session")
-def spark(kafka: KafkaCluster) -> Iterator[Any]:
-    """A real local Spark session: 2 threads, up to 3 attempts per task, Spark's Kafka connector on the classpath."""
+def local_spark(app_name: str, driver_memory: str, conf: dict[str, str] | None = None) -> Iterator[Any]:
+    """A real local Spark session (2 threads, up to 3 attempts per task) with Spark's Kafka connector on the
+    classpath, stopped when the generator closes; ``conf``: further Spark settings."""
     from pyspark.sql import SparkSession
 
     # Python workers must run this interpreter (the venv's), which has pyarrow and the package.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    jars = ",".join(str(p) for p in spark_connector_jars())
-    session = (
+    builder = (
         SparkSession.builder.master("local[2,3]")
-        .appName("spark-kafka-sink-tests")
-        .config("spark.jars", jars)
+        .appName(app_name)
+        .config("spark.jars", ",".join(str(p) for p in spark_connector_jars()))
         .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.driver.memory", "3g")
+        .config("spark.driver.memory", driver_memory)
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
     )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     try:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(kafka: KafkaCluster) -> Iterator[Any]:
+    """The session's Spark: Python workers reused between tasks, as Spark's default."""
+    yield from local_spark("spark-kafka-sink-tests", "3g",
+                           {"spark.sql.shuffle.partitions": "4", "spark.python.worker.reuse": "true"})
 
 
 def spark_read_topic(spark_session: Any, bootstrap_servers: str, topic: str) -> Any:

@@ -6,17 +6,15 @@ These tests are marked ``cluster`` and excluded from ``make test``; ``make test-
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from spark_kafka_sink.testing.broker import KafkaCluster
-from spark_kafka_sink.testing.broker_jars import fetch_jars, spark_connector_jars
+from spark_kafka_sink.testing.broker_jars import fetch_jars
 from tests.cluster.faults import wait_for
-from tests.conftest import _unwind_on_sigterm
+from tests.conftest import _unwind_on_sigterm, local_spark
 
 
 @pytest.fixture(scope="session")
@@ -49,21 +47,4 @@ def _restart_missing(cluster: KafkaCluster) -> None:
 @pytest.fixture(scope="session")
 def spark3(kafka3: KafkaCluster) -> Iterator[Any]:
     """A local Spark session (2 threads, up to 3 attempts per task) with Spark's Kafka connector."""
-    from pyspark.sql import SparkSession
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2,3]")
-        .appName("spark-kafka-sink-cluster-tests")
-        .config("spark.jars", ",".join(str(p) for p in spark_connector_jars()))
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        yield session
-    finally:
-        session.stop()
+    yield from local_spark("spark-kafka-sink-cluster-tests", "1g")
