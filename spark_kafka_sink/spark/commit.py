@@ -220,19 +220,19 @@ def _commit_logged(options: SinkOptions, write_id: int, done: Sequence[KafkaComm
                for m in done if not m.has_transaction}
     with _commit_log(options) as log:
         log.append_plan(write_id, planned, carried)
-        _test_pause("after-plan")
+        _test_pause("after-plan", write_id)
 
         def end(message: KafkaCommitMessage) -> None:
             _end(options, message, commit=True)
             log.append_committed(write_id, message.partition_id)
-            _test_pause("after-first-commit")
+            _test_pause("after-first-commit", write_id)
 
         failures = _run_all(pending, end)
         if not failures:
             log.flush()
-            _test_pause("after-commits")
+            _test_pause("after-commits", write_id)
             log.append_complete(write_id)
-            _test_pause("after-complete")
+            _test_pause("after-complete", write_id)
     return failures
 
 
@@ -286,17 +286,17 @@ def _commit_log(options: SinkOptions) -> CommitLog:
                      _commit_timeout_s(options))
 
 
-def _test_pause(point: str) -> None:
+def _test_pause(point: str, write_id: int) -> None:
     """Fault injection for tests only: with ``SPARK_KAFKA_SINK_TEST_PAUSE_AT=<point>:<marker file>`` in the
-    driver's environment, the commit stops at ``point``, creates the marker and waits there to be killed (the test
-    SIGKILLs the driver). Points: after-plan, after-first-commit, after-commits, after-complete."""
+    driver's environment, the commit stops at ``point``, writes "<pid> <writeId>" to the marker and waits there to be
+    killed (the test SIGKILLs the driver). Points: after-plan, after-first-commit, after-commits, after-complete."""
     spec = os.environ.get(TEST_PAUSE_ENV)
     if not spec:
         return
     name, _, marker = spec.partition(":")
     if name != point:
         return
-    Path(marker).write_text(str(os.getpid()))
+    Path(marker).write_text(f"{os.getpid()} {write_id}")
     threading.Event().wait(_TEST_PAUSE_LIMIT_S)
     raise TransactionCommitError(f"{TEST_PAUSE_ENV}: nobody killed the driver at {point} within "
                                  f"{_TEST_PAUSE_LIMIT_S:g} s")

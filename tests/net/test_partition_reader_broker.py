@@ -102,8 +102,9 @@ def transactional_producer(bootstrap: str) -> Producer:
 
 @pytest.fixture
 def mixed_topic(bootstrap: str, topic_factory: Callable[..., str]) -> str:
-    """One partition: uncompressed, lz4 and gzip batches of mixed records (offsets 0-59)."""
-    topic = topic_factory(partitions=1)
+    """One partition: uncompressed, lz4 and gzip batches of mixed records (offsets 0-59). Kept forever: the records
+    carry 2023 timestamps, which the default 7-day retention deletes at the broker's next check."""
+    topic = topic_factory(partitions=1, config={"retention.ms": "-1"})
     produce(bootstrap, topic, mixed_rows("none", 20), **{"compression.type": "none"})
     produce(bootstrap, topic, mixed_rows("lz4", 20), **{"compression.type": "lz4"})
     produce(bootstrap, topic, mixed_rows("gzip", 20), **{"compression.type": "gzip"})

@@ -7,6 +7,7 @@ the driver's commit stops there, creates the file and waits; the test then kills
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -47,8 +48,9 @@ def launch(job: str, args: list[str], tmp_path: Path, pause: str | None = None) 
     return proc, marker
 
 
-def kill_when_paused(proc: subprocess.Popen[str], marker: Path, timeout: float = 240.0) -> None:
-    """Wait until the driver's commit reached its pause point, then SIGKILL the whole driver process group."""
+def kill_when_paused(proc: subprocess.Popen[str], marker: Path, timeout: float = 240.0) -> int:
+    """Wait until the driver's commit reached its pause point, then SIGKILL the whole driver process group.
+    Returns the writeId (streaming: the micro-batch) whose commit was paused."""
     deadline = time.monotonic() + timeout
     while not marker.exists():
         assert proc.poll() is None, f"the job ended (status {proc.returncode}) before reaching its pause point"
@@ -57,13 +59,16 @@ def kill_when_paused(proc: subprocess.Popen[str], marker: Path, timeout: float =
             proc.wait(0.1)  # the poll interval of a condition wait
         except subprocess.TimeoutExpired:
             pass
-    paused_pid = int(marker.read_text())
+    while len(marker.read_text().split()) < 2:  # the marker exists: its two words are being written
+        time.sleep(0.01)  # poll interval of a condition wait
+    paused_pid, write_id = (int(word) for word in marker.read_text().split())
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(60)
     # The paused commit runs in a Python worker outside the JVM: it dies with its daemon once the JVM is gone.
     while _alive(paused_pid):
         assert time.monotonic() < deadline + 60, f"the paused commit worker {paused_pid} outlived the driver"
         time.sleep(0.1)  # poll interval of a condition wait
+    return write_id
 
 
 def _alive(pid: int) -> bool:
@@ -73,6 +78,15 @@ def _alive(pid: int) -> bool:
         return False
     stat = Path(f"/proc/{pid}/stat")
     return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
+
+
+def fence_stopped_query(bootstrap: str, transactional_ids: list[str]) -> None:
+    """The final ``query.stop()`` of a job may interrupt a micro-batch whose tasks' transactions are open (they would
+    be fenced by the query's next start, or aborted at transaction.timeout.ms): fence them as that restart would."""
+    from spark_kafka_sink.producer.transactions import fence_transactional_id
+
+    for transactional_id in transactional_ids:
+        fence_transactional_id({"bootstrap.servers": bootstrap}, transactional_id, 60)
 
 
 def finish(proc: subprocess.Popen[str], timeout: float = 300.0) -> None:
@@ -120,6 +134,8 @@ def test_streaming_driver_killed_after_kafka_commit_before_spark_commit_log(
     # Killed once the first micro-batch with rows is committed in Kafka and before Spark's commit log has it.
     kill_when_paused(proc, marker)
     finish(launch("stream_to_kafka.py", [*args, "--seconds", "12"], tmp_path)[0])
+    prefix = "sks-" + hashlib.sha256(str(checkpoint).encode()).hexdigest()[:16]  # derived from the checkpoint
+    fence_stopped_query(bootstrap, [f"{prefix}-{p}" for p in range(2)])  # the rate source's 2 partitions
     ticks = Counter(json.loads(r.value or b"{}")["value"] for r in readback(topic))
     assert ticks and set(ticks.values()) == {1}, [v for v, n in ticks.items() if n > 1][:10]
     assert sorted(ticks) == list(range(len(ticks)))  # a gap-free prefix of the rate source: nothing lost
@@ -131,18 +147,19 @@ def test_foreach_batch_driver_killed_then_restarted(bootstrap: str, topic_factor
                                                    tmp_path: Path) -> None:
     topic = topic_factory(partitions=2)
     checkpoint = tmp_path / "checkpoint"
+    prefix = f"fb-{uuid.uuid4().hex[:8]}"
     args = ["--bootstrap-servers", bootstrap, "--topic", topic, "--checkpoint", str(checkpoint),
-            "--transactional-id-prefix", f"fb-{uuid.uuid4().hex[:8]}", "--rows-per-second", "200",
-            "--trigger-seconds", "1"]
+            "--transactional-id-prefix", prefix, "--rows-per-second", "200", "--trigger-seconds", "1"]
     proc, marker = launch("foreach_batch_to_kafka.py", args, tmp_path, pause="after-commits")
-    kill_when_paused(proc, marker)
+    killed = kill_when_paused(proc, marker)
     finish(launch("foreach_batch_to_kafka.py", [*args, "--seconds", "10"], tmp_path)[0])
+    fence_stopped_query(bootstrap, [f"{prefix}-0"])  # one task per batch (coalesce(1))
     totals = Counter((v["batch_id"], v["bucket"]) for v in (json.loads(r.value or b"{}") for r in readback(topic)))
     assert totals and set(totals.values()) == {1}, [k for k, n in totals.items() if n > 1][:10]
-    # No batch lost or doubled: the killed one (the first with rows; the rate source's batch 0 is usually empty) is
-    # there once, followed by every later one.
+    # No batch lost or doubled: the killed one (the first with rows: the rate source's first batches can be empty)
+    # is there once, followed by every later one.
     batches = sorted({batch for batch, _ in totals})
-    assert batches[0] <= 1 and batches == list(range(batches[0], batches[-1] + 1)), batches
+    assert batches[0] == killed and batches == list(range(batches[0], batches[-1] + 1)), (killed, batches)
     assert_nothing_open(bootstrap, topic)
 
 
