@@ -5,9 +5,16 @@ re-run of the same write skips a partition already committed only if its input h
 otherwise it refuses (the input changed, so skipping would lose rows and writing would duplicate them).
 
 The digest is order-insensitive -- the sum (mod 2**64) of one 64-bit hash per row -- so a re-run that delivers the
-same rows in another order (a shuffle without a sort) still matches. Each row's hash mixes Java's murmur2 of the key,
+same rows in another order (a shuffle without a sort) still matches. Each row's hash mixes a 64-bit hash of the key,
 of the value and of every header key and value, with nulls told apart from empty bytes. Timestamps the producer
 assigns, topics and partitions are not part of it. Vectorized: numpy over the Arrow buffers, no per-row Python.
+
+The per-field hash (:func:`bytes_hashes`) reads each value as little-endian 64-bit words, all rows' word ``j`` at
+once: each word is mixed and chained into the row's state (``h = (h ^ mix(word)) * odd``), then the state gets a
+final mix. It is not a
+cryptographic hash (nobody forges a re-run's input); it only has to tell a changed row from the same one, and it runs
+at a small fraction of the cost of encoding the rows (a murmur2 per field cost exactly_once with a writeId ~13 % of
+its throughput at 100 B values).
 """
 
 from __future__ import annotations
@@ -16,23 +23,23 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from spark_kafka_sink.protocol.murmur2 import murmur2_array
+from spark_kafka_sink.protocol.murmur2 import binary_buffers
 
-__all__ = ["RowDigest", "EMPTY_DIGEST"]
+__all__ = ["RowDigest", "EMPTY_DIGEST", "bytes_hashes"]
 
 _U64 = np.uint64
-# Odd 64-bit multipliers (from splitmix64 / xxhash): spread each 32-bit murmur2 over all 64 bits, one per field.
+# Odd 64-bit multipliers (from splitmix64 / xxhash), one per field.
 _KEY, _VALUE, _HEADER_KEY, _HEADER_VALUE, _HEADERS = (
     _U64(0x9E3779B97F4A7C15), _U64(0xBF58476D1CE4E5B9), _U64(0x94D049BB133111EB), _U64(0xC2B2AE3D27D4EB4F),
     _U64(0x165667B19E3779F9))
-_NULL = _U64(0x27D4EB2F165667C5)
+_NULL = _U64(0x27D4EB2F165667C5)  # stands for a null field (empty bytes hash to something else)
 #: The digest of no rows.
-EMPTY_DIGEST = "0" * 16  # stands for a null field: differs from every murmur2 of bytes once multiplied
+EMPTY_DIGEST = "0" * 16
 
 
 def _field_hashes(arr: pa.Array, multiplier: np.uint64) -> npt.NDArray[np.uint64]:
-    """murmur2 of each entry spread to 64 bits; nulls get their own value."""
-    hashes = murmur2_array(arr).view(np.uint32).astype(_U64) + _U64(1)
+    """:func:`bytes_hashes` of each entry, times the field's multiplier; nulls get their own value."""
+    hashes = bytes_hashes(arr)
     if arr.null_count:
         valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         hashes[~valid] = _NULL
@@ -84,3 +91,54 @@ def _headers_hash(headers: pa.Array) -> npt.NDArray[np.uint64]:
         per_row[~valid] = _NULL
     result: npt.NDArray[np.uint64] = per_row
     return result
+
+
+# bytes_hashes: word mixing (splitmix64's finalizer multipliers) and the chain's multiplier (murmur3's fmix64).
+_MIX1, _MIX2, _FINAL = _U64(0xBF58476D1CE4E5B9), _U64(0x94D049BB133111EB), _U64(0xFF51AFD7ED558CCD)
+_SEED = _U64(0x2545F4914F6CDD1D)  # so empty bytes hash to neither 0 nor _NULL
+_ALL_ONES = _U64(0xFFFFFFFFFFFFFFFF)
+
+
+def bytes_hashes(arr: pa.Array) -> npt.NDArray[np.uint64]:
+    """A 64-bit hash of each entry of a binary/string array (null entries get a meaningless value). Independent of
+    the entry's place in the array: the same bytes hash the same in any batch, slice or order."""
+    offsets, data = binary_buffers(arr)
+    n = len(offsets) - 1
+    if n == 0:
+        return np.zeros(0, _U64)
+    starts = offsets[:-1]
+    lengths = offsets[1:] - starts
+    n_words = (lengths + 7) >> 3  # the last word of a row may be partial
+    words = int(n_words.max())
+    order = None
+    if int(n_words.min()) != words:  # longest rows first: the rows still running at word j are a prefix
+        order = np.argsort(-n_words, kind="stable")
+        starts, lengths, n_words = starts[order], lengths[order], n_words[order]
+    # running[j]: rows with more than j words (a prefix of the order)
+    running = np.searchsorted(-n_words, -np.arange(1, words + 2), side="right")
+    padded = np.zeros(len(data) + 8, np.uint8)  # a partial last word may read up to 7 bytes past the data
+    padded[:len(data)] = data
+    windows = np.ndarray(shape=(len(data) + 1,), dtype="<u8", buffer=padded, strides=(1,))  # a word at every byte
+    tail_bits = (lengths & 7).astype(_U64) * _U64(8)
+    masks = np.where(tail_bits == 0, _ALL_ONES, (_U64(1) << tail_bits) - _U64(1))  # a row's own bytes of its last word
+    h = lengths.astype(_U64) * _FINAL + _SEED
+    pos = starts.copy()
+    with np.errstate(over="ignore"):
+        for j in range(words):
+            count, ending = int(running[j]), int(running[j + 1])
+            k = windows[pos[:count]]
+            k[ending:count] &= masks[ending:count]  # rows whose last word this is
+            k *= _MIX1
+            k ^= k >> _U64(31)
+            k *= _MIX2
+            h[:count] ^= k  # chained: every step is a bijection, so rows that differ in one word never collide
+            h[:count] *= _FINAL
+            pos[:count] += 8
+        h ^= h >> _U64(29)
+        h *= _FINAL
+        h ^= h >> _U64(32)
+    if order is None:
+        return h
+    out = np.empty(n, _U64)
+    out[order] = h
+    return out

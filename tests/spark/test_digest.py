@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
-from spark_kafka_sink.spark.digest import EMPTY_DIGEST, RowDigest
+from spark_kafka_sink.spark.digest import EMPTY_DIGEST, RowDigest, bytes_hashes
 
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -64,3 +65,24 @@ def test_any_change_of_a_key_value_or_header_changes_the_digest(changed: pa.Reco
 def test_a_duplicated_row_instead_of_another_changes_the_digest() -> None:
     assert digest_of(batch([b"a", b"a"]))[1] != digest_of(batch([b"a", b"b"]))[1]
     assert digest_of(batch([b"a", b"b"]))[1] == digest_of(batch([b"b", b"a"]))[1]
+
+
+def test_bytes_hashes_depend_on_the_bytes_only_not_on_the_place_in_the_array() -> None:
+    rng = np.random.default_rng(7)
+    rows = [rng.bytes(int(n)) for n in rng.integers(0, 40, 300)] + [b"", b"x" * 8, b"y" * 16]
+    whole = bytes_hashes(pa.array(rows, pa.binary()))
+    assert (bytes_hashes(pa.array(rows[::-1], pa.binary()))[::-1] == whole).all()  # other neighbours, other order
+    assert (bytes_hashes(pa.array(rows, pa.binary()).slice(5, 50)) == whole[5:55]).all()  # an offset array
+    assert (bytes_hashes(pa.array(rows, pa.large_binary())) == whole).all()
+    same_length = [b"%016d" % i for i in range(20)]  # the no-sort path (every row as many words)
+    assert (bytes_hashes(pa.array(same_length, pa.binary()))
+            == bytes_hashes(pa.array(same_length + [b"longer than sixteen bytes"], pa.binary()))[:20]).all()
+
+
+@pytest.mark.parametrize("length", [1, 7, 8, 9, 15, 16, 17, 100])
+def test_bytes_hashes_tell_every_single_byte_change_apart(length: int) -> None:
+    base = bytes(range(1, length + 1))
+    changed = [base[:i] + bytes([base[i] ^ 0x01]) + base[i + 1:] for i in range(length)]
+    extended = [base + b"\0", b"\0" + base, base[:-1]]  # a zero byte appended or prepended, one byte cut
+    hashes = bytes_hashes(pa.array([base, *changed, *extended, b"" if length > 1 else b"\xff"], pa.binary())).tolist()
+    assert len(set(hashes)) == len(hashes)
