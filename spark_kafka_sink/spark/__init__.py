@@ -1,7 +1,8 @@
 """The PySpark DataSource adapter ``pykafka-sink``: thin and picklable.
 
 ``datasource`` (name, option and schema validation on the driver), ``options`` (the sink's options), ``schema``
-(DataFrame columns -> producer input), ``writer`` (batch and streaming Arrow writers, one producer per task),
+(DataFrame columns -> producer input), ``writer`` (batch and streaming Arrow writers, one producer per task;
+``row_batches`` turns pyspark 4.0's streaming Rows back into Arrow),
 ``commit`` (commit messages; the driver's commit / abort of transactions and the summary line).
 """
 

@@ -7,7 +7,7 @@ Spark calls ``writer()`` / ``streamWriter()`` on the driver side before any task
 DataFrame's columns are all validated there, and for batch writes with a ``topic`` option the brokers are asked
 for the topic's partitions, so an unreachable ``kafka.bootstrap.servers`` fails the write before a task starts.
 
-Save modes: pyspark 4.3 itself refuses the default ErrorIfExists (and Ignore) mode for every Python data source
+Save modes: pyspark (4.0 to 4.3) itself refuses the default ErrorIfExists (and Ignore) mode for every Python data source
 before this class is reached ("use either the Append or Overwrite mode"), so a write needs ``.mode("append")``
 (which Spark's own Kafka sink accepts too). Overwrite is refused here: Kafka topics are append-only.
 """
@@ -55,7 +55,7 @@ class KafkaSinkDataSource(DataSource):
         # and finishes a commit a dead driver left unfinished; a replayed batch then skips what was committed.
         options = SinkOptions.parse(self.options, streaming=True)
         plan = plan_columns(schema, options.topic, options.timestamp_column)
-        return KafkaStreamWriter(options, plan, _resume(options, streaming=True))
+        return KafkaStreamWriter(options, plan, _resume(options, streaming=True), schema=schema)
 
 
 def _resume(options: SinkOptions, *, streaming: bool = False) -> CommittedWrite | None:

@@ -82,6 +82,16 @@ class ColumnPlan:
     timestamp_column: str | None  # the timestampColumn option's column (a timestamp or long), or None: send time
     topic_option: str | None
 
+    @property
+    def input_columns(self) -> tuple[str, ...]:
+        """The DataFrame columns the sink reads (what ``to_producer_batch`` takes from each batch)."""
+        used = [("value", True), ("key", self.has_key), ("topic", self.topic_column),
+                ("partition", self.has_partition), ("headers", self.has_headers)]
+        names = tuple(name for name, present in used if present)
+        if self.timestamp_column is not None and self.timestamp_column not in names:
+            names += (self.timestamp_column,)
+        return names
+
 
 def plan_columns(schema: StructType, topic_option: str | None, timestamp_column: str | None = None) -> ColumnPlan:
     """Check the DataFrame's schema; raises InvalidColumnError naming the column (or option) and the accepted types.

@@ -24,10 +24,12 @@ import logging
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter
+from pyspark.sql import datasource as spark_datasource
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamWriter
+from pyspark.sql.types import StructType
 
 from spark_kafka_sink.errors import ConfigError, KafkaError
 from spark_kafka_sink.spark.commit import (
@@ -40,11 +42,20 @@ from spark_kafka_sink.spark.commit_log import CommittedWrite
 from spark_kafka_sink.spark.digest import RowDigest
 from spark_kafka_sink.spark.options import SinkOptions
 from spark_kafka_sink.spark.producer_cache import Lease, worker_cache
+from spark_kafka_sink.spark.row_batches import row_batches
 from spark_kafka_sink.spark.schema import ColumnPlan, to_producer_batch
 from spark_kafka_sink.spark.task_input import input_was_cut_off
 
-__all__ = ["KafkaBatchWriter", "KafkaStreamWriter", "NonDeterministicInputError", "TaskInputCutOffError",
-           "write_partition"]
+__all__ = ["ARROW_STREAM_WRITER", "KafkaBatchWriter", "KafkaStreamWriter", "NonDeterministicInputError",
+           "TaskInputCutOffError", "write_partition"]
+
+#: Whether this pyspark hands stream writers Arrow batches: ``DataSourceStreamArrowWriter`` exists since pyspark 4.1.
+#: pyspark 4.0 has only the row-based ``DataSourceStreamWriter``, whose Rows KafkaStreamWriter gathers into Arrow.
+ARROW_STREAM_WRITER = hasattr(spark_datasource, "DataSourceStreamArrowWriter")
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
+else:
+    _StreamWriterBase = spark_datasource.DataSourceStreamArrowWriter if ARROW_STREAM_WRITER else DataSourceStreamWriter
 
 _log = logging.getLogger(__name__)
 _CLOSE_TIMEOUT_S = 30.0
@@ -247,16 +258,27 @@ class KafkaBatchWriter(DataSourceArrowWriter):
         return f"KafkaBatchWriter({self.options!r})"
 
 
-class KafkaStreamWriter(DataSourceStreamArrowWriter):
-    """``writeStream.format("pykafka-sink")``: each micro-batch is written and committed like a batch write."""
+class KafkaStreamWriter(_StreamWriterBase):
+    """``writeStream.format("pykafka-sink")``: each micro-batch is written and committed like a batch write.
 
-    def __init__(self, options: SinkOptions, plan: ColumnPlan, resume: CommittedWrite | None = None) -> None:
+    Its base is pyspark's Arrow stream writer where pyspark has one (4.1+). On pyspark 4.0 the base is the row-based
+    stream writer: Spark hands ``write`` Rows, gathered back into Arrow batches (``row_batches``, with the
+    DataFrame's ``schema``) for the same ``write_partition``, so the producer still gets whole batches.
+    """
+
+    def __init__(self, options: SinkOptions, plan: ColumnPlan, resume: CommittedWrite | None = None, *,
+                 schema: StructType | None = None) -> None:
         self.options = options
         self.plan = plan
         self.resume = resume  # the prefix's latest complete write, from the driver's pre-flight
+        self.schema = schema  # the DataFrame's: what pyspark 4.0's Rows are turned back into Arrow with
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
-        return write_partition(self.options, self.plan, iterator, self.resume)
+    def write(self, iterator: Iterator[Any]) -> KafkaCommitMessage:
+        if ARROW_STREAM_WRITER:
+            return write_partition(self.options, self.plan, iterator, self.resume)
+        if self.schema is None:
+            raise TypeError("KafkaStreamWriter needs schema= (the DataFrame's) on pyspark 4.0, which hands it Rows")
+        return write_partition(self.options, self.plan, row_batches(iterator, self.schema, self.plan), self.resume)
 
     def commit(self, messages: list[Any], batchId: int) -> None:  # noqa: N803 - Spark's parameter name
         commit_write(self.options, messages, batchId)

@@ -7,7 +7,8 @@ says what to install.
 Each Kafka version the suite runs (:data:`KAFKA_VERSIONS`) has its own folder, ``.kafka/kafka-<version>/lib``; the
 version a test session runs is :func:`selected_kafka_version` (the ``KAFKA_VERSION`` environment variable, else
 :data:`DEFAULT_KAFKA_VERSION`), and the transaction version its cluster is formatted with is
-:func:`selected_transaction_version` (``KAFKA_TRANSACTION_VERSION``, else the release's default).
+:func:`selected_transaction_version` (``KAFKA_TRANSACTION_VERSION``, else the release's default). Spark's connector
+matches the installed pyspark (:func:`spark_connector_version`) and lives in ``.kafka/spark-jars-<version>``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ __all__ = [
     "DEFAULT_KAFKA_VERSION",
     "KAFKA_VERSIONS",
     "SPARK_CONNECTOR_ARTIFACTS",
+    "SPARK_CONNECTOR_VERSIONS",
+    "spark_connector_version",
     "kafka_home",
     "broker_lib",
     "selected_kafka_version",
@@ -51,6 +54,10 @@ SPARK_CONNECTOR_ARTIFACTS = (
     "kafka-clients",
     "commons-pool2",
 )
+# Spark's Kafka connector release for each pyspark minor line the project supports: the newest whose dependencies
+# (spark-token-provider-kafka) the Maven mirror CI uses fully has (checked 2026-11: 4.0.0, 4.1.1, 4.2.0; none for
+# 4.3 yet, and 4.2's works under pyspark 4.3). A patch release apart from pyspark's is fine for reading back.
+SPARK_CONNECTOR_VERSIONS = {"4.0": "4.0.0", "4.1": "4.1.1", "4.2": "4.2.0", "4.3": "4.2.0"}
 
 
 class ToolMissingError(RuntimeError):
@@ -85,9 +92,25 @@ def broker_lib(version: str | None = None) -> Path:
     return kafka_home() / f"kafka-{version or selected_kafka_version()}" / "lib"
 
 
+def spark_connector_version() -> str:
+    """The release of Spark's Kafka connector that matches the installed pyspark (:data:`SPARK_CONNECTOR_VERSIONS`)."""
+    from importlib.metadata import version
+
+    pyspark = version("pyspark")
+    connector = SPARK_CONNECTOR_VERSIONS.get(".".join(pyspark.split(".")[:2]))
+    if connector is None:
+        raise ToolMissingError(f"pyspark {pyspark} is not a version this project supports "
+                               f"({', '.join(SPARK_CONNECTOR_VERSIONS)}): no Kafka connector is known for it")
+    return connector
+
+
+def _spark_connector_dir() -> Path:
+    return kafka_home() / f"spark-jars-{spark_connector_version()}"
+
+
 def spark_connector_jars() -> list[Path]:
-    """The jar files of Spark's own ``format("kafka")`` connector, for ``spark.jars``."""
-    return sorted((kafka_home() / "spark-jars").glob("*.jar"))
+    """The jar files of Spark's own ``format("kafka")`` connector for the installed pyspark, for ``spark.jars``."""
+    return sorted(_spark_connector_dir().glob("*.jar"))
 
 
 def require_java() -> str:
@@ -152,4 +175,5 @@ def fetch_jars(kafka_versions: Sequence[str] = ()) -> None:
         # the broker's log config (conf/kafka/log4j2.properties) is for the log4j 2 binding the pom adds.
         _copy_dependencies(CONF_DIR / "kafka" / "pom.xml", broker_lib(version), exclude=("slf4j-reload4j",),
                            properties={"kafka.version": version})
-    _copy_dependencies(CONF_DIR / "spark" / "pom.xml", kafka_home() / "spark-jars", SPARK_CONNECTOR_ARTIFACTS)
+    _copy_dependencies(CONF_DIR / "spark" / "pom.xml", _spark_connector_dir(), SPARK_CONNECTOR_ARTIFACTS,
+                       properties={"spark.version": spark_connector_version()})

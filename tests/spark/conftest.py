@@ -11,6 +11,14 @@ import pytest
 FORMAT = "pykafka-sink"
 
 
+def pyspark_minor() -> tuple[int, int]:
+    """The installed pyspark's (major, minor): ``make test-pyspark`` runs the Spark tests on 4.0 to 4.3."""
+    import pyspark
+
+    major, minor = pyspark.__version__.split(".")[:2]
+    return int(major), int(minor)
+
+
 def write_df(df: Any, bootstrap: str, *, fmt: str = FORMAT, mode: str = "append", **options: Any) -> None:
     """``df.write.format(fmt)`` with ``kafka.bootstrap.servers`` and ``options`` (None values are left out)."""
     writer = df.write.format(fmt).option("kafka.bootstrap.servers", bootstrap)

@@ -95,7 +95,7 @@ def test_overwrite_mode_is_refused(spark: Any, bootstrap: str, quiet_topic: str)
 
 def test_default_error_if_exists_mode_is_refused_by_spark_itself(spark: Any, bootstrap: str,
                                                                  quiet_topic: str) -> None:
-    """pyspark 4.3 refuses ErrorIfExists for every Python data source before the sink is asked (README)."""
+    """pyspark (4.0 to 4.3) refuses ErrorIfExists for every Python data source before the sink is asked (README)."""
     with pytest.raises(Exception, match="ErrorIfExists"):
         (df_of(spark, "value string", [("v",)]).write.format("pykafka-sink")
          .option("kafka.bootstrap.servers", bootstrap).option("topic", quiet_topic).save())

@@ -1,0 +1,124 @@
+"""pyspark 4.0's streaming Rows gathered back into Arrow: the batch Spark's Arrow handoff would have given.
+
+The Rows are built as pyspark 4.0's worker builds them (``ArrowTableToRowsConversion``): binary as bytearray,
+structs as Rows, timestamps as naive datetimes in the worker's local time zone (a non-UTC zone here, in summer and
+in winter time). That conversion drops the DST fold, so the repeated hour of a fall-back night cannot be told apart
+(README "Versions").
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import Row
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from spark_kafka_sink.spark.row_batches import row_batches
+from spark_kafka_sink.spark.schema import plan_columns, to_producer_batch
+
+
+def struct(**fields: DataType) -> StructType:
+    return StructType([StructField(name, data_type) for name, data_type in fields.items()])
+
+
+SCHEMA = struct(value=BinaryType(), key=StringType(), topic=StringType(), partition=IntegerType(),
+                headers=ArrayType(struct(key=StringType(), value=BinaryType())), ts=TimestampType(),
+                ignored=MapType(StringType(), IntegerType()))
+HEADERS_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
+SparkRow = Row(*SCHEMA.fieldNames())
+
+
+@pytest.fixture
+def new_york() -> Iterator[None]:
+    """The process's local time zone is America/New_York (UTC-4 in summer, UTC-5 in winter)."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "America/New_York"
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+
+
+def as_pyspark_40_hands_it(instant: datetime | None) -> datetime | None:
+    """A TimestampType value as pyspark 4.0's row conversion gives it: naive local time."""
+    return None if instant is None else instant.astimezone().replace(tzinfo=None)
+
+
+def utc(year: int, month: int, day: int, hour: int, minute: int) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=timezone.utc)
+
+
+def test_rows_become_the_arrow_batch_of_the_sinks_columns(new_york: None) -> None:
+    instants = [utc(2024, 7, 1, 12, 30), utc(2024, 1, 15, 12, 30), None]  # 08:30 and 07:30 in New York
+    rows = [
+        SparkRow(bytearray(b"v0"), "k0", "t", 0, [Row(key="h", value=bytearray(b"x"))],
+                 as_pyspark_40_hands_it(instants[0]), {"a": 1}),
+        SparkRow(None, None, "t", None, [], as_pyspark_40_hands_it(instants[1]), None),
+        SparkRow(bytearray(), "k2", "u", 2, None, as_pyspark_40_hands_it(instants[2]), {}),
+    ]
+    plan = plan_columns(SCHEMA, topic_option=None, timestamp_column="ts")
+
+    [batch] = list(row_batches(rows, SCHEMA, plan))
+
+    expected = pa.RecordBatch.from_arrays([
+        pa.array([b"v0", None, b""], pa.binary()),
+        pa.array(["k0", None, "k2"], pa.string()),
+        pa.array(["t", "t", "u"], pa.string()),
+        pa.array([0, None, 2], pa.int32()),
+        pa.array([[{"key": "h", "value": b"x"}], [], None], HEADERS_TYPE),
+        pa.array([1719837000000000, 1705321800000000, None], pa.timestamp("us", tz="UTC")),
+    ], names=["value", "key", "topic", "partition", "headers", "ts"])
+    assert batch.schema == expected.schema
+    assert batch.equals(expected)
+    # The producer's input: timestamps in epoch milliseconds.
+    records = to_producer_batch(batch, plan, lambda topic: 3)
+    assert records.column("timestamp").to_pylist() == [1719837000000, 1705321800000, None]
+
+
+def test_only_the_sinks_columns_are_kept_with_sparks_arrow_types() -> None:
+    schema = struct(id=LongType(), value=StringType(), extra=ArrayType(IntegerType()))
+    plan = plan_columns(schema, topic_option="t")
+    [batch] = list(row_batches([Row("id", "value", "extra")(1, "a", [1])], schema, plan))
+    assert batch.schema == pa.schema([("value", pa.string())])
+    assert batch.column(0).to_pylist() == ["a"]
+
+
+def test_all_null_columns_keep_their_types() -> None:
+    # Inferring types from values would give Arrow's null type here; the schema gives binary and string.
+    schema = struct(value=BinaryType(), key=StringType())
+    plan = plan_columns(schema, topic_option="t")
+    [batch] = list(row_batches([Row("value", "key")(None, None)] * 2, schema, plan))
+    assert batch.schema == pa.schema([("value", pa.binary()), ("key", pa.string())])
+    assert batch.num_rows == 2 and batch.column(0).null_count == 2
+
+
+def test_rows_are_batched_up_to_max_rows() -> None:
+    schema = struct(value=StringType())
+    plan = plan_columns(schema, topic_option="t")
+    rows: list[Any] = [Row("value")(str(i)) for i in range(25)]
+    batches = list(row_batches(iter(rows), schema, plan, max_rows=10))
+    assert [b.num_rows for b in batches] == [10, 10, 5]
+    assert [v for b in batches for v in b.column(0).to_pylist()] == [str(i) for i in range(25)]
+    assert list(row_batches(iter([]), schema, plan)) == []
