@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.context import Context, results_dir
-from benchmarks.harness import Comparison, load_average
+from benchmarks.harness import Comparison, load_average, select_contenders
 from benchmarks.machine import machine_info, uptime_line
 from benchmarks.report import format_table, markdown_table, plot, write_json
 from benchmarks.targets import missing_components
@@ -56,6 +56,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--bootstrap", help="use this broker instead of starting one")
     p.add_argument("--out", type=Path, help="results directory (default benchmarks/results)")
     p.add_argument("--tag", default="", help="suffix of the result file names")
+    p.add_argument("--contenders", default="",
+                   help="comma-separated name fragments: run only the contenders whose name contains one (default all)")
     a = p.parse_args(argv)
     quick = a.quick
     a.rounds = a.rounds or 3
@@ -113,6 +115,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
+    select_contenders(a.contenders.split(","))
     started = time.time()
     signal.signal(signal.SIGTERM, _interrupt)  # unwind like Ctrl-C: the broker, Spark and topics are cleaned up
     ctx = Context(rounds=a.rounds, quick=a.quick, bootstrap_arg=a.bootstrap, spark_memory="1g" if a.quick else "4g")

@@ -21,7 +21,25 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Sample", "Contender", "ContenderResult", "Comparison", "Target", "run_comparison", "load_average"]
+__all__ = ["Sample", "Contender", "ContenderResult", "Comparison", "Target", "run_comparison", "load_average",
+           "select_contenders"]
+
+# ``--contenders``: name fragments; a contender whose name contains none of them is not run (empty: run all).
+_selected: tuple[str, ...] = ()
+
+
+def select_contenders(fragments: Sequence[str]) -> None:
+    """Run only contenders whose name contains one of ``fragments`` (``python -m benchmarks --contenders``), e.g. a
+    5-round check of two sink contenders without the rest of the comparison."""
+    global _selected
+    _selected = tuple(f for f in fragments if f)
+
+
+def _not_selected(name: str) -> str | None:
+    if not _selected or any(f in name for f in _selected):
+        return None
+    return f"not selected (--contenders {','.join(_selected)})"
+
 
 
 @dataclass(frozen=True)
@@ -178,8 +196,8 @@ def run_comparison(group: str, title: str, unit: str, contenders: Sequence[Conte
     page cache and connections: a first run paid for them, a round-1 penalty that fell on whoever went first)."""
     if rounds < 1:
         raise ValueError("rounds must be >= 1")
-    results = [ContenderResult(c.name, skipped=c.unavailable) for c in contenders]
-    live = [(c, r) for c, r in zip(contenders, results, strict=False) if c.unavailable is None]
+    results = [ContenderResult(c.name, skipped=c.unavailable or _not_selected(c.name)) for c in contenders]
+    live = [(c, r) for c, r in zip(contenders, results, strict=False) if r.skipped is None]
     comp = Comparison(group, title, unit, contenders[0].name, dict(params or {}), results, higher_is_better,
                       load_before=load_average())
     start = time.monotonic()
