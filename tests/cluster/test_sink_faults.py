@@ -4,7 +4,6 @@ lost and duplicated and how long the cluster took to recover."""
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 import time
@@ -54,51 +53,67 @@ def _out_of_order(records: list[ConsumedRecord]) -> int:
     return wrong
 
 
-class _FaultThread(threading.Thread):
-    """Once the write has put records in the topic: SIGKILL a node chosen then, wait for the cluster to recover
-    (a new leader), start the node again and wait until it is back in sync."""
+class _BackgroundWrite(threading.Thread):
+    """``write_df`` in a thread, so that the test's own thread kills and restarts nodes: a node started from a
+    thread that then ends would die with it (the launcher's parent-death signal follows the starting thread)."""
 
-    def __init__(self, cluster: KafkaCluster, topic: str, choose: str, prefix: str = "") -> None:
-        super().__init__(name="fault", daemon=True)
-        self.cluster, self.topic, self.choose, self.prefix = cluster, topic, choose, prefix
-        self.victim = -1
-        self.killed_at = 0.0
-        self.recovery_s = 0.0
-        self.failure: BaseException | None = None
+    def __init__(self, spark: Any, frame: Any, bootstrap: str, options: dict[str, Any]) -> None:
+        super().__init__(name="sink-write", daemon=True)
+        self.spark, self.frame, self.bootstrap, self.options = spark, frame, bootstrap, options
+        self.error: Exception | None = None
+        self.returned_at = 0.0
+        self.start()
 
     def run(self) -> None:
+        # Spark resolves a Python data source through the thread's active session, which a new thread lacks.
+        self.spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(self.spark._jsparkSession)
         try:
-            wait_for("the first records of the write", lambda: sum(end_offsets(self.cluster, self.topic).values()) > 0,
-                     timeout=180)
-            if self.choose == "leader":
-                self.victim = leader_of(self.cluster, self.topic, 0)
-            else:
-                self.victim = transaction_coordinator(self.cluster, f"{self.prefix}-0")
-            self.killed_at = time.monotonic()
-            self.cluster.kill_node(self.victim)
-            survivors = [n for n in (1, 2, 3) if n != self.victim]
-            self.recovery_s = wait_for("partition 0 led by a survivor",
-                                       lambda: leader_of(self.cluster, self.topic, 0) in survivors)
-            self.cluster.start_node(self.victim)
-            wait_full_isr(self.cluster, self.topic, range(PARTITIONS))
-        except BaseException as exc:  # noqa: B036 -- re-raised by the test
-            self.failure = exc
+            write_df(self.frame, self.bootstrap, **self.options)
+        except Exception as exc:  # noqa: BLE001 -- the test decides what a failure means
+            self.error = exc
+        finally:
+            self.returned_at = time.monotonic()
+
+    def finish(self, timeout: float = 600.0) -> Exception | None:
+        self.join(timeout)
+        assert not self.is_alive(), f"the write did not return within {timeout:.0f} s"
+        return self.error
+
+    def wait_first_records(self, cluster: KafkaCluster, topic: str) -> None:
+        def started() -> bool:
+            if not self.is_alive():
+                raise AssertionError(f"the write ended before the fault (error: {self.error!r})"[:3000])
+            return sum(end_offsets(cluster, topic).values()) > 0
+
+        wait_for("the first records of the write", started, timeout=180)
+
+
+def _kill_and_restart(cluster: KafkaCluster, topic: str, victim: int) -> tuple[float, float]:
+    """SIGKILL ``victim``, wait until partition 0 is led by a survivor, start it again and wait until it is back
+    in sync. Returns (the moment of the kill, seconds until the new leader)."""
+    killed_at = time.monotonic()
+    cluster.kill_node(victim)
+    survivors = [n for n in (1, 2, 3) if n != victim]
+    recovery_s = wait_for("partition 0 led by a survivor", lambda: leader_of(cluster, topic, 0) in survivors)
+    cluster.start_node(victim)
+    wait_full_isr(cluster, topic, range(PARTITIONS))
+    return killed_at, recovery_s
 
 
 @pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
 def test_sink_while_a_leader_is_sigkilled_and_restarted(cluster3: KafkaCluster, spark3: Any, guarantee: str) -> None:
     topic = new_topic(cluster3, PARTITIONS)
-    fault = _FaultThread(cluster3, topic, "leader")
-    fault.start()
-    write_df(_frame(spark3), cluster3.bootstrap_servers, topic=topic, deliveryGuarantee=guarantee)
-    written_at = time.monotonic()
-    fault.join(300)
-    assert fault.failure is None, fault.failure
-    assert 0 < fault.killed_at < written_at, "the node was not killed during the write"
+    write = _BackgroundWrite(spark3, _frame(spark3), cluster3.bootstrap_servers,
+                             {"topic": topic, "deliveryGuarantee": guarantee})
+    write.wait_first_records(cluster3, topic)
+    victim = leader_of(cluster3, topic, 0)
+    killed_at, recovery_s = _kill_and_restart(cluster3, topic, victim)
+    assert write.finish() is None, write.error
+    assert killed_at < write.returned_at, "the node was not killed during the write"
     records = read_all(cluster3, topic)
     verdict = check_ids(records, set(range(ROWS)))
     verdict.out_of_order = _out_of_order(records)
-    verdict.report(f"sink {guarantee}: leader {fault.victim} SIGKILLed mid-write and restarted", fault.recovery_s)
+    verdict.report(f"sink {guarantee}: leader {victim} SIGKILLed mid-write and restarted", recovery_s)
     assert verdict.lost == 0 and verdict.extra == 0
     if guarantee == "exactly_once":
         assert (verdict.read, verdict.duplicated, verdict.out_of_order) == (ROWS, 0, 0)
@@ -111,17 +126,13 @@ def test_sink_exactly_once_with_the_transaction_coordinator_sigkilled(cluster3: 
     prefix = f"coordkill-{uuid.uuid4().hex[:8]}"
     options: dict[str, Any] = {"topic": topic, "deliveryGuarantee": "exactly_once",
                                "transactionalIdPrefix": prefix, "writeId": 1}
-    fault = _FaultThread(cluster3, topic, "coordinator", prefix)
-    fault.start()
-    outcome = "committed"
-    try:
-        write_df(_frame(spark3), cluster3.bootstrap_servers, **options)
-    except Exception as exc:  # noqa: BLE001 -- either outcome is allowed; the checks below decide
-        outcome = f"failed: {type(exc).__name__}"
-    written_at = time.monotonic()
-    fault.join(300)
-    assert fault.failure is None, fault.failure
-    assert 0 < fault.killed_at < written_at, "the coordinator was not killed during the write"
+    write = _BackgroundWrite(spark3, _frame(spark3), cluster3.bootstrap_servers, options)
+    write.wait_first_records(cluster3, topic)
+    victim = transaction_coordinator(cluster3, f"{prefix}-0")
+    killed_at, recovery_s = _kill_and_restart(cluster3, topic, victim)
+    error = write.finish()
+    outcome = "committed" if error is None else f"failed: {type(error).__name__}"
+    assert killed_at < write.returned_at, "the coordinator was not killed during the write"
     wait_for("no open transaction (last stable offset = log end offset)", lambda: end_offsets(
         cluster3, topic, "read_committed") == end_offsets(cluster3, topic, "read_uncommitted"), timeout=120)
     first = read_all(cluster3, topic)
@@ -133,8 +144,8 @@ def test_sink_exactly_once_with_the_transaction_coordinator_sigkilled(cluster3: 
     records = read_all(cluster3, topic)
     verdict = check_ids(records, set(range(ROWS)))
     verdict.out_of_order = _out_of_order(records)
-    verdict.report(f"sink exactly_once: coordinator {fault.victim} SIGKILLed mid-write ({outcome}), then re-run",
-                   fault.recovery_s)
+    verdict.report(f"sink exactly_once: coordinator {victim} SIGKILLed mid-write ({outcome}), then re-run",
+                   recovery_s)
     print(f"  per partition: {dict(sorted(Counter(r.partition for r in records).items()))}")
     assert (verdict.read, verdict.lost, verdict.duplicated, verdict.out_of_order, verdict.extra) == (ROWS, 0, 0, 0, 0)
 
@@ -178,33 +189,19 @@ def test_sink_exactly_once_fails_after_a_coordinator_sigkill_leaving_nothing_the
     options: dict[str, Any] = {"topic": topic, "deliveryGuarantee": "exactly_once",
                                "transactionalIdPrefix": prefix, "writeId": 1}
     gate_file = tmp_path / "fail-now"
-    victim: list[int] = []
-    killed_at: list[float] = []
-    failover_s: list[float] = []
-
-    def fault() -> None:
-        wait_for("the first records of the write", lambda: sum(end_offsets(cluster3, topic).values()) > 0,
-                 timeout=180)
-        victim.append(transaction_coordinator(cluster3, f"{prefix}-0"))
-        killed_at.append(time.monotonic())
-        cluster3.kill_node(victim[0])
-        failover_s.append(wait_for(f"a new coordinator for {prefix}-0",
-                                   lambda: transaction_coordinator(cluster3, f"{prefix}-0") not in (victim[0], -1)))
-        gate_file.touch()
-
-    frame = _gated(spark3, gate_file)
-    fault_thread = _Background(fault)
-    error: Exception | None = None
-    try:
-        write_df(frame, cluster3.bootstrap_servers, **options)
-    except Exception as exc:  # noqa: BLE001 -- the failure is the point; checked below
-        error = exc
-    failed_at = time.monotonic()
+    write = _BackgroundWrite(spark3, _gated(spark3, gate_file), cluster3.bootstrap_servers, options)
+    write.wait_first_records(cluster3, topic)
+    victim = transaction_coordinator(cluster3, f"{prefix}-0")
+    killed_at = time.monotonic()
+    cluster3.kill_node(victim)
+    failover_s = wait_for(f"a new coordinator for {prefix}-0",
+                          lambda: transaction_coordinator(cluster3, f"{prefix}-0") not in (victim, -1))
+    gate_file.touch()
+    error = write.finish()
     assert error is not None, "the gated write did not fail"
     assert "injected failure at row" in str(error), str(error)[-3000:]
-    fault_thread.finish()
-    assert killed_at and killed_at[0] < failed_at
-    cluster3.start_node(victim[0])
+    assert killed_at < write.returned_at
+    cluster3.start_node(victim)
     wait_full_isr(cluster3, topic, range(PARTITIONS))
     nothing_open_s = wait_for("no open transaction (last stable offset = log end offset)", lambda: end_offsets(
         cluster3, topic, "read_committed") == end_offsets(cluster3, topic, "read_uncommitted"), timeout=120)
@@ -218,33 +215,11 @@ def test_sink_exactly_once_fails_after_a_coordinator_sigkill_leaving_nothing_the
     records = read_all(cluster3, topic)
     verdict = check_ids(records, set(range(ROWS)))
     verdict.out_of_order = _out_of_order(records)
-    verdict.report(f"sink exactly_once: coordinator {victim[0]} SIGKILLed mid-write, then the write failed",
-                   failover_s[0])
+    verdict.report(f"sink exactly_once: coordinator {victim} SIGKILLed mid-write, then the write failed",
+                   failover_s)
     print(f"  the failed write left {written} records in the log (aborted), 0 visible; nothing open "
           f"{nothing_open_s:.1f} s after the restart; the re-run wrote {len(records)} in {rerun_s:.1f} s")
     assert (verdict.read, verdict.lost, verdict.duplicated, verdict.out_of_order, verdict.extra) == (ROWS, 0, 0, 0, 0)
-
-
-class _Background(threading.Thread):
-    """Runs ``target`` beside the write; ``finish()`` joins it and re-raises its failure."""
-
-    def __init__(self, target: Any) -> None:
-        super().__init__(name="fault", daemon=True)
-        self._target_fn = target
-        self.failure: BaseException | None = None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            self._target_fn()
-        except BaseException as exc:  # noqa: B036 -- re-raised by finish()
-            self.failure = exc
-
-    def finish(self, timeout: float = 300.0) -> None:
-        self.join(timeout)
-        assert not self.is_alive(), "the fault thread did not finish"
-        if self.failure is not None:
-            raise AssertionError(f"the fault thread failed: {self.failure!r}") from self.failure
 
 
 # ------------------------------------------------------------------------------------------ two of three down
@@ -252,87 +227,70 @@ class _Background(threading.Thread):
 
 @pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
 def test_sink_with_two_of_three_nodes_sigkilled_fails_after_the_delivery_timeout(
-        cluster3: KafkaCluster, spark3: Any, guarantee: str, caplog: pytest.LogCaptureFixture) -> None:
+        cluster3: KafkaCluster, spark3: Any, guarantee: str) -> None:
     """acks=all cannot be met with one node left (and no controller quorum): every task attempt fails after
-    kafka.delivery.timeout.ms with an error naming it (or NOT_ENOUGH_REPLICAS), the job fails, and nothing is
-    reported written that is not. The nodes return once the job has failed (the driver is then aborting):
-    exactly_once leaves nothing visible or open; at_least_once's rows read back are ids of the job, none twice
-    beyond task retries, and its report counts no row that is not there."""
+    kafka.delivery.timeout.ms with an error naming it, and the job fails reporting nothing written. The nodes
+    return once the job has failed, while the driver aborts: exactly_once leaves nothing visible or open (the
+    driver's fencing reaches the coordinators once they are back); at_least_once's error says the expired
+    records may or may not have been written, and what the topic holds are ids of the job."""
     topic = new_topic(cluster3, PARTITIONS)
     delivery_timeout_ms = 8_000
     options: dict[str, Any] = {
-        "topic": topic, "deliveryGuarantee": guarantee, "transactionalIdPrefix": f"down2-{uuid.uuid4().hex[:8]}",
+        "topic": topic, "deliveryGuarantee": guarantee,
         "kafka.delivery.timeout.ms": delivery_timeout_ms, "kafka.request.timeout.ms": 3_000,
         "kafka.max.block.ms": 8_000}
-    if guarantee == "at_least_once":
-        del options["transactionalIdPrefix"]
+    if guarantee == "exactly_once":
+        options["transactionalIdPrefix"] = f"down2-{uuid.uuid4().hex[:8]}"
     tasks = 2
     frame = spark3.range(0, ROWS, 1, tasks).selectExpr("CAST(id AS STRING) AS value",
                                                        f"CAST(id % {PARTITIONS} AS INT) AS partition")
-    group = f"down2-{uuid.uuid4().hex[:8]}"
-    outcome: list[BaseException | None] = []
-
-    def write() -> None:
-        spark3.sparkContext.setJobGroup(group, "two of three nodes down")
-        try:
-            write_df(frame, cluster3.bootstrap_servers, **options)
-            outcome.append(None)
-        except Exception as exc:  # noqa: BLE001 -- the failure is the point; checked below
-            outcome.append(exc)
+    write = _BackgroundWrite(spark3, frame, cluster3.bootstrap_servers, options)
+    write.wait_first_records(cluster3, topic)
+    tracker = spark3.sparkContext.statusTracker()
+    jobs = tracker.getActiveJobsIds()
+    survivor = leader_of(cluster3, topic, 0)
+    victims = [n for n in (1, 2, 3) if n != survivor]
+    for node in victims:
+        cluster3.kill_node(node)
+    killed_at = time.monotonic()
 
     def job_failed() -> bool:
-        tracker = spark3.sparkContext.statusTracker()
-        infos = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
-        return any(i is not None and i.status == "FAILED" for i in infos) or bool(outcome)
+        infos = [tracker.getJobInfo(j) for j in jobs]
+        return not write.is_alive() or any(i is not None and i.status == "FAILED" for i in infos)
 
-    caplog.set_level(logging.WARNING, logger="spark_kafka_sink.spark")
-    writer = threading.Thread(target=write, name="two-down-write", daemon=True)
-    writer.start()
-    victims: list[int] = []
-    try:
-        wait_for("the first records of the write", lambda: sum(end_offsets(cluster3, topic).values()) > 0,
-                 timeout=180)
-        survivor = leader_of(cluster3, topic, 0)
-        victims = [n for n in (1, 2, 3) if n != survivor]
-        for node in victims:
-            cluster3.kill_node(node)
-        killed_at = time.monotonic()
-        wait_for("the Spark job to fail", job_failed, timeout=300)
-        failed_after_s = time.monotonic() - killed_at
-    finally:
-        for node in victims:
-            cluster3.start_node(node)
-    writer.join(300)
-    assert not writer.is_alive() and outcome, "the write did not return"
-    error = outcome[0]
+    wait_for("the Spark job to fail", job_failed, timeout=300)
+    failed_after_s = time.monotonic() - killed_at
+    for node in victims:  # back while the driver aborts (its fencing retries for 60 s)
+        cluster3.start_node(node)
+    restarted_at = time.monotonic()
+    error = write.finish()
+    returned_s = write.returned_at - restarted_at
     assert error is not None, "the write succeeded with two of three nodes down"
     text = str(error)
-    named = re.findall(r"[A-Za-z]*Error: [^\n]*(?:delivery\.timeout\.ms|NOT_ENOUGH_REPLICAS)[^\n]*", text)
+    named = re.findall(r"DeliveryTimeoutError: [^\n]*delivery\.timeout\.ms=8000[^\n]*", text) + re.findall(
+        r"[A-Za-z]+Error: [^\n]*NOT_ENOUGH_REPLICAS[^\n]*", text)
+    if guarantee == "exactly_once":
+        # Spark reports the last attempt's error; a retried exactly_once task first needs its transaction
+        # coordinator, which may be one of the dead nodes: then it fails in init_transactions after max.block.ms.
+        named += re.findall(r"KafkaTimeoutError: init_transactions\(\) did not complete within 8 s[^\n]*", text)
     assert named, f"the job's error names neither delivery.timeout.ms nor NOT_ENOUGH_REPLICAS:\n{text[-4000:]}"
+    # The error never calls an expired record written: it may or may not be (the at-least-once ambiguity).
+    assert all("may have been written" in n or "never sent" in n or "NOT_ENOUGH_REPLICAS" in n
+               or "init_transactions" in n for n in named), named
     assert failed_after_s >= delivery_timeout_ms / 1000 * 0.9, f"failed {failed_after_s:.1f} s after the kill"
     rejoin_s = wait_full_isr(cluster3, topic, range(PARTITIONS))
     nothing_open_s = wait_for("no open transaction (last stable offset = log end offset)", lambda: end_offsets(
         cluster3, topic, "read_committed") == end_offsets(cluster3, topic, "read_uncommitted"), timeout=120)
     records = read_all(cluster3, topic)
     in_log = sum(end_offsets(cluster3, topic).values())
-    warnings = [r.getMessage() for r in caplog.records if r.name.startswith("spark_kafka_sink.spark")]
-    assert not any("pykafka-sink committed" in w for w in warnings), "a failed write was reported committed"
     ids = [int(r.value or b"-1") for r in records]
     duplicated = len(ids) - len(set(ids))
     print(f"\n[sink {guarantee}: nodes {victims} SIGKILLed mid-write, acks=all] the job failed "
-          f"{failed_after_s:.1f} s after the kill (delivery.timeout.ms={delivery_timeout_ms}); {in_log} records "
-          f"in the log, {len(records)} visible to read_committed ({duplicated} duplicated); nodes back in sync "
-          f"{rejoin_s:.1f} s after the restart, nothing open {nothing_open_s:.1f} s after that")
-    print(f"  e.g. {named[0][:400]}")
-    for w in warnings:
-        print(f"  driver: {w[:300]}")
+          f"{failed_after_s:.1f} s after the kill (delivery.timeout.ms={delivery_timeout_ms}, 3 attempts per task); "
+          f"{in_log} records in the log, {len(records)} visible to read_committed ({duplicated} duplicated); nodes "
+          f"restarted when the job failed, the write (and the driver's abort) returned {returned_s:+.1f} s from "
+          f"then; in sync {rejoin_s:.1f} s and nothing open {nothing_open_s:.1f} s after that")
+    print(f"  e.g. {named[0][:500]}")
     assert set(ids) <= set(range(ROWS))
     if guarantee == "exactly_once":
         assert records == [], f"a failed exactly_once write left {len(records)} records visible"
-        fenced = [w for w in warnings if "write failed" in w]
-        assert fenced and f"fenced {tasks} failed task id(s)" in fenced[-1], warnings
-    else:
-        # What the driver says it keeps (rows acknowledged by successful tasks) must be there.
-        kept = [int(m.group(1)) for w in warnings if (m := re.search(r"keeps the (\d+) rows already acknowledged",
-                                                                     w))]
-        assert kept and kept[-1] <= len(set(ids)), warnings
