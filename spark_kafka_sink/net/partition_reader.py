@@ -13,6 +13,10 @@ under read_committed, so the call returns at once rather than waiting for it.
 What is dropped is decided by :func:`~spark_kafka_sink.protocol.record_batch.visible_records`: transaction
 markers always, records of aborted transactions under read_committed (as the Java consumer does).
 
+Every fetched batch is checked whole (CRC-32C, lengths, framing) before any of its records is used; a corrupt one
+raises :class:`~spark_kafka_sink.errors.ProtocolError` at once naming the partition, the fetch offset, the node
+and the batch's offset (the leader would send the same bytes again, so it is not retried).
+
 Errors: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE and OFFSET_NOT_AVAILABLE (and a
 lost connection) refresh the metadata and retry after retry.backoff.ms; when ``timeout_ms`` runs out a
 :class:`~spark_kafka_sink.errors.KafkaTimeoutError` names the last of them (also its ``__cause__``). Any other
@@ -199,7 +203,14 @@ class _PartitionRead:
         self._raise_for_partition_error(part["error_code"], f"Fetch at offset {position}")
         aborted = [(int(a["producer_id"]), int(a["first_offset"])) for a in part["aborted_transactions"] or ()]
         data = part["records"] or b""
-        batches = decode_batches(data)
+        try:
+            batches = decode_batches(data)  # checks every batch's CRC-32C and framing before any record is used
+        except ProtocolError as exc:
+            # Not retried (as the Java consumer's CorruptRecordException): the leader would send the same bytes.
+            raise ProtocolError(
+                f"corrupt record batch in the Fetch response for {self._where} at offset {position} from node "
+                f"{leader}: {exc}. Nothing from it was used; check the leader's log segment for that offset "
+                "(kafka-dump-log.sh --deep-iteration reports isValid: false) or restore the replica") from exc
         if data and not batches:
             # Fetch v3+ returns a first batch larger than max_bytes whole (KIP-74): a cut one is a broken answer.
             raise ProtocolError(f"the Fetch response for {self._where} at offset {position} holds {len(data)} bytes "

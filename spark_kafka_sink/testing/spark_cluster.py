@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -128,6 +129,7 @@ class SparkStandalone:
     master_port: int = 0
     master_ui_port: int = 0
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, init=False)
+    _launch_args: dict[str, list[str]] = field(default_factory=dict, init=False)
 
     @property
     def master_url(self) -> str:
@@ -162,6 +164,7 @@ class SparkStandalone:
 
     def _launch(self, name: str, args: list[str]) -> None:
         assert self.base_dir is not None
+        self._launch_args[name] = args
         log = open(self.base_dir / "logs" / f"{name}.log", "ab")
         try:
             self.processes[name] = subprocess.Popen(
@@ -199,6 +202,40 @@ class SparkStandalone:
 
     def worker_pids(self) -> list[int]:
         return [p.pid for name, p in self.processes.items() if name.startswith("worker") and p.poll() is None]
+
+    def kill_worker(self, name: str) -> list[int]:
+        """SIGKILL worker ``name`` ("worker-1" ...) and every process under it (its executor JVMs and their Python
+        workers), as when its machine dies; returns the pids killed. ``start_worker`` brings it back."""
+        import psutil
+
+        worker = self.processes[name]
+        try:
+            tree = [psutil.Process(worker.pid), *psutil.Process(worker.pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            tree = []
+        killed = []
+        for proc in tree:
+            try:
+                proc.send_signal(signal.SIGKILL)
+                killed.append(proc.pid)
+            except psutil.NoSuchProcess:
+                continue
+        worker.wait()
+        psutil.wait_procs(tree, timeout=10)
+        return killed
+
+    def start_worker(self, name: str, timeout: float = 120.0) -> None:
+        """Launch worker ``name`` again with its first settings (new ports) and wait until every worker is ALIVE.
+        Call it from a thread that outlives the cluster's use: the worker gets that thread's parent-death signal."""
+        args = list(self._launch_args[name])
+        for flag in ("--port", "--webui-port"):
+            args[args.index(flag) + 1] = str(free_port())
+        self._launch(name, args)
+        self.wait_ready(timeout)
+
+    def worker_states(self) -> dict[str, str]:
+        """The master's view of every worker it knows: {worker id: ALIVE / DEAD / ...}."""
+        return {w["id"]: w["state"] for w in self.status().get("workers", [])}
 
     def submit_command(self, job: Path, job_args: list[str], archive: Path, conf: dict[str, str] | None = None,
                        executor_memory: str = "512m") -> list[str]:

@@ -1,7 +1,7 @@
 """The bundled job on a Spark standalone cluster (a master and two workers on this machine), the package shipped
 as a user ships it: the project built as a wheel, installed into a fresh virtualenv, packed and passed with
-``--archives env.zip#env``. An executor JVM, or one of its Python workers, is SIGKILLed mid-write; what the job
-wrote is read back with confluent-kafka at read_committed."""
+``--archives env.zip#env``. An executor JVM, one of its Python workers, or a whole worker (its JVM and everything
+under it) is SIGKILLed mid-write; what the job wrote is read back with confluent-kafka at read_committed."""
 
 from __future__ import annotations
 
@@ -137,3 +137,65 @@ def test_job_on_standalone_cluster_survives_a_sigkill(cluster3: KafkaCluster, st
     assert set(seen) <= set(range(ROWS))
     if guarantee == "exactly_once":
         assert (len(records), duplicated) == (ROWS, 0)
+
+
+def test_job_finishes_on_the_other_worker_when_a_worker_is_sigkilled(
+        cluster3: KafkaCluster, standalone: SparkStandalone, shipped_env: Path) -> None:
+    """A worker lost mid-job: worker-1's JVM, its executor JVM and the executor's Python workers all get SIGKILL
+    at once, as when the machine dies. The master drops the worker when its connection closes, the driver loses
+    the executor and reruns its tasks on the other worker's executor (the retries fence the dead tasks'
+    transactions); the job finishes and read_committed shows exactly ROWS. The worker is started again after."""
+    topic = new_topic(cluster3, 3)
+    cmd = standalone.submit_command(JOB, ["--bootstrap-servers", cluster3.bootstrap_servers, "--topic", topic,
+                                          "--rows", str(ROWS), "--partitions", "4", "--guarantee", "exactly_once"],
+                                    shipped_env / "env.zip")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_DRIVER_PYTHON")}
+    env.update(SPARK_HOME=str(spark_home()), PYSPARK_PYTHON="./env/bin/python")
+    log = shipped_env / f"submit-{topic}.log"
+    with open(log, "wb") as out:
+        job = subprocess.Popen(cmd, cwd=shipped_env, env=env, stdout=out, stderr=subprocess.STDOUT)
+    killed: list[int] = []
+    try:
+        def started_writing() -> bool:
+            if job.poll() is not None:
+                raise AssertionError(f"the job ended before writing:\n{log.read_text(errors='replace')[-6000:]}")
+            return sum(end_offsets(cluster3, topic).values()) > 0
+
+        wait_for("the job's first records", started_writing, timeout=240)
+        worker_pid = standalone.processes["worker-1"].pid
+        wait_for("a Python worker under worker-1", lambda: bool(_python_workers_of(worker_pid)), timeout=60)
+        killed_at = time.monotonic()
+        killed = standalone.kill_worker("worker-1")
+        dead_s = wait_for("the master to drop worker-1",
+                          lambda: list(standalone.worker_states().values()).count("DEAD") == 1, timeout=120)
+        job.wait(600)
+        finished_s = time.monotonic() - killed_at
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+        if "worker-1" in standalone.processes and standalone.processes["worker-1"].poll() is not None:
+            standalone.start_worker("worker-1")  # from the test's thread: see start_worker
+    output = log.read_text(errors="replace")
+    assert job.returncode == 0, output[-6000:]
+    records = read_all(cluster3, topic)
+    seen = Counter(json.loads(r.value or b"{}")["order_id"] for r in records)
+    lost = ROWS - len(set(seen) & set(range(ROWS)))
+    duplicated = sum(n - 1 for n in seen.values() if n > 1)
+    # A task on an executor lost with its worker is rerun without counting towards spark.task.maxFailures.
+    lost_tasks = output.count("its executor exited for a reason unrelated to the task")
+    print(f"\n[standalone exactly_once: worker-1 SIGKILLed with {len(killed)} processes under it] expected {ROWS}, "
+          f"read {len(records)}: lost {lost}, duplicated {duplicated}; the master marked it DEAD after "
+          f"{dead_s:.1f} s, the job finished {finished_s:.1f} s after the kill on the other worker "
+          f"({lost_tasks} lost task(s) rerun)")
+    assert len(killed) >= 3, f"expected the worker, its executor and Python workers; killed {killed}"
+    assert "pykafka-sink" in output and "committed" in output
+    assert "worker lost" in output and lost_tasks >= 1, "the kill did not fail a running task"
+    assert (len(records), lost, duplicated) == (ROWS, 0, 0)
+    assert set(seen) <= set(range(ROWS))
+
+
+def _python_workers_of(worker_pid: int) -> list[psutil.Process]:
+    """Python workers forked by a pyspark.daemon under the worker ``worker_pid``."""
+    daemons = [p for p in _processes_under([worker_pid]) if "pyspark.daemon" in _cmdline(p)]
+    return [c for d in daemons for c in _processes_under([d.pid])]

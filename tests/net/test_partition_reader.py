@@ -244,6 +244,36 @@ def test_a_cut_batch_alone_is_a_protocol_error() -> None:
         read(client)
 
 
+# ------------------------------------------------------------------------------------------ corrupt batches
+
+# LOG[0] byte for byte: baseOffset 0, batchLength 69, epoch -1, magic 2, crc 0x2f0ac6ec, attributes 0,
+# lastOffsetDelta 1, timestamps, producer id/epoch/sequence -1, 2 records: (k, v0) and (k, v1).
+GOOD_BATCH = bytes.fromhex(
+    "0000000000000000" "00000045" "ffffffff" "02" "2f0ac6ec" "0000" "00000001" "0000018bcfe56800" "0000018bcfe56800"
+    "ffffffffffffffff" "ffff" "ffffffff" "00000002"
+    "12" "00" "00" "00" "02" "6b" "04" "7630" "00"  # length 9, attrs, ts delta 0, offset delta 0, key k, value v0
+    "12" "00" "00" "02" "02" "6b" "04" "7631" "00")  # ... offset delta 1, value v1
+# The same batch with the last record's value "v1" turned into "v3": still well framed, so only the CRC tells.
+CORRUPT_BATCH = GOOD_BATCH[:-2] + b"3" + GOOD_BATCH[-1:]
+
+
+def test_the_golden_batch_is_the_log_s_first() -> None:
+    assert GOOD_BATCH == LOG[0]
+
+
+@pytest.mark.parametrize("answer", [CORRUPT_BATCH, CORRUPT_BATCH + LOG[1]], ids=["alone", "before-a-good-batch"])
+def test_a_batch_failing_its_crc_fails_the_read_naming_partition_offset_and_crcs(answer: bytes) -> None:
+    client = FakeClient({LIST_OFFSETS.key: list_offsets(), FETCH.key: lambda n, r: fetch_answer(answer)})
+    with pytest.raises(ProtocolError) as caught:
+        read(client)
+    assert str(caught.value) == (
+        "corrupt record batch in the Fetch response for control-0 at offset 0 from node 1: record batch at offset 0: "
+        "CRC 0x084ff602 != stored 0x2f0ac6ec. Nothing from it was used; check the leader's log segment for that "
+        "offset (kafka-dump-log.sh --deep-iteration reports isValid: false) or restore the replica")
+    assert isinstance(caught.value.__cause__, ProtocolError)
+    assert client.sleeps == [] and [s.api for s in client.sent] == ["ListOffsets", "ListOffsets", "Fetch"]
+
+
 # ------------------------------------------------------------------------------------------ errors and retries
 
 
