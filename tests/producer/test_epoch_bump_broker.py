@@ -11,8 +11,10 @@ accepts whatever sequence comes next from it: neither UNKNOWN_PRODUCER_ID nor OU
 producer just goes on under the same id. The broker's own view of each producer (id, epoch, last sequence) is
 read with Kafka's TransactionsCommand describe-producers (the Java admin client), not with our decoder.
 
-One private broker for the module: the SIGSTOP would stall other tests, and producer ids expire after
-``EXPIRATION_MS`` here instead of the default day.
+One private broker for the module: the SIGSTOP would stall other tests, and it looks for expired producer ids every
+500 ms instead of every 10 minutes. Producer ids expire after the default day except while the test that needs them
+to expire sets ``EXPIRATION_MS`` (a dynamic setting): a restart that takes longer must not make the broker forget
+the producer in the other tests.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -56,7 +59,6 @@ _GRANT = re.compile(r"producer id (\d+) epoch (\d+) for idempotent producer")
 def broker() -> Iterator[KafkaCluster]:
     fetch_jars()
     cluster = KafkaCluster(size=1, properties={
-        "producer.id.expiration.ms": str(EXPIRATION_MS),
         "producer.id.expiration.check.interval.ms": "500",  # an internal setting on every release tested
     }).start()
     try:
@@ -65,6 +67,42 @@ def broker() -> Iterator[KafkaCluster]:
         for pid in cluster.pids():
             os.kill(pid, signal.SIGCONT)  # never leave a stopped JVM behind, whatever failed
         cluster.stop()
+
+
+@contextmanager
+def producer_ids_expiring_after(bootstrap: str, expiration_ms: int) -> Iterator[None]:
+    """Set producer.id.expiration.ms of the broker (node 1; a dynamic setting on every release tested) until the
+    block ends."""
+    # Re-exported by confluent_kafka.admin without being listed in its stubs' __all__ (as NewTopic in conftest).
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    name = "producer.id.expiration.ms"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def alter(op: AlterConfigOpType, value: str | None) -> None:
+        node = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
+            ConfigEntry(name, value, incremental_operation=op)])
+        for future in admin.incremental_alter_configs([node]).values():
+            future.result(timeout=30)
+
+    alter(AlterConfigOpType.SET, str(expiration_ms))
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # until the broker reports it applied
+            (future,) = admin.describe_configs([ConfigResource(ResourceType.BROKER, "1")]).values()
+            if future.result(timeout=30)[name].value == str(expiration_ms):
+                break
+            assert time.monotonic() < deadline, f"the broker never applied {name}={expiration_ms}"
+            time.sleep(0.1)  # poll interval of a condition wait
+        yield
+    finally:
+        alter(AlterConfigOpType.DELETE, None)
 
 
 @dataclass(frozen=True)
@@ -117,8 +155,12 @@ def assert_in_send_order(records: list[ConsumedRecord], sent: list[bytes]) -> No
         assert seen == sorted(seen), f"partition {partition} is out of send order"
 
 
+@pytest.mark.parametrize("resume", ["sigcont", "sigkill-and-restart"])
 def test_batches_expired_on_a_paused_broker_restart_the_sequences_under_a_new_producer_id(
-        broker: KafkaCluster, caplog: pytest.LogCaptureFixture) -> None:
+        broker: KafkaCluster, caplog: pytest.LogCaptureFixture, resume: str) -> None:
+    """``sigcont``: the broker goes on and also writes what it had not read yet, so the expired records land after
+    all. ``sigkill-and-restart``: what the paused broker had not read is gone, so going on under the old id would
+    leave a sequence gap (OUT_OF_ORDER_SEQUENCE_NUMBER on every later batch): only the new id gets through."""
     bootstrap = broker.bootstrap_servers
     topic = create_topic(bootstrap, f"expired-{uuid.uuid4().hex[:8]}", partitions=2)
     (pid,) = broker.pids()
@@ -139,7 +181,11 @@ def test_batches_expired_on_a_paused_broker_restart_the_sequences_under_a_new_pr
                 future.result(timeout=60)
             errors.append(info.value)
         still_paused = producer_state(producer)
-        os.kill(pid, signal.SIGCONT)
+        if resume == "sigcont":
+            os.kill(pid, signal.SIGCONT)
+        else:
+            broker.kill_node(1)
+            broker.start_node(1)
         resumed_at = time.monotonic()
         after = [producer.send(topic, b"after-%d" % i, key=b"%d" % i) for i in range(n)]
         acked_after = [f.result(timeout=60) for f in after]
@@ -153,10 +199,10 @@ def test_batches_expired_on_a_paused_broker_restart_the_sequences_under_a_new_pr
     lost, duplicated = losses(records, acked)
     maybe_written = sum(1 for e in errors if "may have been written" in str(e))
     landed = sum(1 for r in records if (r.value or b"").startswith(b"during-"))
-    print(f"Kafka {broker.version}: producer {first} -> {second} (InitProducerId answers: {grants(caplog)}); "
-          f"{len(errors)} records expired while paused, {maybe_written} of them reported 'may have been written', "
-          f"{landed} landed after all; lost {len(lost)} acknowledged, {len(duplicated)} duplicated; all {n} later "
-          f"records acknowledged {recovered_s:.2f} s after SIGCONT; broker's view: {state}")
+    print(f"Kafka {broker.version}, {resume}: producer {first} -> {second} (InitProducerId answers: "
+          f"{grants(caplog)}); {len(errors)} records expired while paused, {maybe_written} of them reported 'may have "
+          f"been written', {landed} landed after all; lost {len(lost)} acknowledged, {len(duplicated)} duplicated; "
+          f"all {n} later records acknowledged {recovered_s:.2f} s after the broker was back; broker's view: {state}")
     assert len(errors) == n and maybe_written > 0  # batches were in flight when they expired
     assert still_paused == first  # nothing could answer while paused
     # A second InitProducerId went out and its answer is what the producer now sends with: the broker gives an
@@ -176,7 +222,8 @@ def test_a_broker_that_forgot_an_idle_producer_accepts_its_next_sequence(
     topic = create_topic(bootstrap, f"forgotten-{uuid.uuid4().hex[:8]}", partitions=1)
     caplog.set_level(logging.INFO, logger="spark_kafka_sink")
     n = 50
-    with KafkaProducer({"bootstrap.servers": bootstrap, "linger.ms": 0}) as producer:
+    with producer_ids_expiring_after(bootstrap, EXPIRATION_MS), \
+            KafkaProducer({"bootstrap.servers": bootstrap, "linger.ms": 0}) as producer:
         for future in [producer.send(topic, b"first-%d" % i) for i in range(n)]:
             future.result(timeout=30)
         first = producer_state(producer)
