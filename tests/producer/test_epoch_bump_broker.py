@@ -1,8 +1,9 @@
 """The idempotent producer restarting its sequences against a real broker of each release (issue #17): when a
-sent batch's fate is unknown (expired while the broker was paused with SIGSTOP) or the broker answers
-OUT_OF_ORDER_SEQUENCE_NUMBER, the producer asks for a new producer id/epoch (InitProducerId carrying its current
-id and epoch), restarts its sequences at 0 and goes on writing: acknowledged records are read back once and in
-order with confluent-kafka. And what a broker does once it has forgotten an idle producer.
+sent batch's fate is unknown (expired while the broker was paused with SIGSTOP, then resumed or SIGKILLed and
+restarted) or the broker answers OUT_OF_ORDER_SEQUENCE_NUMBER, the producer asks for a new producer id/epoch
+(InitProducerId carrying its current id and epoch), restarts its sequences at 0 and goes on writing: acknowledged
+records are read back once and in order with confluent-kafka. And what a broker does once it has forgotten an idle
+producer.
 
 What the brokers do (3.7.2, 3.9.2, 4.3.1 with either transaction.version): InitProducerId without a
 transactional.id hands out a NEW producer id with epoch 0 -- the current id and epoch that v3+ carries are used
