@@ -94,7 +94,10 @@ def _column(data: pa.RecordBatch | pa.Table, name: str) -> pa.Array | None:
     if name not in data.schema.names:
         return None
     col = data.column(name)
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if isinstance(col, pa.ChunkedArray):
+        # One chunk (a Spark batch, most tables): zero-copy; combine_chunks copies even a single chunk.
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
 
 
 def _bytes_like(t: pa.DataType) -> bool:
@@ -253,7 +256,9 @@ class ArrowSender:
             part = cols if (lo, hi) == (0, len(cols.size)) else cols.slice(lo, hi)
             for name, rows in self._groups(topic, part):
                 self._send_topic(name, rows, part, started, futures, sizes, interceptors)
-        self._wakeup()
+            # Each slice goes out while the next one is encoded. (Woken only at the end, the sender slept through
+            # the whole call, up to its 1 s poll timeout, and a table larger than buffer.memory stalled.)
+            self._wakeup()
         return _result(futures, sizes)
 
     def _groups(self, topic: str | None, cols: _Columns) -> list[tuple[str, pa.Array | None]]:
@@ -312,7 +317,7 @@ class ArrowSender:
             if self._transactional and self._tm is not None:
                 self._tm.maybe_add_partition(tp)
             remaining = max(0, max_block - (monotonic_ms() - started))
-            batch_futures = self._acc.append_encoded(tp, mine, monotonic_ms(), remaining)
+            batch_futures = self._acc.append_encoded(tp, mine, monotonic_ms(), remaining, self._wakeup)
             futures.extend(batch_futures)
             sizes.extend(len(e.data) for e in mine)
             if interceptors:
