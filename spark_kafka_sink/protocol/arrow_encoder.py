@@ -16,17 +16,21 @@ using upper bounds of the two batch-relative fields (offsetDelta, timestampDelta
 the limit by about a byte per record for those fields.
 
 How: per row, the small varint fields are written by numpy into three "glue" binary arrays —
-A = length | attributes | timestampDelta | offsetDelta | keyLength, B = valueLength, C = headerCount — and one
-``binary_join_element_wise(A, key, B, value, C[, headers])`` call concatenates row by row in C++; its data buffer
-is the records sections of all batches back to back. (A numpy index scatter of the key/value bytes needs an
-8-byte index per payload byte: ~100x slower.) Headers are joined the same way one level down, then per row with
-``binary_join``.
+A = length | attributes | timestampDelta | offsetDelta | keyLength, B = valueLength, C = headerCount. The pieces
+A, key, B, value, C[, headers] are concatenated (``concat_arrays``, one memcpy per piece array) and one ``take``
+with interleaved indices reads them back row by row in C++: its data buffer is the records sections of all
+batches back to back (a null key or value adds no bytes, as its -1 length says). ``take`` does this at ~60% of
+the cost of ``binary_join_element_wise`` over the same pieces, which pays per piece per row. (A numpy index
+scatter of the key/value bytes needs an 8-byte index per payload byte: ~100x slower.) Headers are joined one
+level down with ``binary_join_element_wise``, then per row with ``binary_join``. The batch headers are one numpy
+array per group (``record_batch.assemble_batches``).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +39,7 @@ import pyarrow.compute as pc
 
 from spark_kafka_sink.protocol.compression import Codec, codec_id
 from spark_kafka_sink.protocol.murmur2 import binary_buffers
-from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, assemble_batch
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, assemble_batches
 
 __all__ = ["EncodedBatch", "encode_arrow_batches"]
 
@@ -50,9 +54,9 @@ _INT32_MAX = (1 << 31) - 1
 _VARINT_LIMITS = np.array([1 << (7 * i) for i in range(1, 10)], dtype=np.uint64)
 
 
-@dataclass(frozen=True, slots=True)
-class EncodedBatch:
-    """One complete record batch and the input rows it holds: ``first_row .. first_row + record_count - 1``."""
+class EncodedBatch(NamedTuple):
+    """One complete record batch and the input rows it holds: ``first_row .. first_row + record_count - 1``.
+    (A NamedTuple: one is made per batch, and a frozen dataclass's __init__ cost ~1.5 us of the ~10 us a batch.)"""
 
     data: bytes
     record_count: int
@@ -67,6 +71,12 @@ class EncodedBatch:
 
 def _zigzag(v: I64) -> U64:
     zz: U64 = ((v << 1) ^ (v >> 63)).view(np.uint64)
+    return zz
+
+
+def _zigzag_positive(v: I64) -> U64:
+    """``_zigzag`` of values known to be >= 0 (lengths, offset deltas): one shift."""
+    zz: U64 = (v << 1).view(np.uint64)
     return zz
 
 
@@ -178,7 +188,7 @@ def _as(arr: pa.Array, binary_type: pa.DataType) -> pa.Array:
 def _field(lengths: I64, nulls: bool) -> tuple[U64, I64, I64]:
     """(zigzag varint of each length, its size, payload bytes) for a length-prefixed field, -1 = null."""
     if not nulls:
-        u: U64 = (lengths << 1).view(np.uint64)  # zigzag of a non-negative value
+        u = _zigzag_positive(lengths)
         return u, _sizes(u), lengths
     u = _zigzag(lengths)
     return u, _sizes(u), np.maximum(lengths, 0)
@@ -254,6 +264,14 @@ def _timestamps(ts: pa.Array | pa.ChunkedArray | npt.NDArray[Any], n: int) -> I6
 # ------------------------------------------------------------------------------------------------ encoder
 
 
+@functools.lru_cache(maxsize=4)
+def _interleave(rows: int, pieces: int) -> pa.Array:
+    """Take indices that read ``pieces`` concatenated arrays of ``rows`` rows row by row: element k*rows + i (row
+    i's k-th piece) goes to position i*pieces + k. Cached: every full 10,000-row call needs the same one."""
+    grid: I64 = (np.arange(rows, dtype=np.int64)[:, None] + np.arange(pieces, dtype=np.int64)[None, :] * rows).ravel()
+    return pa.array(grid.astype(np.int32) if rows * pieces <= _INT32_MAX else grid)  # int32: half the bytes
+
+
 def _split(upper: I64, budget: int, segment_starts: I64) -> I64:
     """Greedy batch starts: each batch's upper-bound size <= budget (a lone oversized record still gets one), and
     a batch starts at every segment start."""
@@ -325,11 +343,11 @@ def encode_arrow_batches(
     # Exact deltas now that each row's batch is known.
     counts = np.diff(np.append(starts, n))
     first = np.repeat(starts, counts)
-    od_u = _zigzag(np.arange(n, dtype=np.int64) - first)
+    od_u = _zigzag_positive(np.arange(n, dtype=np.int64) - first)
     ts_u = _zigzag(ts - ts[first])
     od_s, ts_s = _sizes(od_u), _sizes(ts_u)
     body = fixed + ts_s + od_s
-    body_u = _zigzag(body)
+    body_u = _zigzag_positive(body)
     body_s = _sizes(body_u)
     attributes = (None, np.ones(n, np.int64))  # one zero byte
     glue_a = _glue([(body_u, body_s), attributes, (ts_u, ts_s), (od_u, od_s), (k_u, k_s)], n, binary_type)
@@ -340,6 +358,8 @@ def encode_arrow_batches(
     rec_end = np.cumsum(body_s + body)
     batch_end = rec_end[starts + counts - 1]
     batch_max = np.maximum.reduceat(ts, starts)
+    batch_base = ts[starts]
+    batch_bytes = np.diff(batch_end, prepend=0) + HEADER_SIZE
     parts = [glue_a, key_b, glue_b, value_b, glue_c] + ([hdr.joined] if hdr.joined is not None else [])
     out: list[EncodedBatch] = []
     b = 0
@@ -349,20 +369,17 @@ def encode_arrow_batches(
         b_end = int(np.searchsorted(batch_end, group_start + _GROUP_BYTES, side="right"))
         b_end = max(b_end, b + 1)
         r0, r1 = int(starts[b]), int(starts[b_end - 1] + counts[b_end - 1])
-        joined = pc.binary_join_element_wise(
-            *[p.slice(r0, r1 - r0) for p in parts], pa.scalar(b"", binary_type), null_handling="skip"
-        )
+        m = r1 - r0
+        joined = pa.concat_arrays([p.slice(r0, m) for p in parts]).take(_interleave(m, len(parts)))
         offsets, data = binary_buffers(joined)
         section = data[int(offsets[0]) : int(offsets[-1])].data  # a memoryview, no copy
         if len(section) != int(batch_end[b_end - 1]) - group_start:
             raise RuntimeError("arrow encoder size mismatch (a bug): please report it")
-        for i in range(b, b_end):
-            lo = (int(batch_end[i - 1]) if i else 0) - group_start
-            hi = int(batch_end[i]) - group_start
-            s, c = int(starts[i]), int(counts[i])
-            base, mx = int(ts[s]), int(batch_max[i])
-            data_i = assemble_batch(section[lo:hi], c, base, mx, compression=codec, transactional=transactional,
-                                    compression_level=compression_level)
-            out.append(EncodedBatch(data_i, c, s, base, mx, HEADER_SIZE + hi - lo))
+        group = slice(b, b_end)
+        datas = assemble_batches(section, batch_end[group] - group_start, counts[group], batch_base[group],
+                                 batch_max[group], compression=codec, transactional=transactional,
+                                 compression_level=compression_level)
+        out += map(EncodedBatch, datas, counts[group].tolist(), starts[group].tolist(), batch_base[group].tolist(),
+                   batch_max[group].tolist(), batch_bytes[group].tolist())
         b = b_end
     return out
