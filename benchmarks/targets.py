@@ -30,6 +30,8 @@ MEMORY_SINK = "pykafka-sink worker above baseline"
 
 _TARGETS = [
     Target("spark", "sink >= 1.5x Spark's format(kafka)", "spark 100 B lz4", SINK_ALO, SPARK_BUILTIN, at_least=1.5),
+    Target("spark", "sink >= 1.5x Spark's format(kafka) at 1 KB JSON values", "spark 1 KB JSON lz4", SINK_ALO,
+           SPARK_BUILTIN, at_least=1.5),
     Target("spark", "sink >= 0.8x do-nothing Arrow writer", "spark 100 B lz4", SINK_ALO, NOOP_WRITER, at_least=0.8),
     Target("spark", "exactly_once within 10% of at_least_once", "spark 100 B lz4", SINK_EOS, SINK_ALO,
            at_least=0.9),
