@@ -42,6 +42,7 @@ from spark_kafka_sink.producer.partitioner import Partitioner
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET, BatchMetadata, TopicPartition
 from spark_kafka_sink.producer.transactions import TransactionManager
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, encode_arrow_batches
+from spark_kafka_sink.protocol.murmur2 import binary_buffers
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE
 
 __all__ = ["BatchSendResult", "PartitionWriteStats", "ArrowSender", "row_slices"]
@@ -106,9 +107,14 @@ def _bytes_like(t: pa.DataType) -> bool:
 
 
 def _lengths(arr: pa.Array | None, n: int) -> I64:
+    """Bytes per row (0 where null), from the offsets (binary_length + fill_null + cast was ~5% of a call)."""
     if arr is None or pa.types.is_null(arr.type):
         return np.zeros(n, np.int64)
-    return np.asarray(pc.fill_null(pc.binary_length(arr), 0).cast(pa.int64()))
+    offsets, _ = binary_buffers(arr)
+    lengths: I64 = np.diff(offsets).astype(np.int64, copy=False)
+    if arr.null_count:
+        lengths[np.asarray(arr.is_null())] = 0
+    return lengths
 
 
 @dataclass
@@ -228,6 +234,9 @@ class ArrowSender:
         self._acc = accumulator
         self._partitioner = partitioner
         self._transactional = tm is not None and tm.is_transactional
+        # An idempotent or transactional producer stamps its id and sequence into every batch header when it
+        # drains the batch, which computes the CRC: the encoder leaves it out (one pass over the bytes less).
+        self._stamped = tm is not None
         self._tm = tm
         self._partition_info = partition_info  # (topic, max_block_ms) -> (partition count, sticky candidates)
         self._wakeup = wakeup
@@ -284,7 +293,9 @@ class ArrowSender:
         size = cols.size if row_idx is None else cols.size[row_idx]
         key, explicit = _take(cols.key, rows), _take(cols.partition, rows)
         parts = self._partitioner.partition_arrow(topic, key, explicit, size, num_partitions, available)
-        order = np.argsort(parts, kind="stable")
+        # numpy's stable sort is a radix sort for 8/16-bit keys: ~6x faster than on int32 (~200 us per 10k rows).
+        narrow = np.uint8 if num_partitions <= 1 << 8 else np.uint16 if num_partitions <= 1 << 16 else parts.dtype
+        order = np.argsort(parts.astype(narrow, copy=False), kind="stable")
         counts = np.bincount(parts, minlength=num_partitions)
         single = int(np.count_nonzero(counts)) == 1
         # One take per column for the whole topic; each partition is then a zero-copy slice.
@@ -302,7 +313,8 @@ class ArrowSender:
         encoded = encode_arrow_batches(
             value, key=key, timestamp_ms=ts, headers=headers, max_batch_bytes=self._config.batch_size,
             compression=self._config.compression_type, transactional=self._transactional,
-            segment_starts=seg_starts, compression_level=self._config.effective_compression_level)
+            segment_starts=seg_starts, compression_level=self._config.effective_compression_level,
+            checksum=not self._stamped)
         # Batches come out in row order and never span two segments: batch -> partition by where it starts.
         owner = np.searchsorted(seg_starts, [e.first_row for e in encoded], side="right") - 1
         cuts = np.searchsorted(owner, np.arange(len(present) + 1), side="left").tolist()
@@ -312,7 +324,7 @@ class ArrowSender:
             mine = encoded[cuts[i]:cuts[i + 1]]
             if seg:  # (the constructor directly: dataclasses.replace costs ~8 us a batch)
                 mine = [EncodedBatch(e.data, e.record_count, e.first_row - seg, e.base_timestamp, e.max_timestamp,
-                                     e.uncompressed_size) for e in mine]
+                                     e.uncompressed_size, e.has_crc) for e in mine]
             tp = TopicPartition(topic, partition)
             if self._transactional and self._tm is not None:
                 self._tm.maybe_add_partition(tp)

@@ -29,6 +29,7 @@ array per group (``record_batch.assemble_batches``).
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -64,6 +65,7 @@ class EncodedBatch(NamedTuple):
     base_timestamp: int
     max_timestamp: int
     uncompressed_size: int  # header + uncompressed records: what counted against max_batch_bytes
+    has_crc: bool = True  # False: encoded with checksum=False, the CRC is 0 until with_producer_state sets it
 
 
 # ------------------------------------------------------------------------------------------- varint helpers
@@ -304,10 +306,13 @@ def encode_arrow_batches(
     transactional: bool = False,
     segment_starts: npt.ArrayLike | None = None,
     compression_level: int | None = None,
+    checksum: bool = True,
 ) -> list[EncodedBatch]:
     """Encode rows into record batches (see the module docstring). ``segment_starts``: row indices where a new
     batch must begin, e.g. where each partition's rows begin in a table sorted by partition, so one call encodes
-    many partitions (no batch spans two segments; map batches back with ``first_row``)."""
+    many partitions (no batch spans two segments; map batches back with ``first_row``). ``checksum=False``: the
+    batches' CRC is left 0 (``has_crc`` False) for a producer that stamps its id and sequence into every header
+    before sending, which recomputes the CRC anyway."""
     codec = codec_id(compression)
     value_b = _binary(value, "value")
     n = len(value_b)
@@ -378,8 +383,8 @@ def encode_arrow_batches(
         group = slice(b, b_end)
         datas = assemble_batches(section, batch_end[group] - group_start, counts[group], batch_base[group],
                                  batch_max[group], compression=codec, transactional=transactional,
-                                 compression_level=compression_level)
+                                 compression_level=compression_level, checksum=checksum)
         out += map(EncodedBatch, datas, counts[group].tolist(), starts[group].tolist(), batch_base[group].tolist(),
-                   batch_max[group].tolist(), batch_bytes[group].tolist())
+                   batch_max[group].tolist(), batch_bytes[group].tolist(), itertools.repeat(checksum))
         b = b_end
     return out

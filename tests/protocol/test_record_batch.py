@@ -25,6 +25,7 @@ from spark_kafka_sink.protocol.record_batch import (
     encode_record,
     producer_state_header,
     record_size,
+    with_crc,
     with_producer_state,
 )
 
@@ -125,6 +126,15 @@ def test_assemble_batches_writes_the_golden_bytes_and_java_lz4_batches() -> None
     # that do not matter: they are checked against assemble_batch below).
     assert assemble_batches(sections, ends, [2, 2, 2], [1000] * 3, [1000] * 3, compression=Codec.LZ4) == (
         [java_batch(Codec.LZ4)] * 3)
+
+
+def test_assemble_batches_without_checksum_leaves_the_crc_zero_and_with_crc_seals_it() -> None:
+    section = GOLDEN[HEADER_SIZE:]
+    (unsealed,) = assemble_batches(section, [len(section)], [2], [1000], [1000], checksum=False)
+    assert unsealed == GOLDEN[:17] + b"\x00\x00\x00\x00" + GOLDEN[21:]  # the crc field (offset 17) zero
+    assert with_crc(unsealed) == GOLDEN and with_crc(GOLDEN) == GOLDEN
+    with pytest.raises(ProtocolError):
+        with_crc(unsealed[:-1])  # batchLength no longer matches
 
 
 @pytest.mark.parametrize("codec", list(Codec))

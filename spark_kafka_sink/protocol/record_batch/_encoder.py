@@ -26,6 +26,7 @@ from spark_kafka_sink.protocol.record_batch._format import (
     LOG_OVERHEAD,
     MAGIC,
     Header,
+    check_batch_frame,
 )
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "record_size",
     "assemble_batch",
     "assemble_batches",
+    "with_crc",
 ]
 
 # The header layout as a numpy record type, derived from HEADER_STRUCT and FIELD_OFFSET (declared in _format):
@@ -151,12 +153,15 @@ def assemble_batches(
     compression: int | str = Codec.NONE,
     transactional: bool = False,
     compression_level: int | None = None,
+    checksum: bool = True,
 ) -> list[bytes]:
     """``assemble_batch`` for many batches whose records sections lie back to back in ``records_sections``
     (batch i's ends at ``section_ends[i]``), byte for byte, producer id / epoch / sequence -1.
 
     The headers are one numpy array filled column by column; each batch then costs one loop step: its compress
-    call (with a codec), its CRC and one copy (header + payload into the returned bytes)."""
+    call (with a codec), its CRC and one copy (header + payload into the returned bytes). ``checksum=False``
+    leaves the CRC 0, for a caller that rewrites the header before sending anyway (``with_producer_state``
+    computes it then): one pass over the bytes less."""
     ends = np.asarray(section_ends, np.int64)
     counts = np.asarray(record_counts, np.int64)
     if len(counts) and int(counts.min()) < 1:
@@ -181,9 +186,20 @@ def assemble_batches(
     headers["batch_length"] = np.fromiter(map(len, payloads), np.int64, len(payloads)) + (HEADER_SIZE - LOG_OVERHEAD)
     raw = headers.view(np.uint8).data  # the headers' bytes, one after the other
     size = HEADER_SIZE
-    headers["crc"] = [crc32c.crc32c(p, crc32c.crc32c(raw[i * size + CRC_START:(i + 1) * size]))
-                      for i, p in enumerate(payloads)]
+    if checksum:
+        headers["crc"] = [crc32c.crc32c(p, crc32c.crc32c(raw[i * size + CRC_START:(i + 1) * size]))
+                          for i, p in enumerate(payloads)]
     return [b"".join((raw[i * size:(i + 1) * size], p)) for i, p in enumerate(payloads)]
+
+
+def with_crc(batch: bytes | bytearray | memoryview) -> bytes:
+    """A copy of a built batch with its CRC computed (for batches assembled with ``checksum=False``)."""
+    check_batch_frame(batch)
+    view = memoryview(batch)
+    header = bytearray(view[:HEADER_SIZE])
+    CRC_STRUCT.pack_into(header, FIELD_OFFSET["crc"],
+                         crc32c.crc32c(view[HEADER_SIZE:], crc32c.crc32c(memoryview(header)[CRC_START:])))
+    return b"".join((header, view[HEADER_SIZE:]))
 
 
 def encode_batch(
