@@ -10,8 +10,9 @@ Columns, as Spark's Kafka sink (other columns are ignored)::
     timestamp  timestamp (any unit) | int64 epoch ms (null or absent -> the send time)
 
 Per topic: metadata (waits up to max.block.ms) -> ``Partitioner.partition_arrow`` (explicit, murmur2 keys,
-sticky runs) -> one stable ``argsort`` + one ``take`` per column groups rows by partition, keeping their order ->
-one ``encode_arrow_batches`` call for all partitions (``segment_starts``; batch.size each) ->
+sticky runs) -> one stable ``argsort`` orders rows by partition, keeping their order -> one
+``encode_arrow_batches`` call for all partitions, reading the columns through that order (``order``; no sorted
+copy) with ``segment_starts`` where each partition begins (batch.size each) ->
 ``accumulator.append_encoded`` per partition. The result
 future completes with :class:`BatchSendResult` once every batch was acknowledged (or with the first failure).
 
@@ -298,23 +299,19 @@ class ArrowSender:
         order = np.argsort(parts.astype(narrow, copy=False), kind="stable")
         counts = np.bincount(parts, minlength=num_partitions)
         single = int(np.count_nonzero(counts)) == 1
-        # One take per column for the whole topic; each partition is then a zero-copy slice.
-        idx = None if single else (pa.array(order) if row_idx is None else pa.array(row_idx[order]))
-        if single:
-            idx = rows
-        value = cols.value if idx is None else cols.value.take(idx)
-        key = _take(cols.key, idx)
-        headers = _take(cols.headers, idx)
-        ts = cols.timestamp if idx is None else cols.timestamp[np.asarray(idx)]
+        # The encoder reads the columns through the rows' order (partition by partition, input order within
+        # each): no sorted copy of the columns (a take per column was ~10% of the caller's time).
+        encode_order = row_idx if single else (order if row_idx is None else row_idx[order])
         # One encoder call for the whole topic: the per-call overhead (~0.15 ms plus numpy set-up per array) paid
         # once per partition was ~40% of send_batch's caller-thread time with 12 partitions and 10k-row inputs.
         present = np.flatnonzero(counts)
         seg_starts = np.concatenate([[0], np.cumsum(counts[present])[:-1]]).astype(np.int64)
         encoded = encode_arrow_batches(
-            value, key=key, timestamp_ms=ts, headers=headers, max_batch_bytes=self._config.batch_size,
-            compression=self._config.compression_type, transactional=self._transactional,
-            segment_starts=seg_starts, compression_level=self._config.effective_compression_level,
-            checksum=not self._stamped)
+            cols.value, key=cols.key, timestamp_ms=cols.timestamp, headers=cols.headers,
+            max_batch_bytes=self._config.batch_size, compression=self._config.compression_type,
+            transactional=self._transactional, segment_starts=seg_starts,
+            compression_level=self._config.effective_compression_level, checksum=not self._stamped,
+            order=encode_order)
         # Batches come out in row order and never span two segments: batch -> partition by where it starts.
         owner = np.searchsorted(seg_starts, [e.first_row for e in encoded], side="right") - 1
         cuts = np.searchsorted(owner, np.arange(len(present) + 1), side="left").tolist()

@@ -49,6 +49,7 @@ U64 = npt.NDArray[np.uint64]
 
 # One join covers at most this many output bytes: bounds the temporary buffer and keeps int32 offsets valid.
 _GROUP_BYTES = 4 << 20
+_GLUE_BOUND = 40  # bytes of the three glue pieces of a row, at most (varints of lengths, deltas, counts)
 _MIN_RECORD_BYTES = 7  # length, attributes, timestampDelta, offsetDelta, keyLength, valueLength, headerCount
 _INT32_MAX = (1 << 31) - 1
 # uvarint size = 1 + number of these thresholds <= value
@@ -274,6 +275,19 @@ def _interleave(rows: int, pieces: int) -> pa.Array:
     return pa.array(grid.astype(np.int32) if rows * pieces <= _INT32_MAX else grid)  # int32: half the bytes
 
 
+def _interleave_through(rows: I64, first: int, piece_rows: list[int]) -> pa.Array:
+    """Take indices into the concatenated pieces (glue, key, glue, value, glue[, headers]) for the encode
+    positions ``first .. first+len(rows)-1``: a glue piece (in encode order) is read at the position, a column
+    piece (in input order) at the input row ``rows[i]``."""
+    bases = np.cumsum([0, *piece_rows[:-1]]).tolist()
+    positions = np.arange(first, first + len(rows), dtype=np.int64)
+    grid = np.empty((len(rows), len(piece_rows)), np.int64)
+    for k, base in enumerate(bases):
+        grid[:, k] = (positions if k % 2 == 0 else rows) + base
+    flat: I64 = grid.ravel()
+    return pa.array(flat.astype(np.int32) if sum(piece_rows) <= _INT32_MAX else flat)
+
+
 def _split(upper: I64, budget: int, segment_starts: I64) -> I64:
     """Greedy batch starts: each batch's upper-bound size <= budget (a lone oversized record still gets one), and
     a batch starts at every segment start."""
@@ -307,27 +321,43 @@ def encode_arrow_batches(
     segment_starts: npt.ArrayLike | None = None,
     compression_level: int | None = None,
     checksum: bool = True,
+    order: npt.ArrayLike | None = None,
 ) -> list[EncodedBatch]:
     """Encode rows into record batches (see the module docstring). ``segment_starts``: row indices where a new
     batch must begin, e.g. where each partition's rows begin in a table sorted by partition, so one call encodes
     many partitions (no batch spans two segments; map batches back with ``first_row``). ``checksum=False``: the
     batches' CRC is left 0 (``has_crc`` False) for a producer that stamps its id and sequence into every header
-    before sending, which recomputes the CRC anyway."""
+    before sending, which recomputes the CRC anyway.
+
+    ``order``: the input rows to encode, in this order (indices into the columns, e.g. each partition's rows in
+    turn): the columns are read through it, so a caller grouping rows need not copy them first. Positions
+    (``segment_starts``, ``first_row``) then count in ``order``."""
     codec = codec_id(compression)
     value_b = _binary(value, "value")
-    n = len(value_b)
+    rows = len(value_b)  # input rows; n: rows encoded
+    idx = None if order is None else np.asarray(order, np.int64)
+    if idx is not None and len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= rows):
+        raise ValueError(f"order must hold row indices in 0..{rows - 1}")
+    n = rows if idx is None else len(idx)
     if n == 0:
         return []
-    key_b = _binary(key, "key") if key is not None else pa.nulls(n, pa.binary())
-    if len(key_b) != n:
-        raise ValueError(f"key has {len(key_b)} rows, value has {n}")
-    ts = _timestamps(timestamp_ms, n)
+    key_b = _binary(key, "key") if key is not None else pa.nulls(rows, pa.binary())
+    if len(key_b) != rows:
+        raise ValueError(f"key has {len(key_b)} rows, value has {rows}")
+    ts = _timestamps(timestamp_ms, rows)
     large = pa.types.is_large_binary(key_b.type) or pa.types.is_large_binary(value_b.type)
+    if idx is not None and not large:  # all pieces are concatenated at once: keep their offsets in range
+        columns = value_b.nbytes + key_b.nbytes + (0 if headers is None else headers.nbytes)
+        large = columns + _GLUE_BOUND * n > _INT32_MAX
     binary_type = pa.large_binary() if large else pa.binary()
-    hdr = _encode_headers(headers, n, binary_type)
+    hdr = _encode_headers(headers, rows, binary_type)
+    k_len, v_len = _lengths(key_b, "key"), _lengths(value_b, "value")
+    if idx is not None:
+        ts, k_len, v_len = ts[idx], k_len[idx], v_len[idx]
+        hdr = _Headers(hdr.count_u[idx], hdr.count_s[idx], hdr.payload[idx], hdr.joined)
 
-    k_u, k_s, k_n = _field(_lengths(key_b, "key"), key_b.null_count > 0)
-    v_u, v_s, v_n = _field(_lengths(value_b, "value"), value_b.null_count > 0)
+    k_u, k_s, k_n = _field(k_len, key_b.null_count > 0)
+    v_u, v_s, v_n = _field(v_len, value_b.null_count > 0)
     # Everything in a record body except timestampDelta and offsetDelta, which depend on the batch it lands in.
     fixed = 1 + k_s + k_n + v_s + v_n + hdr.count_s + hdr.payload
 
@@ -366,6 +396,9 @@ def encode_arrow_batches(
     batch_base = ts[starts]
     batch_bytes = np.diff(batch_end, prepend=0) + HEADER_SIZE
     parts = [glue_a, key_b, glue_b, value_b, glue_c] + ([hdr.joined] if hdr.joined is not None else [])
+    # With ``order``, every piece is concatenated once (key, value and headers in input order, the glue in encode
+    # order) and each group's take reads it through ``order``; without, each group concatenates its slices.
+    whole = None if idx is None else pa.concat_arrays(parts)
     out: list[EncodedBatch] = []
     b = 0
     while b < len(starts):
@@ -375,7 +408,11 @@ def encode_arrow_batches(
         b_end = max(b_end, b + 1)
         r0, r1 = int(starts[b]), int(starts[b_end - 1] + counts[b_end - 1])
         m = r1 - r0
-        joined = pa.concat_arrays([p.slice(r0, m) for p in parts]).take(_interleave(m, len(parts)))
+        if whole is None:
+            joined = pa.concat_arrays([p.slice(r0, m) for p in parts]).take(_interleave(m, len(parts)))
+        else:
+            assert idx is not None
+            joined = whole.take(_interleave_through(idx[r0:r1], r0, [len(p) for p in parts]))
         offsets, data = binary_buffers(joined)
         section = data[int(offsets[0]) : int(offsets[-1])].data  # a memoryview, no copy
         if len(section) != int(batch_end[b_end - 1]) - group_start:
