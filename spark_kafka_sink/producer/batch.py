@@ -136,6 +136,7 @@ class ProducerBatch:
         self._base_sequence = NO_SEQUENCE
         self._transactional = False
         self._payload: bytes | None = None  # _built with the producer state applied; cached so retries match
+        self._restamped = False  # _built is a stamped copy (the encoder's bytes were let go)
         self._error: BaseException | None = None
         # True once the futures fired and on_complete ran (so memory is back when a flush returns). The Event is
         # made only when someone waits before that (a flush): building one per batch cost ~10 us of the caller's
@@ -318,11 +319,20 @@ class ProducerBatch:
                 if self._producer_id == NO_PRODUCER_ID and not self._transactional:
                     # Bulk batches of an idempotent producer are encoded without a CRC (the stamp below computes
                     # it); without idempotence nothing stamps them, so the CRC is computed here.
-                    sealed = self._encoded is None or self._encoded.has_crc
-                    self._payload = self._built if sealed else with_crc(self._built)
+                    if self._restamped:
+                        self._payload = with_producer_state(self._built, NO_PRODUCER_ID, -1, NO_SEQUENCE, False)
+                    else:
+                        sealed = self._encoded is None or self._encoded.has_crc
+                        self._payload = self._built if sealed else with_crc(self._built)
                 else:
                     self._payload = with_producer_state(self._built, self._producer_id, self._producer_epoch,
                                                         self._base_sequence, self._transactional)
+                    # The stamped copy replaces the built bytes (a new stamp rewrites its header as well): an
+                    # in-flight batch holds one copy of its records, not two (~5 MB at 5 requests in flight).
+                    self._built = self._payload
+                    self._restamped = True
+                    if self._encoded is not None:
+                        self._encoded = self._encoded._replace(data=self._payload, has_crc=True)
             return self._payload
 
     # ------------------------------------------------------------------------------------------ splitting

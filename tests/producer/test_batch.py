@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -214,6 +215,23 @@ def test_bulk_batch_encoded_without_crc_is_sent_with_the_right_one(stamped: bool
     batches[1].mark_in_flight(0)
     (part,) = batches[1].split(1 << 20, "none")  # refused as too large: re-built from what was sent
     assert part.record_count == 4
+
+
+def test_a_stamped_bulk_batch_keeps_one_copy_and_restamps_or_unstamps_to_the_right_bytes() -> None:
+    values = pa.array([f"v{i}".encode() for i in range(4)], pa.binary())
+    (encoded,) = encode_arrow_batches(values, timestamp_ms=pa.array([5] * 4, pa.int64()), max_batch_bytes=1 << 20)
+    b = ProducerBatch.from_encoded(TP, encoded, 1000)
+    b.set_producer_state(77, 2, 10, transactional=False)
+    stamped = b.payload()
+    held = sys.getrefcount(encoded.data)
+    assert held == 2  # only ``encoded`` (and getrefcount's argument) hold the original bytes now
+    b.reset_producer_state()
+    assert b.payload() == encoded.data  # unstamped again: the encoder's bytes, CRC and all
+    b.reset_producer_state()
+    b.set_producer_state(77, 3, 0, transactional=True)
+    decoded = decode_batch(b.payload())
+    assert (decoded.producer_epoch, decoded.base_sequence, decoded.is_transactional) == (3, 0, True)
+    assert decoded.records == decode_batch(stamped).records
 
 
 def test_gather_batch_futures() -> None:
