@@ -13,7 +13,7 @@ largest single worker's peak, in MB. Contenders:
   Arrow batches) with a writer that only counts rows.
 - ``pykafka-sink worker``: the same DataFrame through ``pykafka-sink`` (at_least_once, buffer.memory set).
 - ``pykafka-sink worker above baseline``: per round, the sink's peak minus the do-nothing writer's peak: what the
-  sink adds, held against buffer.memory + 64 MB.
+  sink adds, held against buffer.memory + 48 MB.
 """
 
 from __future__ import annotations

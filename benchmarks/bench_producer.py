@@ -14,6 +14,11 @@ last acknowledgement; afterwards, outside the timer, the topic's end offsets mus
 - ``send``: the same producer's per-record ``send(topic, value, key=)``, then ``flush()``.
 Common producer settings: acks=all, compression.type=<codec>, linger.ms=5, batch.size=16384 (the Java client's
 defaults for the last two); per-record contenders get Python ``bytes`` built before the timer starts.
+
+``producer one large table`` (issue 16): the same rows as one ``send_batch`` call vs 10,000-row calls, as a new
+user tried it: 300,000 records of 16 B keys / 100 B values (39 MB), no codec, batch.size 256 KiB, the run's
+buffer.memory (default 32 MB, smaller than the table: it must stream through the buffer, encoding the next slice
+while earlier ones are on the wire). The baseline is the 10,000-row calls.
 """
 
 from __future__ import annotations
@@ -28,13 +33,24 @@ import pyarrow as pa
 
 from benchmarks.context import Context
 from benchmarks.harness import Comparison, Contender, Sample, run_comparison
-from benchmarks.targets import CONFLUENT, JAVA_PERF, KAFKA_PYTHON, SEND, SEND_BATCH, producer_class
+from benchmarks.targets import (
+    CONFLUENT,
+    JAVA_PERF,
+    KAFKA_PYTHON,
+    SEND,
+    SEND_BATCH,
+    SEND_BATCH_ONE_TABLE,
+    SEND_BATCH_SLICES,
+    producer_class,
+)
 from benchmarks.workload import Workload, arrow_table, python_chunks
 from spark_kafka_sink.testing.broker_jars import broker_lib, require_java
 
 __all__ = ["run"]
 
 SEND_BATCH_ROWS = 10_000
+LARGE_TABLE_ROWS = 300_000
+LARGE_TABLE_BATCH_SIZE = 256 << 10
 _SUMMARY = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency")
 PEER_HINT = "pip install -r benchmarks/requirements.txt"
 
@@ -179,8 +195,47 @@ def compare(ctx: Context, w: Workload, title: str, buffer_memory_mb: int, with_j
                           warmup=not ctx.quick)
 
 
+def compare_one_table(ctx: Context, w: Workload, buffer_memory_mb: int) -> Comparison:
+    """One ``send_batch`` of the whole table vs the same rows in 10,000-row calls (same producer settings)."""
+    cls = producer_class()
+    title = "producer one large table"
+    ctx.log(f"  {title}: generating {w.rows:,} records ...")
+    table = arrow_table(w)
+    config: dict[str, Any] = {"bootstrap.servers": ctx.bootstrap, "acks": "all", "compression.type": w.codec,
+                              "linger.ms": w.linger_ms, "batch.size": w.batch_size,
+                              "buffer.memory": buffer_memory_mb << 20}
+    batches = table.to_batches(max_chunksize=SEND_BATCH_ROWS)
+
+    def sliced(topic: str) -> None:
+        assert cls is not None
+        with cls(config) as p:
+            futures = [p.send_batch(topic, batch) for batch in batches]
+            p.flush()
+            for f in futures:
+                f.result(timeout=300)
+
+    def whole(topic: str) -> None:
+        assert cls is not None
+        with cls(config) as p:
+            future = p.send_batch(topic, table)
+            p.flush()
+            future.result(timeout=300)
+
+    why = None if cls is not None else "spark_kafka_sink.KafkaProducer is not written yet"
+    contenders = [Contender(SEND_BATCH_SLICES, lambda: _measured(ctx, w, sliced), unavailable=why),
+                  Contender(SEND_BATCH_ONE_TABLE, lambda: _measured(ctx, w, whole), unavailable=why)]
+    _ = ctx.bootstrap
+    return run_comparison("producer", title, "records/s", contenders, ctx.rounds,
+                          params={**w.describe(), "buffer_memory_mb": buffer_memory_mb,
+                                  "table_mb": round(table.nbytes / 1e6, 1)},
+                          log=ctx.log, warmup=not ctx.quick)
+
+
 def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]], buffer_memory_mb: int) -> list[Comparison]:
     comps = [compare(ctx, base, f"producer {base.value_size} B {base.codec}", buffer_memory_mb)]
     for label, w in sweep:
         comps.append(compare(ctx, w, f"producer {label}", buffer_memory_mb))
+    large = base.with_(rows=min(base.rows, LARGE_TABLE_ROWS), key_size=16, value_size=100, codec="none",
+                       batch_size=LARGE_TABLE_BATCH_SIZE)
+    comps.append(compare_one_table(ctx, large, buffer_memory_mb))
     return comps

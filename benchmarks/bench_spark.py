@@ -1,5 +1,6 @@
 """Spark sinks on one cached DataFrame: ``rows`` rows of 16-character string keys and ``value_size``-character
-random string values (``randstr``), 12 partitions, written by local[2] Spark to a fresh 12-partition topic per run.
+random string values (``randstr``), 12 partitions, written by local[2] Spark to a fresh 12-partition topic per run;
+and ``spark 1 KB JSON <codec>``: a tenth of the rows with ~1,000-byte JSON event values (``workload.json_values``).
 
 Contenders (the timer covers ``df.write...save()``; afterwards the topic's end offsets are checked):
 - ``Spark format(kafka)`` (baseline): Spark's built-in JVM sink (spark-sql-kafka-0-10 jars from Maven), and
@@ -44,17 +45,27 @@ TUNED = {"kafka.batch.size": "262144", "kafka.linger.ms": "5"}
 SEND_BATCH_WRITER = "Arrow writer + send_batch"
 SINK_ALO_NO_REUSE = "pykafka-sink at_least_once, producerReuse=false"  # a new producer per task, as before
 SEND_WRITER = "Arrow writer + send"
+JSON_VALUE_SIZE = 1000
 
 
 def dataframe(ctx: Context, w: Workload) -> Any:
-    """The workload as a cached DataFrame with ``key`` and ``value`` strings in ``w.partitions`` partitions."""
+    """The workload as a cached DataFrame with ``key`` and ``value`` strings in ``w.partitions`` partitions
+    (``json`` values: the ``bench-json-events`` reader, in the Python workers, before any timer)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    df = ctx.spark.range(0, w.rows, 1, w.partitions).select(
-        F.lpad(F.col("id").cast("string"), w.key_size, "0").alias("key"),
-        F.randstr(F.lit(w.value_size), F.lit(7)).alias("value"),
-    )
+    if w.value_kind == "json":
+        from benchmarks.spark_writers import register_all
+
+        register_all(ctx.spark)
+        df = (ctx.spark.read.format("bench-json-events").option("rows", str(w.rows))
+              .option("partitions", str(w.partitions)).option("keySize", str(w.key_size))
+              .option("valueSize", str(w.value_size)).load())
+    else:
+        df = ctx.spark.range(0, w.rows, 1, w.partitions).select(
+            F.lpad(F.col("id").cast("string"), w.key_size, "0").alias("key"),
+            F.randstr(F.lit(w.value_size), F.lit(7)).alias("value"),
+        )
     df = df.persist(StorageLevel.MEMORY_AND_DISK)
     count = df.count()
     if count != w.rows:
@@ -193,6 +204,9 @@ def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]], with_se
     small = base.with_(partitions=tasks, topic_partitions=base.partitions,
                        rows=base.rows if ctx.quick else tasks * 10_000)
     comps.append(compare_small_tasks(ctx, small, f"spark {tasks} tasks x {small.rows // tasks:,} rows"))
+    # 1 KB JSON events (issue 16): a tenth of the main workload's rows, about as many bytes.
+    events = base.with_(rows=max(1, base.rows // 10), value_size=JSON_VALUE_SIZE, value_kind="json")
+    comps.append(compare(ctx, events, f"spark 1 KB JSON {base.codec}", with_send))
     for label, w in sweep:
         comps.append(compare(ctx, w, f"spark {label}", with_send))
     return comps

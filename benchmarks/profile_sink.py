@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mode", choices=("sink", "send_batch"), default="sink")
     p.add_argument("--rows", type=int, default=2_000_000)
     p.add_argument("--value-size", type=int, default=100)
+    p.add_argument("--value-kind", choices=("random", "json"), default="random",
+                   help="random letters, or JSON events (benchmarks.workload.json_values; --value-size 1000)")
     p.add_argument("--batch-size", type=int, default=16384)
     p.add_argument("--codec", default="lz4")
     p.add_argument("--guarantee", choices=("at_least_once", "exactly_once"), default="at_least_once",
@@ -104,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
 
     ctx = Context(rounds=1, quick=False, bootstrap_arg=a.bootstrap)
     try:
-        w = Workload(rows=a.rows, value_size=a.value_size, batch_size=a.batch_size, codec=a.codec)
+        w = Workload(rows=a.rows, value_size=a.value_size, batch_size=a.batch_size, codec=a.codec,
+                     value_kind=a.value_kind)
         table = arrow_table(w)
         if a.mode == "sink":  # Spark hands string columns
             table = pa.table({c: table.column(c).cast(pa.string()) for c in ("key", "value")})

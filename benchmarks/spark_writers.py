@@ -7,6 +7,9 @@ puts the repo root on their PYTHONPATH), so it stays small and imports nothing h
 - ``bench-send-batch``: the same writer, but each batch goes to ``spark_kafka_sink.KafkaProducer.send_batch``:
   the producer without the pykafka-sink adapter, to show what the adapter costs.
 - ``bench-send``: per-row ``KafkaProducer.send`` from the same batches (``to_pylist``), the per-record path.
+- ``bench-json-events`` (a reader): ``rows`` rows of ``key`` (16-digit row number) and ``value`` (the JSON event
+  of ``benchmarks.workload.json_values``) strings in ``partitions`` partitions, made by the Python workers as
+  Arrow batches: the Spark JSON workload (mapInArrow would need pandas, which the project does not install).
 """
 
 from __future__ import annotations
@@ -15,9 +18,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
 
-__all__ = ["NoopArrowSource", "SendBatchSource", "SendSource", "register_all"]
+__all__ = ["NoopArrowSource", "SendBatchSource", "SendSource", "JsonEventsSource", "register_all"]
 
 
 @dataclass
@@ -114,6 +123,48 @@ class SendSource(NoopArrowSource):
         return _SendWriter(self.options)
 
 
+@dataclass
+class RowRange(InputPartition):
+    start: int
+    end: int
+
+
+class _JsonEventsReader(DataSourceReader):
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.rows = int(options["rows"])
+        self.partition_count = int(options.get("partitions", "12"))
+        self.key_size = int(options.get("keySize", "16"))
+        self.value_size = int(options.get("valueSize", "1000"))
+
+    def partitions(self) -> list[InputPartition]:
+        bounds = [self.rows * i // self.partition_count for i in range(self.partition_count + 1)]
+        return [RowRange(lo, hi) for lo, hi in zip(bounds, bounds[1:], strict=False)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        import numpy as np
+        import pyarrow as pa
+
+        from benchmarks.workload import json_values, keys
+
+        assert isinstance(partition, RowRange)
+        for lo in range(partition.start, partition.end, 10_000):
+            n = min(10_000, partition.end - lo)
+            yield pa.record_batch([keys(lo, n, self.key_size).cast(pa.string()),
+                                   json_values(np.arange(lo, lo + n), self.value_size)], names=["key", "value"])
+
+
+class JsonEventsSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "bench-json-events"
+
+    def schema(self) -> str:
+        return "key string, value string"
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return _JsonEventsReader(self.options)
+
+
 def register_all(spark: Any) -> None:
-    for source in (NoopArrowSource, SendBatchSource, SendSource):
+    for source in (NoopArrowSource, SendBatchSource, SendSource, JsonEventsSource):
         spark.dataSource.register(source)

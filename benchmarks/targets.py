@@ -8,6 +8,7 @@ from benchmarks.harness import Target
 
 __all__ = ["targets", "missing_components", "producer_class", "sink_available",
            "SPARK_BUILTIN", "NOOP_WRITER", "SINK_ALO", "SINK_EOS", "SINK_EOS_LOGGED", "SEND_BATCH", "SEND", "CONFLUENT",
+           "SEND_BATCH_SLICES", "SEND_BATCH_ONE_TABLE",
            "KAFKA_PYTHON",
            "JAVA_PERF", "ENC_SPARK_SLICES", "MEMORY_SINK"]
 
@@ -18,6 +19,8 @@ SINK_ALO = "pykafka-sink at_least_once"
 SINK_EOS = "pykafka-sink exactly_once"
 SINK_EOS_LOGGED = "pykafka-sink exactly_once + writeId (commit log)"
 SEND_BATCH = "send_batch"
+SEND_BATCH_SLICES = "send_batch 10,000-row batches"
+SEND_BATCH_ONE_TABLE = "send_batch one table"
 SEND = "send"
 CONFLUENT = "confluent-kafka produce loop"
 KAFKA_PYTHON = "kafka-python"
@@ -27,6 +30,8 @@ MEMORY_SINK = "pykafka-sink worker above baseline"
 
 _TARGETS = [
     Target("spark", "sink >= 1.5x Spark's format(kafka)", "spark 100 B lz4", SINK_ALO, SPARK_BUILTIN, at_least=1.5),
+    Target("spark", "sink >= 1.5x Spark's format(kafka) at 1 KB JSON values", "spark 1 KB JSON lz4", SINK_ALO,
+           SPARK_BUILTIN, at_least=1.5),
     Target("spark", "sink >= 0.8x do-nothing Arrow writer", "spark 100 B lz4", SINK_ALO, NOOP_WRITER, at_least=0.8),
     Target("spark", "exactly_once within 10% of at_least_once", "spark 100 B lz4", SINK_EOS, SINK_ALO,
            at_least=0.9),
@@ -36,6 +41,9 @@ _TARGETS = [
            at_least=2.0),
     Target("producer", "send_batch >= 10x kafka-python", "producer 100 B lz4", SEND_BATCH, KAFKA_PYTHON,
            at_least=10.0),
+    # "As fast as" within the noise of a shared machine (the same 10% as exactly_once vs at_least_once).
+    Target("producer", "send_batch of one large table within 10% of 10,000-row batches", "producer one large table",
+           SEND_BATCH_ONE_TABLE, SEND_BATCH_SLICES, at_least=0.9),
     Target("encoder", "encoder >= 5 M records/s on one core (lz4)", "encoder 100 B lz4", ENC_SPARK_SLICES,
            at_least_abs=5e6),
     Target("encoder", "encoder >= 5 M records/s on one core (no codec)", "encoder 100 B none", ENC_SPARK_SLICES,
@@ -45,10 +53,11 @@ _TARGETS = [
 
 def targets(buffer_memory_mb: int) -> list[Target]:
     """Every goal. The memory comparison's values are MB of peak RSS above the do-nothing writer's worker
-    (interpreter, pyarrow, Spark's Arrow batches): what the sink itself adds, held to buffer.memory + 64 MB."""
-    bound = buffer_memory_mb + 64
+    (interpreter, pyarrow, Spark's Arrow batches): what the sink itself adds, held to buffer.memory + 48 MB
+    (issue 16; it was + 64 MB)."""
+    bound = buffer_memory_mb + 48
     return _TARGETS + [
-        Target("memory", f"sink worker peak RSS <= buffer.memory + 64 MB ({bound} MB)", "memory", MEMORY_SINK,
+        Target("memory", f"sink worker peak RSS <= buffer.memory + 48 MB ({bound} MB)", "memory", MEMORY_SINK,
                at_most_abs=bound),
     ]
 

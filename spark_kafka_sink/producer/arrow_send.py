@@ -10,8 +10,9 @@ Columns, as Spark's Kafka sink (other columns are ignored)::
     timestamp  timestamp (any unit) | int64 epoch ms (null or absent -> the send time)
 
 Per topic: metadata (waits up to max.block.ms) -> ``Partitioner.partition_arrow`` (explicit, murmur2 keys,
-sticky runs) -> one stable ``argsort`` + one ``take`` per column groups rows by partition, keeping their order ->
-one ``encode_arrow_batches`` call for all partitions (``segment_starts``; batch.size each) ->
+sticky runs) -> one stable ``argsort`` orders rows by partition, keeping their order -> one
+``encode_arrow_batches`` call for all partitions, reading the columns through that order (``order``; no sorted
+copy) with ``segment_starts`` where each partition begins (batch.size each) ->
 ``accumulator.append_encoded`` per partition. The result
 future completes with :class:`BatchSendResult` once every batch was acknowledged (or with the first failure).
 
@@ -42,6 +43,7 @@ from spark_kafka_sink.producer.partitioner import Partitioner
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET, BatchMetadata, TopicPartition
 from spark_kafka_sink.producer.transactions import TransactionManager
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, encode_arrow_batches
+from spark_kafka_sink.protocol.murmur2 import binary_buffers
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE
 
 __all__ = ["BatchSendResult", "PartitionWriteStats", "ArrowSender", "row_slices"]
@@ -94,7 +96,10 @@ def _column(data: pa.RecordBatch | pa.Table, name: str) -> pa.Array | None:
     if name not in data.schema.names:
         return None
     col = data.column(name)
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if isinstance(col, pa.ChunkedArray):
+        # One chunk (a Spark batch, most tables): zero-copy; combine_chunks copies even a single chunk.
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
 
 
 def _bytes_like(t: pa.DataType) -> bool:
@@ -103,9 +108,14 @@ def _bytes_like(t: pa.DataType) -> bool:
 
 
 def _lengths(arr: pa.Array | None, n: int) -> I64:
+    """Bytes per row (0 where null), from the offsets (binary_length + fill_null + cast was ~5% of a call)."""
     if arr is None or pa.types.is_null(arr.type):
         return np.zeros(n, np.int64)
-    return np.asarray(pc.fill_null(pc.binary_length(arr), 0).cast(pa.int64()))
+    offsets, _ = binary_buffers(arr)
+    lengths: I64 = np.diff(offsets).astype(np.int64, copy=False)
+    if arr.null_count:
+        lengths[np.asarray(arr.is_null())] = 0
+    return lengths
 
 
 @dataclass
@@ -225,6 +235,9 @@ class ArrowSender:
         self._acc = accumulator
         self._partitioner = partitioner
         self._transactional = tm is not None and tm.is_transactional
+        # An idempotent or transactional producer stamps its id and sequence into every batch header when it
+        # drains the batch, which computes the CRC: the encoder leaves it out (one pass over the bytes less).
+        self._stamped = tm is not None
         self._tm = tm
         self._partition_info = partition_info  # (topic, max_block_ms) -> (partition count, sticky candidates)
         self._wakeup = wakeup
@@ -253,7 +266,9 @@ class ArrowSender:
             part = cols if (lo, hi) == (0, len(cols.size)) else cols.slice(lo, hi)
             for name, rows in self._groups(topic, part):
                 self._send_topic(name, rows, part, started, futures, sizes, interceptors)
-        self._wakeup()
+            # Each slice goes out while the next one is encoded. (Woken only at the end, the sender slept through
+            # the whole call, up to its 1 s poll timeout, and a table larger than buffer.memory stalled.)
+            self._wakeup()
         return _result(futures, sizes)
 
     def _groups(self, topic: str | None, cols: _Columns) -> list[tuple[str, pa.Array | None]]:
@@ -279,25 +294,24 @@ class ArrowSender:
         size = cols.size if row_idx is None else cols.size[row_idx]
         key, explicit = _take(cols.key, rows), _take(cols.partition, rows)
         parts = self._partitioner.partition_arrow(topic, key, explicit, size, num_partitions, available)
-        order = np.argsort(parts, kind="stable")
+        # numpy's stable sort is a radix sort for 8/16-bit keys: ~6x faster than on int32 (~200 us per 10k rows).
+        narrow = np.uint8 if num_partitions <= 1 << 8 else np.uint16 if num_partitions <= 1 << 16 else parts.dtype
+        order = np.argsort(parts.astype(narrow, copy=False), kind="stable")
         counts = np.bincount(parts, minlength=num_partitions)
         single = int(np.count_nonzero(counts)) == 1
-        # One take per column for the whole topic; each partition is then a zero-copy slice.
-        idx = None if single else (pa.array(order) if row_idx is None else pa.array(row_idx[order]))
-        if single:
-            idx = rows
-        value = cols.value if idx is None else cols.value.take(idx)
-        key = _take(cols.key, idx)
-        headers = _take(cols.headers, idx)
-        ts = cols.timestamp if idx is None else cols.timestamp[np.asarray(idx)]
+        # The encoder reads the columns through the rows' order (partition by partition, input order within
+        # each): no sorted copy of the columns (a take per column was ~10% of the caller's time).
+        encode_order = row_idx if single else (order if row_idx is None else row_idx[order])
         # One encoder call for the whole topic: the per-call overhead (~0.15 ms plus numpy set-up per array) paid
         # once per partition was ~40% of send_batch's caller-thread time with 12 partitions and 10k-row inputs.
         present = np.flatnonzero(counts)
         seg_starts = np.concatenate([[0], np.cumsum(counts[present])[:-1]]).astype(np.int64)
         encoded = encode_arrow_batches(
-            value, key=key, timestamp_ms=ts, headers=headers, max_batch_bytes=self._config.batch_size,
-            compression=self._config.compression_type, transactional=self._transactional,
-            segment_starts=seg_starts, compression_level=self._config.effective_compression_level)
+            cols.value, key=cols.key, timestamp_ms=cols.timestamp, headers=cols.headers,
+            max_batch_bytes=self._config.batch_size, compression=self._config.compression_type,
+            transactional=self._transactional, segment_starts=seg_starts,
+            compression_level=self._config.effective_compression_level, checksum=not self._stamped,
+            order=encode_order)
         # Batches come out in row order and never span two segments: batch -> partition by where it starts.
         owner = np.searchsorted(seg_starts, [e.first_row for e in encoded], side="right") - 1
         cuts = np.searchsorted(owner, np.arange(len(present) + 1), side="left").tolist()
@@ -307,12 +321,12 @@ class ArrowSender:
             mine = encoded[cuts[i]:cuts[i + 1]]
             if seg:  # (the constructor directly: dataclasses.replace costs ~8 us a batch)
                 mine = [EncodedBatch(e.data, e.record_count, e.first_row - seg, e.base_timestamp, e.max_timestamp,
-                                     e.uncompressed_size) for e in mine]
+                                     e.uncompressed_size, e.has_crc) for e in mine]
             tp = TopicPartition(topic, partition)
             if self._transactional and self._tm is not None:
                 self._tm.maybe_add_partition(tp)
             remaining = max(0, max_block - (monotonic_ms() - started))
-            batch_futures = self._acc.append_encoded(tp, mine, monotonic_ms(), remaining)
+            batch_futures = self._acc.append_encoded(tp, mine, monotonic_ms(), remaining, self._wakeup)
             futures.extend(batch_futures)
             sizes.extend(len(e.data) for e in mine)
             if interceptors:

@@ -53,7 +53,7 @@ from spark_kafka_sink.producer.record_metadata import (
     TopicPartition,
 )
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch
-from spark_kafka_sink.protocol.record_batch import BatchBuilder, Header, decode_batch, with_producer_state
+from spark_kafka_sink.protocol.record_batch import BatchBuilder, Header, decode_batch, with_crc, with_producer_state
 
 __all__ = ["BatchState", "ProducerBatch", "NO_PRODUCER_ID", "NO_SEQUENCE", "gather_batch_futures"]
 
@@ -136,6 +136,7 @@ class ProducerBatch:
         self._base_sequence = NO_SEQUENCE
         self._transactional = False
         self._payload: bytes | None = None  # _built with the producer state applied; cached so retries match
+        self._restamped = False  # _built is a stamped copy (the encoder's bytes were let go)
         self._error: BaseException | None = None
         # True once the futures fired and on_complete ran (so memory is back when a flush returns). The Event is
         # made only when someone waits before that (a flush): building one per batch cost ~10 us of the caller's
@@ -316,10 +317,22 @@ class ProducerBatch:
                 raise IllegalStateError(f"payload of an {self._state.name} batch of {self.tp}: close it first")
             if self._payload is None:
                 if self._producer_id == NO_PRODUCER_ID and not self._transactional:
-                    self._payload = self._built
+                    # Bulk batches of an idempotent producer are encoded without a CRC (the stamp below computes
+                    # it); without idempotence nothing stamps them, so the CRC is computed here.
+                    if self._restamped:
+                        self._payload = with_producer_state(self._built, NO_PRODUCER_ID, -1, NO_SEQUENCE, False)
+                    else:
+                        sealed = self._encoded is None or self._encoded.has_crc
+                        self._payload = self._built if sealed else with_crc(self._built)
                 else:
                     self._payload = with_producer_state(self._built, self._producer_id, self._producer_epoch,
                                                         self._base_sequence, self._transactional)
+                    # The stamped copy replaces the built bytes (a new stamp rewrites its header as well): an
+                    # in-flight batch holds one copy of its records, not two (~5 MB at 5 requests in flight).
+                    self._built = self._payload
+                    self._restamped = True
+                    if self._encoded is not None:
+                        self._encoded = self._encoded._replace(data=self._payload, has_crc=True)
             return self._payload
 
     # ------------------------------------------------------------------------------------------ splitting
@@ -331,7 +344,8 @@ class ProducerBatch:
         with self._lock:
             if self._built is None or self._state is not BatchState.IN_FLIGHT:
                 raise IllegalStateError(f"split a {self._state.name} batch of {self.tp}: only an answered one")
-            built, transactional = self._built, self._transactional
+            # What was sent (CRC set: a bulk batch's built bytes may have none yet).
+            built, transactional = self._payload or self._built, self._transactional
         records = decode_batch(built).records
         parts: list[ProducerBatch] = []
         futures = self._record_futures

@@ -74,6 +74,18 @@ class BufferPool:
 
     # ------------------------------------------------------------------------------------------ allocate / free
 
+    def try_allocate(self, size: int) -> bool:
+        """Take ``size`` bytes if they are free now and nobody is queued ahead (True); never blocks (False)."""
+        if size < 0:
+            raise ValueError(f"cannot allocate {size} bytes")
+        with self._lock:
+            if self._closed:
+                raise ProducerClosedError("the producer is closed: cannot allocate buffer memory")
+            if not self._waiters and self._available >= size:
+                self._available -= size
+                return True
+            return False
+
     def allocate(self, size: int, max_time_to_block_ms: int) -> None:
         """Take ``size`` bytes, blocking up to ``max_time_to_block_ms`` while the pool is short.
 

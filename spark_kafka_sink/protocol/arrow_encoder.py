@@ -16,17 +16,22 @@ using upper bounds of the two batch-relative fields (offsetDelta, timestampDelta
 the limit by about a byte per record for those fields.
 
 How: per row, the small varint fields are written by numpy into three "glue" binary arrays —
-A = length | attributes | timestampDelta | offsetDelta | keyLength, B = valueLength, C = headerCount — and one
-``binary_join_element_wise(A, key, B, value, C[, headers])`` call concatenates row by row in C++; its data buffer
-is the records sections of all batches back to back. (A numpy index scatter of the key/value bytes needs an
-8-byte index per payload byte: ~100x slower.) Headers are joined the same way one level down, then per row with
-``binary_join``.
+A = length | attributes | timestampDelta | offsetDelta | keyLength, B = valueLength, C = headerCount. The pieces
+A, key, B, value, C[, headers] are concatenated (``concat_arrays``, one memcpy per piece array) and one ``take``
+with interleaved indices reads them back row by row in C++: its data buffer is the records sections of all
+batches back to back (a null key or value adds no bytes, as its -1 length says). ``take`` does this at ~60% of
+the cost of ``binary_join_element_wise`` over the same pieces, which pays per piece per row. (A numpy index
+scatter of the key/value bytes needs an 8-byte index per payload byte: ~100x slower.) Headers are joined one
+level down with ``binary_join_element_wise``, then per row with ``binary_join``. The batch headers are one numpy
+array per group (``record_batch.assemble_batches``).
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +40,7 @@ import pyarrow.compute as pc
 
 from spark_kafka_sink.protocol.compression import Codec, codec_id
 from spark_kafka_sink.protocol.murmur2 import binary_buffers
-from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, assemble_batch
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, assemble_batches
 
 __all__ = ["EncodedBatch", "encode_arrow_batches"]
 
@@ -44,15 +49,16 @@ U64 = npt.NDArray[np.uint64]
 
 # One join covers at most this many output bytes: bounds the temporary buffer and keeps int32 offsets valid.
 _GROUP_BYTES = 4 << 20
+_GLUE_BOUND = 40  # bytes of the three glue pieces of a row, at most (varints of lengths, deltas, counts)
 _MIN_RECORD_BYTES = 7  # length, attributes, timestampDelta, offsetDelta, keyLength, valueLength, headerCount
 _INT32_MAX = (1 << 31) - 1
 # uvarint size = 1 + number of these thresholds <= value
 _VARINT_LIMITS = np.array([1 << (7 * i) for i in range(1, 10)], dtype=np.uint64)
 
 
-@dataclass(frozen=True, slots=True)
-class EncodedBatch:
-    """One complete record batch and the input rows it holds: ``first_row .. first_row + record_count - 1``."""
+class EncodedBatch(NamedTuple):
+    """One complete record batch and the input rows it holds: ``first_row .. first_row + record_count - 1``.
+    (A NamedTuple: one is made per batch, and a frozen dataclass's __init__ cost ~1.5 us of the ~10 us a batch.)"""
 
     data: bytes
     record_count: int
@@ -60,6 +66,7 @@ class EncodedBatch:
     base_timestamp: int
     max_timestamp: int
     uncompressed_size: int  # header + uncompressed records: what counted against max_batch_bytes
+    has_crc: bool = True  # False: encoded with checksum=False, the CRC is 0 until with_producer_state sets it
 
 
 # ------------------------------------------------------------------------------------------- varint helpers
@@ -67,6 +74,12 @@ class EncodedBatch:
 
 def _zigzag(v: I64) -> U64:
     zz: U64 = ((v << 1) ^ (v >> 63)).view(np.uint64)
+    return zz
+
+
+def _zigzag_positive(v: I64) -> U64:
+    """``_zigzag`` of values known to be >= 0 (lengths, offset deltas): one shift."""
+    zz: U64 = (v << 1).view(np.uint64)
     return zz
 
 
@@ -178,7 +191,7 @@ def _as(arr: pa.Array, binary_type: pa.DataType) -> pa.Array:
 def _field(lengths: I64, nulls: bool) -> tuple[U64, I64, I64]:
     """(zigzag varint of each length, its size, payload bytes) for a length-prefixed field, -1 = null."""
     if not nulls:
-        u: U64 = (lengths << 1).view(np.uint64)  # zigzag of a non-negative value
+        u = _zigzag_positive(lengths)
         return u, _sizes(u), lengths
     u = _zigzag(lengths)
     return u, _sizes(u), np.maximum(lengths, 0)
@@ -254,6 +267,27 @@ def _timestamps(ts: pa.Array | pa.ChunkedArray | npt.NDArray[Any], n: int) -> I6
 # ------------------------------------------------------------------------------------------------ encoder
 
 
+@functools.lru_cache(maxsize=4)
+def _interleave(rows: int, pieces: int) -> pa.Array:
+    """Take indices that read ``pieces`` concatenated arrays of ``rows`` rows row by row: element k*rows + i (row
+    i's k-th piece) goes to position i*pieces + k. Cached: every full 10,000-row call needs the same one."""
+    grid: I64 = (np.arange(rows, dtype=np.int64)[:, None] + np.arange(pieces, dtype=np.int64)[None, :] * rows).ravel()
+    return pa.array(grid.astype(np.int32) if rows * pieces <= _INT32_MAX else grid)  # int32: half the bytes
+
+
+def _interleave_through(rows: I64, first: int, piece_rows: list[int]) -> pa.Array:
+    """Take indices into the concatenated pieces (glue, key, glue, value, glue[, headers]) for the encode
+    positions ``first .. first+len(rows)-1``: a glue piece (in encode order) is read at the position, a column
+    piece (in input order) at the input row ``rows[i]``."""
+    bases = np.cumsum([0, *piece_rows[:-1]]).tolist()
+    positions = np.arange(first, first + len(rows), dtype=np.int64)
+    grid = np.empty((len(rows), len(piece_rows)), np.int64)
+    for k, base in enumerate(bases):
+        grid[:, k] = (positions if k % 2 == 0 else rows) + base
+    flat: I64 = grid.ravel()
+    return pa.array(flat.astype(np.int32) if sum(piece_rows) <= _INT32_MAX else flat)
+
+
 def _split(upper: I64, budget: int, segment_starts: I64) -> I64:
     """Greedy batch starts: each batch's upper-bound size <= budget (a lone oversized record still gets one), and
     a batch starts at every segment start."""
@@ -286,25 +320,44 @@ def encode_arrow_batches(
     transactional: bool = False,
     segment_starts: npt.ArrayLike | None = None,
     compression_level: int | None = None,
+    checksum: bool = True,
+    order: npt.ArrayLike | None = None,
 ) -> list[EncodedBatch]:
     """Encode rows into record batches (see the module docstring). ``segment_starts``: row indices where a new
     batch must begin, e.g. where each partition's rows begin in a table sorted by partition, so one call encodes
-    many partitions (no batch spans two segments; map batches back with ``first_row``)."""
+    many partitions (no batch spans two segments; map batches back with ``first_row``). ``checksum=False``: the
+    batches' CRC is left 0 (``has_crc`` False) for a producer that stamps its id and sequence into every header
+    before sending, which recomputes the CRC anyway.
+
+    ``order``: the input rows to encode, in this order (indices into the columns, e.g. each partition's rows in
+    turn): the columns are read through it, so a caller grouping rows need not copy them first. Positions
+    (``segment_starts``, ``first_row``) then count in ``order``."""
     codec = codec_id(compression)
     value_b = _binary(value, "value")
-    n = len(value_b)
+    rows = len(value_b)  # input rows; n: rows encoded
+    idx = None if order is None else np.asarray(order, np.int64)
+    if idx is not None and len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= rows):
+        raise ValueError(f"order must hold row indices in 0..{rows - 1}")
+    n = rows if idx is None else len(idx)
     if n == 0:
         return []
-    key_b = _binary(key, "key") if key is not None else pa.nulls(n, pa.binary())
-    if len(key_b) != n:
-        raise ValueError(f"key has {len(key_b)} rows, value has {n}")
-    ts = _timestamps(timestamp_ms, n)
+    key_b = _binary(key, "key") if key is not None else pa.nulls(rows, pa.binary())
+    if len(key_b) != rows:
+        raise ValueError(f"key has {len(key_b)} rows, value has {rows}")
+    ts = _timestamps(timestamp_ms, rows)
     large = pa.types.is_large_binary(key_b.type) or pa.types.is_large_binary(value_b.type)
+    if idx is not None and not large:  # all pieces are concatenated at once: keep their offsets in range
+        columns = value_b.nbytes + key_b.nbytes + (0 if headers is None else headers.nbytes)
+        large = columns + _GLUE_BOUND * n > _INT32_MAX
     binary_type = pa.large_binary() if large else pa.binary()
-    hdr = _encode_headers(headers, n, binary_type)
+    hdr = _encode_headers(headers, rows, binary_type)
+    k_len, v_len = _lengths(key_b, "key"), _lengths(value_b, "value")
+    if idx is not None:
+        ts, k_len, v_len = ts[idx], k_len[idx], v_len[idx]
+        hdr = _Headers(hdr.count_u[idx], hdr.count_s[idx], hdr.payload[idx], hdr.joined)
 
-    k_u, k_s, k_n = _field(_lengths(key_b, "key"), key_b.null_count > 0)
-    v_u, v_s, v_n = _field(_lengths(value_b, "value"), value_b.null_count > 0)
+    k_u, k_s, k_n = _field(k_len, key_b.null_count > 0)
+    v_u, v_s, v_n = _field(v_len, value_b.null_count > 0)
     # Everything in a record body except timestampDelta and offsetDelta, which depend on the batch it lands in.
     fixed = 1 + k_s + k_n + v_s + v_n + hdr.count_s + hdr.payload
 
@@ -325,11 +378,11 @@ def encode_arrow_batches(
     # Exact deltas now that each row's batch is known.
     counts = np.diff(np.append(starts, n))
     first = np.repeat(starts, counts)
-    od_u = _zigzag(np.arange(n, dtype=np.int64) - first)
+    od_u = _zigzag_positive(np.arange(n, dtype=np.int64) - first)
     ts_u = _zigzag(ts - ts[first])
     od_s, ts_s = _sizes(od_u), _sizes(ts_u)
     body = fixed + ts_s + od_s
-    body_u = _zigzag(body)
+    body_u = _zigzag_positive(body)
     body_s = _sizes(body_u)
     attributes = (None, np.ones(n, np.int64))  # one zero byte
     glue_a = _glue([(body_u, body_s), attributes, (ts_u, ts_s), (od_u, od_s), (k_u, k_s)], n, binary_type)
@@ -340,7 +393,12 @@ def encode_arrow_batches(
     rec_end = np.cumsum(body_s + body)
     batch_end = rec_end[starts + counts - 1]
     batch_max = np.maximum.reduceat(ts, starts)
+    batch_base = ts[starts]
+    batch_bytes = np.diff(batch_end, prepend=0) + HEADER_SIZE
     parts = [glue_a, key_b, glue_b, value_b, glue_c] + ([hdr.joined] if hdr.joined is not None else [])
+    # With ``order``, every piece is concatenated once (key, value and headers in input order, the glue in encode
+    # order) and each group's take reads it through ``order``; without, each group concatenates its slices.
+    whole = None if idx is None else pa.concat_arrays(parts)
     out: list[EncodedBatch] = []
     b = 0
     while b < len(starts):
@@ -349,20 +407,21 @@ def encode_arrow_batches(
         b_end = int(np.searchsorted(batch_end, group_start + _GROUP_BYTES, side="right"))
         b_end = max(b_end, b + 1)
         r0, r1 = int(starts[b]), int(starts[b_end - 1] + counts[b_end - 1])
-        joined = pc.binary_join_element_wise(
-            *[p.slice(r0, r1 - r0) for p in parts], pa.scalar(b"", binary_type), null_handling="skip"
-        )
+        m = r1 - r0
+        if whole is None:
+            joined = pa.concat_arrays([p.slice(r0, m) for p in parts]).take(_interleave(m, len(parts)))
+        else:
+            assert idx is not None
+            joined = whole.take(_interleave_through(idx[r0:r1], r0, [len(p) for p in parts]))
         offsets, data = binary_buffers(joined)
         section = data[int(offsets[0]) : int(offsets[-1])].data  # a memoryview, no copy
         if len(section) != int(batch_end[b_end - 1]) - group_start:
             raise RuntimeError("arrow encoder size mismatch (a bug): please report it")
-        for i in range(b, b_end):
-            lo = (int(batch_end[i - 1]) if i else 0) - group_start
-            hi = int(batch_end[i]) - group_start
-            s, c = int(starts[i]), int(counts[i])
-            base, mx = int(ts[s]), int(batch_max[i])
-            data_i = assemble_batch(section[lo:hi], c, base, mx, compression=codec, transactional=transactional,
-                                    compression_level=compression_level)
-            out.append(EncodedBatch(data_i, c, s, base, mx, HEADER_SIZE + hi - lo))
+        group = slice(b, b_end)
+        datas = assemble_batches(section, batch_end[group] - group_start, counts[group], batch_base[group],
+                                 batch_max[group], compression=codec, transactional=transactional,
+                                 compression_level=compression_level, checksum=checksum)
+        out += map(EncodedBatch, datas, counts[group].tolist(), starts[group].tolist(), batch_base[group].tolist(),
+                   batch_max[group].tolist(), batch_bytes[group].tolist(), itertools.repeat(checksum))
         b = b_end
     return out

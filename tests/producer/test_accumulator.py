@@ -319,6 +319,47 @@ def test_append_encoded_larger_than_pool_streams_through() -> None:
     assert pool.available_memory == pool.total_memory
 
 
+def test_append_encoded_wakes_the_sender_before_waiting_for_memory() -> None:
+    # A sender that sends only when woken (as a real one sleeping up to its poll timeout with nothing queued when it
+    # last looked): the memory the appender waits for is held by batches it queued itself, so without a wakeup
+    # before the wait it would block until max.block.ms and fail.
+    encoded = encoded_rows(400, max_batch_bytes=600)
+    pool = BufferPool(2 * max(len(e.data) for e in encoded))
+    acc = make(pool=pool)
+    woken = threading.Event()
+    wakeups: list[int] = []
+    done = threading.Event()
+
+    def wakeup() -> None:
+        wakeups.append(pool.available_memory)
+        woken.set()
+
+    def sender() -> None:
+        completed = 0
+        while not done.is_set():
+            if not woken.wait(WAIT_S):
+                return
+            woken.clear()
+            for batch in acc.drain(leader, [1], 1_000_000, 0)[1]:
+                complete(batch, completed)
+                completed += batch.record_count
+
+    thread = threading.Thread(target=sender)
+    thread.start()
+    try:
+        futures = acc.append_encoded(T0, encoded, 0, 5_000, wakeup)
+    finally:
+        done.set()
+        woken.set()
+        thread.join(WAIT_S)
+    assert len(futures) == len(encoded) > 4
+    assert wakeups and all(free < max(len(e.data) for e in encoded) for free in wakeups)  # only when short
+    while acc.has_undrained():
+        for batch in acc.drain(leader, [1], 1_000_000, 0)[1]:
+            complete(batch)
+    assert pool.available_memory == pool.total_memory
+
+
 def test_concurrent_appends_lose_nothing() -> None:
     acc = make(pool=BufferPool(10_000_000))
     barrier = threading.Barrier(4)

@@ -1,10 +1,17 @@
-"""send_batch encodes a large input in slices of bounded bytes (memory stays near buffer.memory)."""
+"""send_batch encodes a large input in slices of bounded bytes (memory stays near buffer.memory), each slice
+handed to the sender as soon as it is queued."""
 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pytest
 
-from spark_kafka_sink.producer.arrow_send import row_slices
+from spark_kafka_sink.producer import arrow_send
+from spark_kafka_sink.producer.accumulator import RecordAccumulator
+from spark_kafka_sink.producer.arrow_send import ArrowSender, row_slices
+from spark_kafka_sink.producer.config import ProducerConfig
+from spark_kafka_sink.producer.partitioner import Partitioner
 
 
 def test_row_slices_cover_every_row_in_order_within_the_limit() -> None:
@@ -26,3 +33,26 @@ def test_random_sizes_slices_are_contiguous_and_bounded() -> None:
     assert all(int(size[lo:hi].sum()) <= 64 << 10 or hi - lo == 1 for lo, hi in out)
     # greedy: adding the next row to a slice would pass the limit
     assert all(int(size[lo:hi + 1].sum()) > 64 << 10 for lo, hi in out[:-1])
+
+
+def test_each_slice_wakes_the_sender_once_it_is_queued(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The sender must see a large input's first slices while later ones are still being encoded (overlap), and a
+    # table larger than buffer.memory must not wait on a sleeping sender. Woken only at the end of the call, the
+    # sender slept through it.
+    monkeypatch.setattr(arrow_send, "_SLICE_BYTES", 64 << 10)
+    config = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9", "batch.size": 16384})
+    acc = RecordAccumulator.from_config(config)
+    queued_at_wakeup: list[int] = []
+
+    def wakeup() -> None:
+        queued_at_wakeup.append(sum(acc.queue_sizes("t").values()))
+
+    sender = ArrowSender(config, acc, Partitioner.from_config(config), None, lambda topic, ms: (3, None), wakeup)
+    n = 6000  # ~0.9 MB of 100-byte values and 16-byte keys: about 14 slices
+    table = pa.table({"key": pa.array([b"%016d" % i for i in range(n)]), "value": pa.array([b"v" * 100] * n)})
+    sender.send("t", table)
+    total = sum(acc.queue_sizes("t").values())
+    slices = len(row_slices(arrow_send._validate(table, "t").size, 64 << 10))
+    assert slices > 10 and len(queued_at_wakeup) == slices
+    assert queued_at_wakeup == sorted(queued_at_wakeup) and 0 < queued_at_wakeup[0] < total / 5
+    assert queued_at_wakeup[-1] == total

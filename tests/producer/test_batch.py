@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
 
-from spark_kafka_sink.errors import DeliveryTimeoutError, IllegalStateError, NotLeaderOrFollowerError
+from spark_kafka_sink.errors import DeliveryTimeoutError, IllegalStateError, NotLeaderOrFollowerError, ProtocolError
 from spark_kafka_sink.producer.batch import BatchState, ProducerBatch, gather_batch_futures
 from spark_kafka_sink.producer.record_metadata import BatchMetadata, RecordMetadata, TopicPartition
 from spark_kafka_sink.protocol.arrow_encoder import encode_arrow_batches
@@ -193,6 +194,44 @@ def test_bulk_batch_is_closed_and_has_one_future() -> None:
     b.done(100, -1, None)
     assert b.batch_future.result(0) == BatchMetadata("t", 3, 100, 4, 0, -1)
     assert b.batch_future.result(0).last_offset == 103
+
+
+@pytest.mark.parametrize("stamped", [False, True], ids=["no-idempotence", "stamped"])
+def test_bulk_batch_encoded_without_crc_is_sent_with_the_right_one(stamped: bool) -> None:
+    values = pa.array([f"v{i}".encode() for i in range(4)], pa.binary())
+    stamps = pa.array([5] * 4, pa.int64())
+    (sealed,) = encode_arrow_batches(values, timestamp_ms=stamps, max_batch_bytes=1 << 20)
+    (unsealed,) = encode_arrow_batches(values, timestamp_ms=stamps, max_batch_bytes=1 << 20, checksum=False)
+    assert sealed.has_crc and not unsealed.has_crc and unsealed.data != sealed.data
+    with pytest.raises(ProtocolError, match="CRC"):
+        decode_batch(unsealed.data)
+    batches = [ProducerBatch.from_encoded(TP, e, 1000) for e in (sealed, unsealed)]
+    if stamped:
+        for b in batches:
+            b.set_producer_state(77, 2, 10, transactional=False)
+    first, second = (b.payload() for b in batches)
+    assert first == second and decode_batch(second).producer_id == (77 if stamped else -1)
+    assert stamped or first is sealed.data  # a batch with its CRC is sent as built
+    batches[1].mark_in_flight(0)
+    (part,) = batches[1].split(1 << 20, "none")  # refused as too large: re-built from what was sent
+    assert part.record_count == 4
+
+
+def test_a_stamped_bulk_batch_keeps_one_copy_and_restamps_or_unstamps_to_the_right_bytes() -> None:
+    values = pa.array([f"v{i}".encode() for i in range(4)], pa.binary())
+    (encoded,) = encode_arrow_batches(values, timestamp_ms=pa.array([5] * 4, pa.int64()), max_batch_bytes=1 << 20)
+    b = ProducerBatch.from_encoded(TP, encoded, 1000)
+    b.set_producer_state(77, 2, 10, transactional=False)
+    stamped = b.payload()
+    held = sys.getrefcount(encoded.data)
+    assert held == 2  # only ``encoded`` (and getrefcount's argument) hold the original bytes now
+    b.reset_producer_state()
+    assert b.payload() == encoded.data  # unstamped again: the encoder's bytes, CRC and all
+    b.reset_producer_state()
+    b.set_producer_state(77, 3, 0, transactional=True)
+    decoded = decode_batch(b.payload())
+    assert (decoded.producer_epoch, decoded.base_sequence, decoded.is_transactional) == (3, 0, True)
+    assert decoded.records == decode_batch(stamped).records
 
 
 def test_gather_batch_futures() -> None:

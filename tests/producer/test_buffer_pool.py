@@ -111,6 +111,23 @@ def test_fifo_fairness_large_request_is_not_starved() -> None:
     assert pool.available_memory == 0
 
 
+def test_try_allocate_takes_free_bytes_and_never_blocks_or_jumps_the_queue() -> None:
+    pool = BufferPool(100)
+    assert pool.try_allocate(60) and pool.available_memory == 40
+    assert not pool.try_allocate(41) and pool.available_memory == 40  # short: refused, nothing taken
+    finished: list[int] = []
+    waiter = Allocation(pool, 50, 60_000, finished)
+    waiter.start()
+    assert pool.wait_until_queued(1, WAIT_S)
+    assert not pool.try_allocate(10)  # 40 free, but a waiter is ahead
+    pool.deallocate(60)
+    waiter.join(WAIT_S)
+    assert finished == [50] and pool.try_allocate(50) and pool.available_memory == 0
+    pool.close()
+    with pytest.raises(ProducerClosedError):
+        pool.try_allocate(0)
+
+
 def test_close_wakes_waiters_with_producer_closed() -> None:
     pool = BufferPool(10)
     pool.allocate(10, 0)
@@ -127,7 +144,8 @@ def test_close_wakes_waiters_with_producer_closed() -> None:
     assert pool.available_memory == 10
 
 
-@pytest.mark.parametrize("call", [lambda p: p.allocate(-1, 0), lambda p: p.deallocate(-1)])
+@pytest.mark.parametrize("call", [lambda p: p.allocate(-1, 0), lambda p: p.deallocate(-1),
+                                  lambda p: p.try_allocate(-1)])
 def test_negative_sizes_rejected(call: Callable[[BufferPool], None]) -> None:
     with pytest.raises(ValueError):
         call(BufferPool(10))

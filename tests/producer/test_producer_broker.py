@@ -58,10 +58,11 @@ def test_send_reads_back_byte_for_byte(bootstrap: str, topic_factory: Callable[.
         assert (got.key, got.value, got.headers, got.timestamp_ms) == (key, value, headers, md.timestamp_ms)
 
 
-@pytest.mark.parametrize("slice_bytes", [None, 64 << 10], ids=["one-slice", "sliced"])
+@pytest.mark.parametrize(("slice_bytes", "buffer_memory"), [(None, None), (64 << 10, None), (64 << 10, 128 << 10)],
+                         ids=["one-slice", "sliced", "sliced-through-a-buffer-smaller-than-the-table"])
 def test_send_batch_reads_back_byte_for_byte(bootstrap: str, topic_factory: Callable[..., str],
                                              readback: Readback, monkeypatch: pytest.MonkeyPatch,
-                                             slice_bytes: int | None) -> None:
+                                             slice_bytes: int | None, buffer_memory: int | None) -> None:
     if slice_bytes is not None:  # a large input is encoded in slices (bounded memory): same records, same order
         monkeypatch.setattr(arrow_send, "_SLICE_BYTES", slice_bytes)
     topic = topic_factory(partitions=4)
@@ -80,7 +81,9 @@ def test_send_batch_reads_back_byte_for_byte(bootstrap: str, topic_factory: Call
         "timestamp": pa.array([1_600_000_000_000 + i for i in range(n)], pa.int64()),
         "ignored": pa.array(range(n)),
     })
-    with producer(bootstrap) as p:
+    # buffer.memory 128 KiB: the table (~600 KB) streams through a buffer a fifth of its size.
+    options = {} if buffer_memory is None else {"buffer.memory": buffer_memory, "max.block.ms": 30_000}
+    with producer(bootstrap, **options) as p:
         result = p.send_batch(topic, table).result(60)
     assert result.records == n and sum(s.records for s in result.partitions.values()) == n
     records = readback(topic)

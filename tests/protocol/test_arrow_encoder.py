@@ -223,3 +223,29 @@ row_st = st.tuples(
 @given(st.lists(row_st, min_size=1, max_size=40), st.sampled_from([80, 300, 2000, 1 << 20]))
 def test_property_equal_reference(rows: list[Row], max_bytes: int) -> None:
     check(rows, encode(rows, max_bytes), max_bytes)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_order_reads_the_rows_through_it_as_if_taken_first(seed: int) -> None:
+    rng = random.Random(seed)
+    rows = random_rows(seed, rng.randrange(1, 300), headers=seed % 2 == 0)
+    order = rng.sample(range(len(rows)), rng.randrange(1, len(rows) + 1))
+    order.sort(key=lambda i: i % 3)  # grouped, as send_batch groups rows by partition
+    max_bytes = rng.choice([100, 1000, 16384])
+    codec = rng.choice(list(Codec))
+    value_type = rng.choice([pa.binary(), pa.large_binary()])
+    segments = [0, len(order) // 3]
+    batches = encode_arrow_batches(
+        pa.array([r[1] for r in rows], value_type),
+        key=pa.array([r[0] for r in rows], BINARY),
+        timestamp_ms=pa.array([r[2] for r in rows], pa.int64()),
+        headers=pa.array([r[3] for r in rows], HEADERS_TYPE),
+        max_batch_bytes=max_bytes, compression=codec, order=order, segment_starts=segments)
+    check([rows[i] for i in order], batches, max_bytes, codec)
+    assert {b.first_row for b in batches} >= set(segments)
+
+
+def test_order_out_of_range_is_refused() -> None:
+    with pytest.raises(ValueError, match="order"):
+        encode_arrow_batches(pa.array([b"a", b"b"]), timestamp_ms=pa.array([1, 2], pa.int64()), max_batch_bytes=100,
+                             order=[0, 2])

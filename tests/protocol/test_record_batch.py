@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 import crc32c
@@ -17,12 +18,14 @@ from spark_kafka_sink.protocol.record_batch import (
     DecodedRecord,
     Record,
     assemble_batch,
+    assemble_batches,
     decode_batch,
     decode_batches,
     encode_batch,
     encode_record,
     producer_state_header,
     record_size,
+    with_crc,
     with_producer_state,
 )
 
@@ -111,6 +114,42 @@ def test_builder_writes_the_golden_bytes() -> None:
     assert builder.build() == GOLDEN  # idempotent
     with pytest.raises(IllegalStateError):
         builder.try_append(0, None, b"late")
+
+
+def test_assemble_batches_writes_the_golden_bytes_and_java_lz4_batches() -> None:
+    # Three batches' records back to back: the golden records section three times.
+    section = GOLDEN[HEADER_SIZE:]
+    sections = section * 3
+    ends = [len(section), 2 * len(section), 3 * len(section)]
+    assert assemble_batches(sections, ends, [2, 2, 2], [1000] * 3, [1000] * 3) == [GOLDEN] * 3
+    # lz4: byte for byte what kafka-clients writes (the other codecs' frame headers differ from Java's in fields
+    # that do not matter: they are checked against assemble_batch below).
+    assert assemble_batches(sections, ends, [2, 2, 2], [1000] * 3, [1000] * 3, compression=Codec.LZ4) == (
+        [java_batch(Codec.LZ4)] * 3)
+
+
+def test_assemble_batches_without_checksum_leaves_the_crc_zero_and_with_crc_seals_it() -> None:
+    section = GOLDEN[HEADER_SIZE:]
+    (unsealed,) = assemble_batches(section, [len(section)], [2], [1000], [1000], checksum=False)
+    assert unsealed == GOLDEN[:17] + b"\x00\x00\x00\x00" + GOLDEN[21:]  # the crc field (offset 17) zero
+    assert with_crc(unsealed) == GOLDEN and with_crc(GOLDEN) == GOLDEN
+    with pytest.raises(ProtocolError):
+        with_crc(unsealed[:-1])  # batchLength no longer matches
+
+
+@pytest.mark.parametrize("codec", list(Codec))
+@pytest.mark.parametrize("transactional", [False, True])
+def test_assemble_batches_equals_assemble_batch_one_by_one(codec: Codec, transactional: bool) -> None:
+    sections = [encode_record(0, 0, b"k%d" % i, b"v" * i, []) * (i + 1) for i in range(5)]
+    counts, bases, maxes = [i + 1 for i in range(5)], [1000 + i for i in range(5)], [2000 - i for i in range(5)]
+    ends = list(itertools.accumulate(len(x) for x in sections))
+    expected = [assemble_batch(x, c, b, m, compression=codec, transactional=transactional)
+                for x, c, b, m in zip(sections, counts, bases, maxes, strict=True)]
+    assert assemble_batches(memoryview(b"".join(sections)), ends, counts, bases, maxes, compression=codec,
+                            transactional=transactional) == expected
+    assert assemble_batches(b"", [], [], [], []) == []
+    with pytest.raises(ValueError):
+        assemble_batches(sections[0], [len(sections[0])], [0], [0], [0])
 
 
 @pytest.mark.parametrize("codec", list(JAVA))

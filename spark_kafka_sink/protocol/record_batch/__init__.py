@@ -4,6 +4,9 @@
                  transactional=False, base_offset=0) -> bytes        # the reference encoder, one record at a time
     BatchBuilder(max_bytes, compression, ...)                         # .try_append(...) -> bool, .build() -> bytes
     assemble_batch(records_section, record_count, base_timestamp, max_timestamp, *, compression, ...) -> bytes
+    assemble_batches(records_sections, section_ends, record_counts, base_timestamps, max_timestamps, ...)
+        -> list[bytes]                                                # many at once: the Arrow encoder's path
+    with_crc(batch) -> bytes                                          # one assembled with checksum=False, sealed
     with_producer_state(batch, producer_id, producer_epoch, base_sequence, transactional) -> bytes
     producer_state_header(batch, ...same...) -> bytes    # just the new 61-byte header, for zero-copy sends
     decode_batches(data, *, allow_truncated_tail=True) -> list[DecodedBatch]
@@ -21,9 +24,11 @@ from spark_kafka_sink.protocol.record_batch._encoder import (
     BatchBuilder,
     Record,
     assemble_batch,
+    assemble_batches,
     encode_batch,
     encode_record,
     record_size,
+    with_crc,
 )
 from spark_kafka_sink.protocol.record_batch._format import (
     ATTR_COMPRESSION_MASK,
@@ -57,6 +62,8 @@ __all__ = [
     "encode_record",
     "record_size",
     "assemble_batch",
+    "assemble_batches",
+    "with_crc",
     "with_producer_state",
     "producer_state_header",
     "decode_batches",
