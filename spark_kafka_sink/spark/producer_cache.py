@@ -80,6 +80,9 @@ class ProducerCache:
         self._idle: list[_Idle] = []  # guarded by _lock
         self._closed = False  # guarded by _lock
         self._reaper: threading.Thread | None = None  # started with the first idle producer; guarded by _lock
+        # When the reaper looks next (clock time; guarded by _lock). give_back wakes it only for an earlier
+        # expiry: each task returns its producer, and waking (or restarting) the reaper per task cost ~0.1 ms.
+        self._reaper_wakes_at = float("inf")
         self.created = 0  # producers made (guarded by _lock): for the summary line and tests
         self.reused = 0  # producers lent again (guarded by _lock)
 
@@ -114,9 +117,12 @@ class ProducerCache:
         if keep:
             with self._lock:
                 if not self._closed:
-                    self._idle.append(_Idle(producer, lease.key, self._clock() + lease.idle_timeout_s))
-                    self._start_reaper()
-                    self._lock.notify_all()
+                    expires_at = self._clock() + lease.idle_timeout_s
+                    self._idle.append(_Idle(producer, lease.key, expires_at))
+                    if self._reaper is None or not self._reaper.is_alive():
+                        self._start_reaper(expires_at)
+                    elif expires_at < self._reaper_wakes_at:
+                        self._lock.notify_all()
                     return
         _close_all([producer])
 
@@ -145,21 +151,29 @@ class ProducerCache:
         if reaper is not None and reaper is not threading.current_thread():
             reaper.join(_CLOSE_TIMEOUT_S)
 
-    def _start_reaper(self) -> None:  # with _lock held
-        if self._reaper is None or not self._reaper.is_alive():
-            self._reaper = threading.Thread(target=self._reap, name="pykafka-sink-producer-cache", daemon=True)
-            self._reaper.start()
+    def _start_reaper(self, wakes_at: float) -> None:  # with _lock held
+        self._reaper_wakes_at = wakes_at
+        self._reaper = threading.Thread(target=self._reap, name="pykafka-sink-producer-cache", daemon=True)
+        self._reaper.start()
 
     def _reap(self) -> None:
+        """Close idle producers as they expire. It looks only when the earliest expiry comes; if it then finds
+        nothing idle (every producer lent out), it ends, and the next give_back starts it again."""
         while True:
             with self._lock:
-                if self._closed or not self._idle:
-                    if self._reaper is threading.current_thread():
-                        self._reaper = None
+                if self._closed:
                     return
-                wait_s = min(e.expires_at for e in self._idle) - self._clock()
-                if wait_s > 0:
-                    self._lock.wait(wait_s)  # woken early by give_back / close
+                now = self._clock()
+                if self._idle:
+                    wakes_at = min(e.expires_at for e in self._idle)
+                elif now >= self._reaper_wakes_at:
+                    self._reaper, self._reaper_wakes_at = None, float("inf")
+                    return
+                else:
+                    wakes_at = self._reaper_wakes_at  # woken early with nothing idle: keep the appointment
+                if wakes_at > now:
+                    self._reaper_wakes_at = wakes_at
+                    self._lock.wait(wakes_at - now)  # woken early by give_back (an earlier expiry) / close
                     continue
             self.expire()
 
