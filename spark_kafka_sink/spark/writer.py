@@ -113,9 +113,10 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
         batches = itertools.chain([first], batches)
 
     lease: Lease | None = None
-    if transactional_id is None and options.producer_reuse:
-        # at_least_once: the idempotent producer an earlier task of this worker left (see producer_cache).
-        lease = worker_cache().lease(options.producer_config(), options.producer_idle_timeout_ms / 1000)
+    if options.producer_reuse:
+        # The producer an earlier task of this worker left (see producer_cache); exactly_once: switched to this
+        # task's transactional.id, its earlier transaction left to the driver.
+        lease = worker_cache().lease(options.producer_config(transactional_id), options.producer_idle_timeout_ms / 1000)
         producer = lease.producer
     else:
         producer = KafkaProducer(options.producer_config(transactional_id))

@@ -72,11 +72,18 @@ def test_at_least_once_tasks_of_a_worker_share_its_producer(
     assert len(values) == 2400 and set(values.values()) == {3}  # three writes, every row each time
 
 
-def test_exactly_once_tasks_still_get_their_own_transactional_producer(
+def test_exactly_once_tasks_of_a_worker_share_its_producer_under_their_own_transactional_ids(
         spark: Any, bootstrap: str, topic_factory: Callable[..., str],
         readback: Callable[..., list[ConsumedRecord]], tmp_path: Path) -> None:
     topic = topic_factory(partitions=3)
-    df = spark.range(0, 600, 1, 6).select(F.col("id").cast("string").alias("value"))
+    df = spark.range(0, 1200, 1, 24).select(F.col("id").cast("string").alias("value"))
     report = report_of(spark, df, bootstrap, tmp_path, topic=topic, deliveryGuarantee="exactly_once")
-    assert report["new_producers"] == 6, report
-    assert len({r.value for r in readback(topic)}) == 600
+    # Two Python workers: each makes one transactional producer and switches it to each task's transactional.id.
+    assert report["tasks"] == 24 and report["with_rows"] == 24 and 1 <= report["new_producers"] <= 4, report
+    again = report_of(spark, df, bootstrap, tmp_path, topic=topic, deliveryGuarantee="exactly_once")
+    assert again["new_producers"] <= 2, again
+    off = report_of(spark, df, bootstrap, tmp_path, topic=topic, deliveryGuarantee="exactly_once",
+                    producerReuse="false")
+    assert off["new_producers"] == 24, off
+    values = Counter(r.value for r in readback(topic))  # read_committed: every transaction was committed once
+    assert len(values) == 1200 and set(values.values()) == {3}
