@@ -17,7 +17,12 @@ import pytest
 
 from spark_kafka_sink import KafkaProducer
 from spark_kafka_sink.errors import IllegalStateError, ProducerFencedError
-from spark_kafka_sink.producer import TransactionIdentity, end_transaction, fence_transactional_id
+from spark_kafka_sink.producer import (
+    CoordinatorSession,
+    TransactionIdentity,
+    end_transaction,
+    fence_transactional_id,
+)
 
 pytestmark = pytest.mark.broker
 
@@ -118,6 +123,7 @@ def test_one_producer_serves_transactional_ids_in_turn_while_another_client_ends
     port = int(bootstrap.rsplit(":", 1)[1])
     prefix = f"tx-{uuid.uuid4().hex[:8]}"
     p = producer(bootstrap, **{"transactional.id": f"{prefix}-0"})
+    driver = CoordinatorSession({"bootstrap.servers": bootstrap})
     sockets: set[int] = set()
     try:
         identities = []
@@ -132,18 +138,24 @@ def test_one_producer_serves_transactional_ids_in_turn_while_another_client_ends
             identity = p.transaction_identity()
             assert identity.transactional_id == txn_id
             identities.append(identity)
-            # Turn 4's transaction is aborted; the others are committed, each from another client, as a driver.
-            end_transaction({"bootstrap.servers": bootstrap}, identity, commit=turn != 4, timeout_s=30)
+            # Turn 4's transaction is aborted; the others are committed, from other connections, as a driver does:
+            # one session's for all but the last, a one-off client's for that.
+            if turn < 5:
+                driver.end_transaction(identity, commit=turn != 4, timeout_s=30)
+            else:
+                end_transaction({"bootstrap.servers": bootstrap}, identity, commit=True, timeout_s=30)
             sockets.add(sum(1 for c in psutil.Process().net_connections("tcp")
                             if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED))
         threads = [t for t in threading.enumerate() if t.name.startswith("kafka-producer-network-thread")]
         assert len(threads) == 1 and p.usable
-        assert sockets == {min(sockets)}  # the same connections throughout: none added per transactional.id
+        # The producer's and the session's connections throughout: none added per transactional.id or EndTxn.
+        assert sockets == {min(sockets)}
         # An id's second transaction gets a fresh producer id/epoch from InitProducerId, never the old epoch.
         assert identities[3].producer_id == identities[0].producer_id
         assert identities[3].producer_epoch > identities[0].producer_epoch
     finally:
         p.close(5)
+        driver.close()
     values = sorted(r.value or b"" for r in readback(topic))
     assert values == sorted(b"%d-%d" % (turn, i) for turn in (0, 1, 2, 3, 5) for i in range(10))
 
