@@ -1,16 +1,17 @@
-"""The task side: batch and streaming Arrow writers, one producer per Spark partition created inside ``write()``.
+"""The task side: batch and streaming Arrow writers; ``write()`` writes one Spark partition.
 
-Writers hold only the validated options and column plan (picklable); the producer is made in the task.
+Writers hold only the validated options and column plan (picklable); the producer is made in the task, or taken
+from the producers the Python worker kept from earlier tasks (``producer_cache``; ``producerReuse``).
 
 at_least_once: an idempotent producer sends every Arrow batch with ``send_batch`` (vectorized), flushes and waits
 for every acknowledgement before the task returns: a returned message means every row is in Kafka.
 
-exactly_once: transactional.id ``<prefix>-<partitionId>``. ``init_transactions`` fences any earlier attempt of this
-partition (its open transaction is aborted), then one transaction holds all the partition's rows; the task
-flushes and returns the transaction's identity WITHOUT committing: the driver commits all of them in
-``commit()``. A task that fails aborts its own transaction on the way out (a killed one cannot: the next attempt's
-fencing, or the driver's ``abort()``, ends it). That includes an attempt Spark failed upstream while its worker
-still ran: its input ends early but cleanly, which ``task_input`` tells apart from a complete input.
+exactly_once: transactional.id ``<prefix>-<partitionId>`` (a kept producer switches to it). ``init_transactions``
+fences any earlier attempt of this partition (its open transaction is aborted), then one transaction holds all the
+partition's rows; the task flushes and returns the transaction's identity WITHOUT committing: the driver commits
+all of them in ``commit()``. A task that fails aborts its own transaction on the way out (a killed one cannot: the
+next attempt's fencing, or the driver's ``abort()``, ends it). That includes an attempt Spark failed upstream while
+its worker still ran: its input ends early but cleanly, which ``task_input`` tells apart from a complete input.
 
 Speculative execution is refused with exactly_once: a speculative copy of a task would fence the original's
 transaction after the driver may already have accepted the original's message, so the commit would fail.
