@@ -379,6 +379,21 @@ def test_a_coordinator_that_moved_is_looked_up_again_after_a_switch() -> None:
     assert tm.coordinator is not None and tm.coordinator.node_id == 9  # where "tx" was found last, not node 7
 
 
+def test_init_producer_id_retries_concurrent_transactions_quickly_then_backs_off() -> None:
+    """The id's last transaction is still completing (the driver just ended it): 20, 40, 80 ms, then
+    retry.backoff.ms (100 ms)."""
+    tm = transactional()
+    tm.initialize_transactions()
+    answer(tm, next_req(tm), {"error_code": 0, "node_id": 7, "host": "h", "port": 1})
+    init = next_req(tm, now=0)
+    for now, wait in ((0, 20), (20, 40), (60, 80), (140, 100), (240, 100)):
+        answer(tm, init, {"error_code": 51, "producer_id": -1, "producer_epoch": -1}, now=now)  # CONCURRENT_TXNS
+        assert tm.next_request(now + wait - 1, False) is None
+        assert next_req(tm, now=now + wait) is init
+    answer(tm, init, {"error_code": 0, "producer_id": 42, "producer_epoch": 1}, now=340)
+    assert state(tm) is TxnState.READY
+
+
 def test_first_add_partitions_retries_concurrent_transactions_quickly() -> None:
     tm = ready_transactional()
     tm.begin_transaction()
