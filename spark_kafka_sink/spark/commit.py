@@ -78,6 +78,7 @@ class KafkaCommitMessage(WriterCommitMessage):
     new_producer: bool = False  # the task made its producer (not taken from its worker's cache)
     # The transaction's protocol (1 classic, 2 KIP-890): the driver's EndTxn must use the same one (v4 / v5).
     transaction_version: int = 1
+    coordinator: int = -1  # the transaction coordinator's node id as the task found it (spares the driver a lookup)
 
     @property
     def rows(self) -> int:
@@ -399,7 +400,7 @@ def _retrying(what: Callable[[float], None], timeout_s: float) -> None:
 
 def _end(options: SinkOptions, message: KafkaCommitMessage, session: CoordinatorSession, *, commit: bool) -> None:
     identity = TransactionIdentity(str(message.transactional_id), message.producer_id, message.producer_epoch,
-                                   message.transaction_version)
+                                   message.transaction_version, message.coordinator)
     _end_identity(options, identity, session, commit=commit)
 
 

@@ -135,11 +135,11 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
                 + ("its transaction is aborted" if transactional_id else "rows it sent stay (at_least_once)"))
         producer.flush(_flush_timeout_s(options))
         writes = _collect(futures, _flush_timeout_s(options))
-        producer_id, epoch, transaction_version = -1, -1, 1
+        producer_id, epoch, transaction_version, coordinator = -1, -1, 1, -1
         if transactional_id is not None:
             identity = producer.transaction_identity()
             producer_id, epoch = identity.producer_id, identity.producer_epoch
-            transaction_version = identity.transaction_version
+            transaction_version, coordinator = identity.transaction_version, identity.coordinator
         finished = True
     finally:
         if not finished and transactional_id is not None:
@@ -151,7 +151,7 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
     return KafkaCommitMessage(partition_id, attempt, transactional_id, producer_id, epoch, writes, started_at,
                               batch_id, None if digest is None else digest.digest,
                               new_producer=lease is None or lease.created,
-                              transaction_version=transaction_version)
+                              transaction_version=transaction_version, coordinator=coordinator)
 
 
 def _skip(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch], resume: CommittedWrite,

@@ -261,7 +261,7 @@ def test_idempotent_producer_fetches_an_id_from_any_broker() -> None:
 
 def test_commit_and_abort_flows() -> None:
     tm = ready_transactional()
-    assert tm.transaction_identity() == TransactionIdentity("tx", 42, 3)
+    assert tm.transaction_identity() == TransactionIdentity("tx", 42, 3, coordinator=7)
     tm.begin_transaction()
     tm.fail_if_not_ready_for_send()
     tm.maybe_add_partition(TP)
@@ -326,7 +326,8 @@ def test_a_producer_takes_another_transactional_id_once_its_records_are_answered
     tm.stamp(sent)
     with pytest.raises(IllegalStateError, match="batches without an answer"):
         tm.switch_transactional_id("tx-2")
-    assert tm.state is TxnState.IN_TRANSACTION and tm.transaction_identity() == TransactionIdentity("tx", 42, 3)
+    assert tm.state is TxnState.IN_TRANSACTION
+    assert tm.transaction_identity() == TransactionIdentity("tx", 42, 3, coordinator=7)  # the node of the answer
     tm.batch_succeeded(sent, 0)
     tm.switch_transactional_id("tx-2")  # the open transaction of "tx" is left to whoever holds its identity
     assert state(tm) is TxnState.UNINITIALIZED and tm.transactional_id == "tx-2"
@@ -342,7 +343,7 @@ def test_a_producer_takes_another_transactional_id_once_its_records_are_answered
     assert pid.kind is RequestKind.INIT_PRODUCER_ID and pid.build(4)["transactional_id"] == "tx-2"
     assert pid.build(4)["producer_id"] == -1  # a fresh start, not a bump of "tx"'s id
     answer(tm, pid, {"error_code": 0, "producer_id": 50, "producer_epoch": 0})
-    assert init.result(0) is None and tm.transaction_identity() == TransactionIdentity("tx-2", 50, 0)
+    assert init.result(0) is None and tm.transaction_identity() == TransactionIdentity("tx-2", 50, 0, 1, 8)
     tm.begin_transaction()
     second = batch()
     assert tm.should_stop_draining(second)  # its partition must join the new transaction first

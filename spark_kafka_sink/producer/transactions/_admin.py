@@ -68,6 +68,9 @@ class TransactionIdentity:
     producer_id: int
     producer_epoch: int
     transaction_version: int = 1
+    # The node id of the transaction coordinator the writer used, or -1: a hint that spares the ender a
+    # FindCoordinator (it looks the coordinator up anyway if the hint is unknown to it or answers NOT_COORDINATOR).
+    coordinator: int = -1
 
     def __str__(self) -> str:
         return (f"transaction {self.transactional_id!r} (producer id {self.producer_id}, "
@@ -121,6 +124,8 @@ class CoordinatorSession:
             return _end_txn_error(code, identity, commit, self._config)
 
         min_version, max_version = end_txn_version_range(identity.transaction_version)
+        if identity.coordinator >= 0:
+            self._coordinators.setdefault(identity.transactional_id, identity.coordinator)
         self._call_coordinator(identity.transactional_id, f"{action} {identity}", END_TXN, build, outcome,
                                timeout_s, min_version=min_version, max_version=max_version)
 
@@ -166,6 +171,10 @@ class CoordinatorSession:
                 time.sleep(self._backoff_s)  # retry.backoff.ms between attempts, as the producer does
             try:
                 coordinator = self._coordinators.get(transactional_id)
+                if coordinator is not None and client.metadata.broker(coordinator) is None:
+                    client.fetch_metadata([], remaining_ms())  # a node id learnt elsewhere: its address
+                    if client.metadata.broker(coordinator) is None:
+                        coordinator = None
                 if coordinator is None:
                     coordinator = _find_coordinator(client, transactional_id, remaining_ms())
                     self._coordinators[transactional_id] = coordinator

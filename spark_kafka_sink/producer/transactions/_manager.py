@@ -276,8 +276,9 @@ class TransactionManager:
             if not self._producer.is_valid:
                 raise IllegalStateError("no producer id yet: call init_transactions() first")
             assert self.transactional_id is not None
+            coordinator = self._coordinator.node_id if self._coordinator is not None else -1
             return TransactionIdentity(self.transactional_id, self._producer.producer_id, self._producer.epoch,
-                                       self._transaction_version)
+                                       self._transaction_version, coordinator)
 
     def switch_transactional_id(self, transactional_id: str) -> None:
         """Serve ``transactional_id`` from now on, as a new producer would (a cache lends one producer to the tasks
