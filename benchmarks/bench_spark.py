@@ -12,6 +12,16 @@ Contenders (the timer covers ``df.write...save()``; afterwards the topic's end o
   sink's batch.size and linger.ms), for the adapter's cost; ``Arrow writer + send``: the per-record path, several
   times slower than the rest, so only with ``--spark-send`` (and in ``--quick``).
 Every Kafka writer gets acks=all and compression.type=<codec>; other settings are each sink's defaults.
+
+Small tasks (issue 13), per-task cost: 200 tasks x 10,000 rows and 1,000 tasks x 1,000 rows of the same rows
+(Spark's sink, the do-nothing writer, the sink in both guarantees and at_least_once with producerReuse=false), and
+streaming-sized micro-batches: ``MICRO_BATCHES`` consecutive writes of a 50-partition, 100-rows-per-partition
+DataFrame, as a foreachBatch query would make them (exactly_once with one prefix per run and writeId = batch
+number), in micro-batches/s against the do-nothing writer.
+
+Request counts: when the benchmark started the broker, every Kafka contender's run also records the requests the
+broker received during the write, by API (``benchmarks.request_count``), per Spark task and as Produce requests
+per MB of record data; the reports show them per comparison.
 """
 
 from __future__ import annotations
@@ -23,7 +33,9 @@ from typing import Any
 
 from benchmarks.context import Context
 from benchmarks.harness import Comparison, Contender, Sample, run_comparison
+from benchmarks.request_count import per_task, produce_per_mb
 from benchmarks.targets import (
+    MICRO_BATCH_TITLE,
     NOOP_WRITER,
     SINK_ALO,
     SINK_EOS,
@@ -31,6 +43,7 @@ from benchmarks.targets import (
     SPARK_BUILTIN,
     producer_class,
     sink_available,
+    small_tasks_title,
 )
 from benchmarks.workload import Workload
 from spark_kafka_sink.testing.broker_jars import spark_connector_jars
@@ -82,12 +95,15 @@ def kafka_options(ctx: Context, w: Workload, topic: str) -> dict[str, str]:
 
 def _timed_write(ctx: Context, w: Workload, save: Callable[[str], None], markers_ok: bool = False) -> Sample:
     topic = ctx.create_topic(w.topic_size)
+    log = ctx.request_log
     try:
+        mark = log.mark() if log is not None else 0
         cpu_before = ctx.cpu_seconds()
         start = time.perf_counter()
         save(topic)
         seconds = time.perf_counter() - start
         cpu = _cpu_us_per_row(cpu_before, ctx.cpu_seconds(), w.rows)
+        requests = log.counts_since(mark) if log is not None else None
         landed = ctx.topic_record_count(topic)
     finally:
         ctx.delete_topic(topic)
@@ -95,9 +111,13 @@ def _timed_write(ctx: Context, w: Workload, save: Callable[[str], None], markers
     slack = w.partitions * w.topic_size if markers_ok else 0
     if not w.rows <= landed <= w.rows + slack:
         raise RuntimeError(f"topic holds {landed} offsets after writing {w.rows} rows")
-    return Sample(w.rows, seconds, extra={"MB_per_s": round(w.total_bytes / seconds / 1e6, 1),
-                                          "ms_per_task": round(seconds * 1000 / w.partitions, 2),
-                                          "cpu_us_per_row": cpu})
+    extra: dict[str, Any] = {"MB_per_s": round(w.total_bytes / seconds / 1e6, 1),
+                             "ms_per_task": round(seconds * 1000 / w.partitions, 2), "cpu_us_per_row": cpu}
+    if requests is not None:
+        # The broker's count of the write's requests (the driver's EndTxn included): benchmarks.request_count.
+        extra.update(requests=requests, requests_per_task=per_task(requests, w.partitions),
+                     produce_per_MB=produce_per_mb(requests, w.total_bytes / 1e6))
+    return Sample(w.rows, seconds, extra=extra)
 
 
 def _cpu_us_per_row(before: dict[str, float], after: dict[str, float], rows: int) -> dict[str, float]:
@@ -197,13 +217,91 @@ def compare(ctx: Context, w: Workload, title: str, with_send: bool) -> Compariso
         df.unpersist()
 
 
+MICRO_BATCHES = 10  # micro-batches per measured run (2 with --quick)
+
+
+def _micro_batch_run(ctx: Context, w: Workload, df: Any, fmt: str | None, extra: dict[str, str] | None = None,
+                     exactly_once: bool = False) -> Callable[[], Sample]:
+    """``MICRO_BATCHES`` writes of ``df`` in a row, as a foreachBatch query writes its micro-batches: each one a
+    Spark job of ``w.partitions`` tasks that the next waits for. ``fmt`` None: the do-nothing writer.
+    exactly_once: one ``transactionalIdPrefix`` per run and ``writeId`` = the batch number, what a streaming query
+    does (the commit log records each batch; the next batch's transactions reuse the same transactional ids)."""
+
+    n = 2 if ctx.quick else MICRO_BATCHES
+
+    def run() -> Sample:
+        topic = ctx.create_topic(w.topic_size) if fmt is not None else None
+        log = ctx.request_log if fmt is not None else None
+        options = {**(kafka_options(ctx, w, topic) if topic else {}), **(extra or {})}
+        if exactly_once:
+            options.update(deliveryGuarantee="exactly_once", transactionalIdPrefix=f"bench-{uuid.uuid4().hex[:12]}")
+        try:
+            mark = log.mark() if log is not None else 0
+            start = time.perf_counter()
+            for batch in range(n):
+                writer = df.write.format(fmt or "bench-noop-arrow").mode("append")
+                batch_options = ({**options, "writeId": str(batch)} if exactly_once else options) if fmt else {
+                    "expectedRows": str(w.rows)}
+                for k, v in batch_options.items():
+                    writer = writer.option(k, v)
+                writer.save()
+            seconds = time.perf_counter() - start
+            requests = log.counts_since(mark) if log is not None else None
+            landed = ctx.topic_record_count(topic) if topic else n * w.rows
+        finally:
+            if topic:
+                ctx.delete_topic(topic)
+        rows = n * w.rows
+        slack = n * w.partitions * w.topic_size if exactly_once else 0
+        if not rows <= landed <= rows + slack:
+            raise RuntimeError(f"topic holds {landed} offsets after writing {rows} rows")
+        out: dict[str, Any] = {"ms_per_batch": round(seconds * 1000 / n, 1),
+                               "ms_per_task": round(seconds * 1000 / n / w.partitions, 2)}
+        if requests is not None:
+            out.update(requests=requests, requests_per_task=per_task(requests, n * w.partitions),
+                       produce_per_MB=produce_per_mb(requests, rows * w.record_bytes / 1e6))
+        return Sample(n, seconds, extra=out)
+
+    return run
+
+
+def compare_micro_batches(ctx: Context, w: Workload, title: str) -> Comparison:
+    """Streaming-sized writes: micro-batches of ``w.partitions`` tasks with few rows each (see _micro_batch_run);
+    the unit is micro-batches per second, the baseline the do-nothing writer."""
+    from benchmarks.spark_writers import register_all
+
+    ctx.worker_reuse = True
+    df = dataframe(ctx, w)
+    register_all(ctx.spark)
+    no_jars = None if spark_connector_jars() else "Spark's Kafka connector jars are missing: run `make jars`"
+    why = sink_available()
+    contenders = [
+        Contender(NOOP_WRITER, _micro_batch_run(ctx, w, df, None)),
+        Contender(SPARK_BUILTIN, _micro_batch_run(ctx, w, df, "kafka"), unavailable=no_jars),
+        Contender(SINK_ALO, _micro_batch_run(ctx, w, df, SINK_FORMAT), unavailable=why),
+        Contender(SINK_EOS_LOGGED, _micro_batch_run(ctx, w, df, SINK_FORMAT, exactly_once=True), unavailable=why),
+    ]
+    try:
+        return run_comparison("spark", title, "micro-batches/s", contenders, ctx.rounds,
+                              params={**w.describe(), "spark_master": "local[2]",
+                                      "micro_batches": 2 if ctx.quick else MICRO_BATCHES},
+                              log=ctx.log, warmup=not ctx.quick)
+    finally:
+        df.unpersist()
+
+
 def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]], with_send: bool) -> list[Comparison]:
     comps = [compare(ctx, base, f"spark {base.value_size} B {base.codec}", with_send)]
-    # Small tasks (issue "small tasks"): 200 Spark partitions of 10,000 rows into a 12-partition topic.
-    tasks = 200
-    small = base.with_(partitions=tasks, topic_partitions=base.partitions,
-                       rows=base.rows if ctx.quick else tasks * 10_000)
-    comps.append(compare_small_tasks(ctx, small, f"spark {tasks} tasks x {small.rows // tasks:,} rows"))
+    # Small tasks (issue "small tasks"): 200 Spark partitions of 10,000 rows and 1,000 of 1,000 rows into a
+    # 12-partition topic; then streaming-sized micro-batches of 50 tasks x 100 rows.
+    for tasks, rows_per_task in ((200, 10_000), (1000, 1_000)):
+        if ctx.quick and tasks > 200:
+            continue  # --quick checks the scripts run: one small-task comparison does
+        small = base.with_(partitions=tasks, topic_partitions=base.partitions,
+                           rows=tasks * (max(1, base.rows // 1000) if ctx.quick else rows_per_task))
+        comps.append(compare_small_tasks(ctx, small, small_tasks_title(tasks, small.rows // tasks)))
+    micro = base.with_(partitions=50, topic_partitions=base.partitions, rows=50 * 100)
+    comps.append(compare_micro_batches(ctx, micro, MICRO_BATCH_TITLE))
     # 1 KB JSON events (issue 16): a tenth of the main workload's rows, about as many bytes.
     events = base.with_(rows=max(1, base.rows // 10), value_size=JSON_VALUE_SIZE, value_kind="json")
     comps.append(compare(ctx, events, f"spark 1 KB JSON {base.codec}", with_send))

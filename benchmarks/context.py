@@ -1,7 +1,8 @@
 """Shared, lazily started resources of one benchmark run: the broker, topics, the Spark session, CPU pinning.
 
-The broker is ``spark_kafka_sink.testing.KafkaCluster`` (one KRaft node from the Maven jars, on free ports), started
-on first use and stopped at the end, or an existing one given with ``--bootstrap``. Every measured run writes to a
+The broker is ``spark_kafka_sink.testing.KafkaCluster`` (one KRaft node from the Maven jars, on free ports, logging
+every request for ``benchmarks.request_count``), started on first use and stopped at the end, or an existing one
+given with ``--bootstrap``. Every measured run writes to a
 fresh topic that is deleted afterwards, so no run pays for the previous one's data.
 """
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.request_count import RequestLog
 from spark_kafka_sink.testing.broker import KafkaCluster
 from spark_kafka_sink.testing.broker_jars import REPO_ROOT, fetch_jars, spark_connector_jars
 
@@ -44,9 +46,20 @@ class Context:
         if self._cluster is None:
             self.log("  starting a local Kafka broker (KRaft, one node) ...")
             fetch_jars()
-            self._cluster = KafkaCluster(size=1).start()
+            # Every request logged (benchmarks.request_count): Spark comparisons report requests per API.
+            self._cluster = KafkaCluster(size=1, log_config=REPO_ROOT / "conf" / "kafka" /
+                                         "log4j2-requests.properties").start()
             self.log(f"  broker at {self._cluster.bootstrap_servers}")
         return self._cluster.bootstrap_servers
+
+    @property
+    def request_log(self) -> RequestLog | None:
+        """The broker's request log (None with ``--bootstrap``: a broker this run did not start)."""
+        _ = self.bootstrap
+        if self._cluster is None:
+            return None
+        node = next(iter(self._cluster.nodes.values()))
+        return RequestLog(node.data_dir / "logs" / "requests.log")
 
     def broker_pids(self) -> list[int]:
         return self._cluster.pids() if self._cluster is not None else []

@@ -76,6 +76,7 @@ def markdown_table(comps: Sequence[Comparison], targets: Sequence[dict[str, Any]
             label = f"{comp.title} ({comp.unit})" if i == 0 else ""
             out.append(f"| {label} | {name} | {median} | {spread} | {ratio} |")
     out += _cpu_tables(comps)
+    out += _request_tables(comps)
     if targets:
         out += ["", "| target | result (ratio of medians) | per-round ratios | required | status |",
                 "|---|---:|---|---|---|"]
@@ -106,6 +107,33 @@ def _cpu_tables(comps: Sequence[Comparison]) -> list[str]:
             out += ["", f"Wall time per Spark task in {comp.title} ({tasks} tasks; median of rounds):", "",
                     "| contender | ms per task |", "|---|---:|"]
             out += [f"| {r.name} | {statistics.median(e['ms_per_task'] for e in r.extras):.1f} |" for r in rows]
+    return out
+
+
+def _request_tables(comps: Sequence[Comparison]) -> list[str]:
+    """Requests per Spark task by API as the broker counted them (benchmarks.request_count), and Produce requests
+    per MB written, median of rounds; micro-batch comparisons also show milliseconds per micro-batch."""
+    out: list[str] = []
+    for comp in comps:
+        rows = [r for r in comp.results if r.ok and r.extras and all("requests_per_task" in e for e in r.extras)]
+        if not rows:
+            continue
+        apis = [a for a in rows[0].extras[0]["requests_per_task"] if a != "other"]
+        batches = all("ms_per_batch" in e for r in rows for e in r.extras)
+        head = "| contender | " + " | ".join(apis) + " | Produce per MB |" + (" ms per batch |" if batches else "")
+        out += ["", f"Requests per Spark task in {comp.title} (the broker's count, driver's EndTxn included; median "
+                "of rounds):", "", head, "|---|" + "---:|" * (len(apis) + 1 + int(batches))]
+        for r in rows:
+            per = {a: statistics.median(e["requests_per_task"][a] for e in r.extras) for a in apis}
+            cells = " | ".join(f"{per[a]:.2f}" for a in apis)
+            mb = statistics.median(e["produce_per_MB"] for e in r.extras)
+            tail = f" {statistics.median(e['ms_per_batch'] for e in r.extras):.0f} |" if batches else ""
+            out.append(f"| {r.name} | {cells} | {mb:.3f} |{tail}")
+        noop = next((r for r in comp.results if r.ok and r.extras and all("ms_per_batch" in e for e in r.extras)
+                     and r not in rows), None)
+        if batches and noop is not None:
+            out.append(f"| {noop.name} | " + " | ".join("-" for _ in apis) + " | - | "
+                       f"{statistics.median(e['ms_per_batch'] for e in noop.extras):.0f} |")
     return out
 
 

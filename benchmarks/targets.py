@@ -10,7 +10,7 @@ __all__ = ["targets", "missing_components", "producer_class", "sink_available",
            "SPARK_BUILTIN", "NOOP_WRITER", "SINK_ALO", "SINK_EOS", "SINK_EOS_LOGGED", "SEND_BATCH", "SEND", "CONFLUENT",
            "SEND_BATCH_SLICES", "SEND_BATCH_ONE_TABLE",
            "KAFKA_PYTHON",
-           "JAVA_PERF", "ENC_SPARK_SLICES", "MEMORY_SINK"]
+           "JAVA_PERF", "ENC_SPARK_SLICES", "MEMORY_SINK", "MICRO_BATCH_TITLE", "small_tasks_title"]
 
 # Contender names, shared by the bench modules and the targets.
 SPARK_BUILTIN = "Spark format(kafka)"
@@ -48,6 +48,27 @@ _TARGETS = [
            at_least_abs=5e6),
     Target("encoder", "encoder >= 5 M records/s on one core (no codec)", "encoder 100 B none", ENC_SPARK_SLICES,
            at_least_abs=5e6),
+]
+
+
+MICRO_BATCH_TITLE = "spark micro-batches of 50 tasks x 100 rows"
+
+
+def small_tasks_title(tasks: int, rows_per_task: int) -> str:
+    return f"spark {tasks} tasks x {rows_per_task:,} rows"
+
+
+# Small tasks (issue 13): per-task cost against the do-nothing Python writer (what any Python data source pays).
+_TARGETS += [
+    Target("spark", "200 small tasks: at_least_once >= 0.9x do-nothing Arrow writer", small_tasks_title(200, 10_000),
+           SINK_ALO, NOOP_WRITER, at_least=0.9),
+    Target("spark", "200 small tasks: exactly_once >= 0.8x do-nothing Arrow writer", small_tasks_title(200, 10_000),
+           SINK_EOS, NOOP_WRITER, at_least=0.8),
+    # "finishes within 1.5x the do-nothing writer's batch time" = micro-batches/s >= 1/1.5 of its rate.
+    Target("spark", "micro-batch of 50 tasks x 100 rows within 1.5x do-nothing writer's time (at_least_once)",
+           MICRO_BATCH_TITLE, SINK_ALO, NOOP_WRITER, at_least=round(1 / 1.5, 3)),
+    Target("spark", "micro-batch of 50 tasks x 100 rows within 1.5x do-nothing writer's time (exactly_once, "
+           "writeId)", MICRO_BATCH_TITLE, SINK_EOS_LOGGED, NOOP_WRITER, at_least=round(1 / 1.5, 3)),
 ]
 
 

@@ -3,13 +3,14 @@
 Public API: :class:`KafkaProducer` (``send`` / ``send_batch`` / ``flush`` / ``close`` / transactions),
 :class:`RecordMetadata`, :class:`BatchSendResult` / :class:`PartitionWriteStats` (what ``send_batch`` wrote), and
 for ending transactions from another process (the Spark driver): :class:`TransactionIdentity`,
-:func:`end_transaction`, :func:`fence_transactional_id`.
+:func:`end_transaction`, :func:`fence_transactional_id`, and :class:`CoordinatorSession` for many of them.
 """
 
 from spark_kafka_sink.producer.arrow_send import BatchSendResult, PartitionWriteStats
 from spark_kafka_sink.producer.producer import KafkaProducer
 from spark_kafka_sink.producer.record_metadata import RecordMetadata
 from spark_kafka_sink.producer.transactions import (
+    CoordinatorSession,
     TransactionIdentity,
     end_transaction,
     fence_transactional_id,
@@ -21,6 +22,7 @@ __all__ = [
     "BatchSendResult",
     "PartitionWriteStats",
     "TransactionIdentity",
+    "CoordinatorSession",
     "end_transaction",
     "fence_transactional_id",
 ]

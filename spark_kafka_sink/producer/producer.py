@@ -28,14 +28,16 @@ transactional id, producer id and epoch, see ``transaction_identity`` and ``end_
 broker aborts it after transaction.timeout.ms, or the next producer with the same transactional.id does.
 
 Threads: every public method may be called from any thread. Callbacks and interceptors' ``on_acknowledgement`` run
-on the sender thread: keep them short. ``_closed`` is guarded by ``_close_lock``; everything else is either
-immutable after ``__init__`` or thread-safe on its own.
+on the sender thread: keep them short. ``_closed`` is guarded by ``_close_lock``; ``config`` is replaced whole (one
+reference write) by ``switch_transactional_id``; everything else is either immutable after ``__init__`` or
+thread-safe on its own.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import copy
+import dataclasses
 import logging
 import threading
 import time
@@ -356,6 +358,24 @@ class KafkaProducer:
         """Drop unsent records of the transaction, wait for in-flight ones, then abort it."""
         self._ensure_open()
         self._await(self._transactional("abort_transaction()").begin_abort(), timeout_s, "abort_transaction()")
+
+    def switch_transactional_id(self, transactional_id: str) -> None:
+        """Serve another transactional.id from now on, keeping everything else: connections and their API
+        versions, metadata, the sender thread, buffers. For a producer whose transaction is ended elsewhere (the
+        Spark sink's driver commits each task's transaction by its :meth:`transaction_identity`): this producer
+        lets go of the open transaction, if any, without ending it, and can no longer end it itself. Call
+        ``init_transactions()`` next, as with a new producer.
+
+        Only when every record sent was answered (after ``flush()``) and no init/commit/abort call is running;
+        otherwise IllegalStateError, and nothing changes. A producer that failed raises its error."""
+        self._ensure_open()
+        self._raise_if_fatal()
+        tm = self._transactional("switch_transactional_id()")
+        if self._accumulator.has_undrained():
+            raise IllegalStateError(f"switch_transactional_id({transactional_id!r}): records are still queued: "
+                                    "flush() first")
+        tm.switch_transactional_id(transactional_id)
+        self.config = dataclasses.replace(self.config, transactional_id=transactional_id)
 
     def transaction_identity(self) -> TransactionIdentity:
         """(transactional.id, producer id, epoch): what another process needs to end the open transaction."""

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from pyspark.sql.datasource import WriterCommitMessage
 
 from spark_kafka_sink.errors import InvalidTxnStateError, KafkaError, ProducerFencedError
-from spark_kafka_sink.producer.transactions import TransactionIdentity, end_transaction, fence_transactional_id
+from spark_kafka_sink.producer.transactions import CoordinatorSession, TransactionIdentity
 from spark_kafka_sink.spark.commit_log import CommitLog, Committed, LoggedWrite, PlannedTransaction
 from spark_kafka_sink.spark.digest import EMPTY_DIGEST
 from spark_kafka_sink.spark.options import SinkOptions
@@ -78,6 +78,7 @@ class KafkaCommitMessage(WriterCommitMessage):
     new_producer: bool = False  # the task made its producer (not taken from its worker's cache)
     # The transaction's protocol (1 classic, 2 KIP-890): the driver's EndTxn must use the same one (v4 / v5).
     transaction_version: int = 1
+    coordinator: int = -1  # the transaction coordinator's node id as the task found it (spares the driver a lookup)
 
     @property
     def rows(self) -> int:
@@ -201,7 +202,7 @@ def commit_write(options: SinkOptions, messages: Sequence[KafkaCommitMessage | N
         pending = [m for m in done if m.has_transaction]
         write_id = options.stable_write_id(batch_id)
         if write_id is None or not pending:
-            failures = _run_all(pending, lambda m: _end(options, m, commit=True))
+            failures = _run_all(options, pending, lambda m, session: _end(options, m, session, commit=True))
         else:
             failures = _commit_logged(options, write_id, done, pending)
         if failures:
@@ -222,12 +223,12 @@ def _commit_logged(options: SinkOptions, write_id: int, done: Sequence[KafkaComm
         log.append_plan(write_id, planned, carried)
         _test_pause("after-plan", write_id)
 
-        def end(message: KafkaCommitMessage) -> None:
-            _end(options, message, commit=True)
+        def end(message: KafkaCommitMessage, session: CoordinatorSession) -> None:
+            _end(options, message, session, commit=True)
             log.append_committed(write_id, message.partition_id)
             _test_pause("after-first-commit", write_id)
 
-        failures = _run_all(pending, end)
+        failures = _run_all(options, pending, end)
         if not failures:
             log.flush()
             _test_pause("after-commits", write_id)
@@ -253,12 +254,12 @@ def recover_write(options: SinkOptions) -> LoggedWrite | None:
         unfinished = {t.transactional_id: p for p, t in sorted(logged.planned.items()) if p not in logged.committed}
         lost: set[int] = set()
 
-        def finish(planned: PlannedTransaction) -> None:
+        def finish(planned: PlannedTransaction, session: CoordinatorSession) -> None:
             partition = unfinished[planned.transactional_id]
             try:
                 _end_identity(options, TransactionIdentity(planned.transactional_id, planned.producer_id,
                                                            planned.producer_epoch, planned.transaction_version),
-                              commit=True)
+                              session, commit=True)
             except (ProducerFencedError, InvalidTxnStateError) as exc:
                 _log.warning("pykafka-sink recovery of writeId %d: Spark partition %d's transaction was aborted by "
                              "the broker (%s); it will be written again", logged.write_id, partition,
@@ -267,7 +268,7 @@ def recover_write(options: SinkOptions) -> LoggedWrite | None:
                 return
             log.append_committed(logged.write_id, partition)
 
-        failures = _run_all([logged.planned[p] for p in unfinished.values()], finish)
+        failures = _run_all(options, [logged.planned[p] for p in unfinished.values()], finish)
         if failures:
             details = "; ".join(f"{tid}: {type(e).__name__}: {e}" for tid, e in sorted(failures.items()))
             raise TransactionCommitError(
@@ -329,9 +330,9 @@ def abort_write(options: SinkOptions, messages: Sequence[KafkaCommitMessage | No
                      "successful tasks (and any sent by failed ones)", where, rows)
         return
     known = [m for m in messages if m is not None and m.has_transaction]
-    aborted = _run_all(known, lambda m: _end(options, m, commit=False))
+    aborted = _run_all(options, known, lambda m, session: _end(options, m, session, commit=False))
     failed_ids = [options.transactional_id(i) for i, m in enumerate(messages) if m is None]
-    fenced = _run_all(failed_ids, lambda tid: _fence(options, tid))
+    fenced = _run_all(options, failed_ids, lambda tid, session: _fence(options, tid, session))
     for tid, error in {**aborted, **fenced}.items():
         # An abort after a partly failed commit meets committed transactions: nothing is left open there.
         _log.warning("pykafka-sink abort%s: %s: %s: %s", where, tid, type(error).__name__, error)
@@ -345,20 +346,37 @@ def abort_write(options: SinkOptions, messages: Sequence[KafkaCommitMessage | No
 _T = TypeVar("_T")
 
 
-def _run_all(items: Sequence[_T], action: Callable[[_T], None]) -> dict[str, BaseException]:
-    """Run ``action`` on every item in parallel; returns {transactional id: error} of those that failed."""
+def _run_all(options: SinkOptions, items: Sequence[_T],
+             action: Callable[[_T, CoordinatorSession], None]) -> dict[str, BaseException]:
+    """Run ``action`` on every item in parallel; returns {transactional id: error} of those that failed. Each pool
+    thread keeps one :class:`CoordinatorSession` for all its items (connections, ApiVersions and Metadata once
+    per thread, not per transaction: with 200 tasks that was most of the driver's commit time)."""
     if not items:
         return {}
     failures: dict[str, BaseException] = {}
+    local = threading.local()
+    sessions: list[CoordinatorSession] = []  # every thread's, closed at the end (list.append is atomic)
+
+    def run(item: _T) -> None:
+        session: CoordinatorSession | None = getattr(local, "session", None)
+        if session is None:
+            session = local.session = CoordinatorSession(options.producer_config())
+            sessions.append(session)
+        action(item, session)
+
     # One at a time while a test pauses the commit, so "after the first EndTxn" means exactly one ended.
     parallel = 1 if os.environ.get(TEST_PAUSE_ENV) else _MAX_PARALLEL_END_TXN
-    with ThreadPoolExecutor(max_workers=min(parallel, len(items)),
-                            thread_name_prefix="pykafka-sink-endtxn") as pool:
-        futures = {_id_of(item): pool.submit(action, item) for item in items}
-        for tid, future in futures.items():
-            error = future.exception()
-            if error is not None:
-                failures[tid] = error
+    try:
+        with ThreadPoolExecutor(max_workers=min(parallel, len(items)),
+                                thread_name_prefix="pykafka-sink-endtxn") as pool:
+            futures = {_id_of(item): pool.submit(run, item) for item in items}
+            for tid, future in futures.items():
+                error = future.exception()
+                if error is not None:
+                    failures[tid] = error
+    finally:
+        for session in sessions:
+            session.close()
     return failures
 
 
@@ -380,18 +398,17 @@ def _retrying(what: Callable[[float], None], timeout_s: float) -> None:
         time.sleep(_RETRY_BACKOFF_S)  # backoff between retries of a retriable broker error
 
 
-def _end(options: SinkOptions, message: KafkaCommitMessage, *, commit: bool) -> None:
+def _end(options: SinkOptions, message: KafkaCommitMessage, session: CoordinatorSession, *, commit: bool) -> None:
     identity = TransactionIdentity(str(message.transactional_id), message.producer_id, message.producer_epoch,
-                                   message.transaction_version)
-    _end_identity(options, identity, commit=commit)
+                                   message.transaction_version, message.coordinator)
+    _end_identity(options, identity, session, commit=commit)
 
 
-def _end_identity(options: SinkOptions, identity: TransactionIdentity, *, commit: bool) -> None:
-    config = options.producer_config()
-    _retrying(lambda remaining: end_transaction(config, identity, commit, remaining), _commit_timeout_s(options))
+def _end_identity(options: SinkOptions, identity: TransactionIdentity, session: CoordinatorSession, *,
+                  commit: bool) -> None:
+    _retrying(lambda remaining: session.end_transaction(identity, commit, remaining), _commit_timeout_s(options))
 
 
-def _fence(options: SinkOptions, transactional_id: str) -> None:
-    config = options.producer_config()
-    _retrying(lambda remaining: fence_transactional_id(config, transactional_id, remaining),
+def _fence(options: SinkOptions, transactional_id: str, session: CoordinatorSession) -> None:
+    _retrying(lambda remaining: session.fence_transactional_id(transactional_id, remaining),
               _commit_timeout_s(options))

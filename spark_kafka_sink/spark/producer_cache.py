@@ -6,13 +6,18 @@ Spark reuses its Python workers (``spark.python.worker.reuse``, on by default), 
 time, so a producer left by one task is there for the next.
 
 What is reused: at_least_once tasks take a whole idempotent producer (its producer id and sequences stay valid
-across tasks). exactly_once tasks get a fresh producer each (their transactional identity is per Spark partition,
-and the open transaction belongs to the driver until it commits).
+across tasks). exactly_once tasks take everything but the transactional identity: a kept transactional producer
+switches to the task's transactional.id (``KafkaProducer.switch_transactional_id``: its connections with their
+negotiated API versions, the metadata, the sender thread and buffers stay; producer id, epoch and sequences go,
+and the transaction it wrote is left open for the driver to commit by its identity); the task's
+``init_transactions()`` is then the one InitProducerId per transactional id (and FindCoordinator only for an id
+whose coordinator the producer has not found before).
 
 Lifetimes, without the bugs users met in Spark's own producer cache:
 
 * a producer is lent to one task at a time and comes back only after that task flushed every record (nothing of
-  one task attempt is ever buffered when the next takes the producer);
+  one task attempt is ever buffered when the next takes the producer); a transactional one serves one
+  transactional.id at a time (the leasing task's);
 * a task that fails gives its producer back as broken: it is closed, never lent again (SPARK-27042), and so is one
   that is no longer :attr:`~spark_kafka_sink.producer.KafkaProducer.usable` (a fatal error, a dead sender thread);
 * an idle producer is closed after its idle timeout (the ``producerIdleTimeoutMs`` option, 10 minutes by default
@@ -58,11 +63,18 @@ class Lease:
     idle_timeout_s: float
 
 
+_TRANSACTIONAL_ID = "transactional.id"
+
+
 def config_key(config: Mapping[str, Any]) -> str:
-    """A digest of every setting (secret values included, so two credentials never share a producer)."""
+    """A digest of every setting (secret values included, so two credentials never share a producer), except the
+    transactional.id's value: a transactional producer takes on the id of each task that leases it (only whether
+    there is one counts, so idempotent and transactional producers never share)."""
     digest = hashlib.sha256()
     for name in sorted(config):
         value = config[name]
+        if name == _TRANSACTIONAL_ID and value is not None:
+            value = "<per task>"
         text = value.reveal() if isinstance(value, Secret) else repr(value)
         digest.update(f"{name}\0{text}\0".encode())
     return digest.hexdigest()
@@ -80,12 +92,18 @@ class ProducerCache:
         self._idle: list[_Idle] = []  # guarded by _lock
         self._closed = False  # guarded by _lock
         self._reaper: threading.Thread | None = None  # started with the first idle producer; guarded by _lock
+        # When the reaper looks next (clock time; guarded by _lock). give_back wakes it only for an earlier
+        # expiry: each task returns its producer, and waking (or restarting) the reaper per task cost ~0.1 ms.
+        self._reaper_wakes_at = float("inf")
         self.created = 0  # producers made (guarded by _lock): for the summary line and tests
         self.reused = 0  # producers lent again (guarded by _lock)
 
     def lease(self, config: Mapping[str, Any], idle_timeout_s: float) -> Lease:
-        """An idle producer of exactly this configuration, else a new one (made outside the lock)."""
+        """An idle producer of exactly this configuration, else a new one (made outside the lock). With a
+        transactional.id, a kept producer switches to it (``switch_transactional_id``); the caller then calls
+        ``init_transactions()`` as for a new one. A producer that cannot switch is closed and another one taken."""
         key = config_key(config)
+        transactional_id = config.get(_TRANSACTIONAL_ID)
         stale: list[Any] = []
         with self._lock:
             found = None
@@ -98,6 +116,16 @@ class ProducerCache:
                 found = next((self._idle.pop(i).producer for i, e in enumerate(self._idle) if e.key == key), None)
             if found is not None:
                 self.reused += 1
+        if found is not None and transactional_id is not None:
+            try:
+                found.switch_transactional_id(transactional_id)
+            except Exception as exc:  # noqa: BLE001 - a producer that cannot switch is not lent; a new one is made
+                _log.info("a cached producer could not take transactional.id %r (%s: %s); making a new one",
+                          transactional_id, type(exc).__name__, exc)
+                stale.append(found)
+                found = None
+                with self._lock:
+                    self.reused -= 1
         _close_all(stale)
         if found is not None:
             return Lease(found, key, False, idle_timeout_s)
@@ -114,9 +142,12 @@ class ProducerCache:
         if keep:
             with self._lock:
                 if not self._closed:
-                    self._idle.append(_Idle(producer, lease.key, self._clock() + lease.idle_timeout_s))
-                    self._start_reaper()
-                    self._lock.notify_all()
+                    expires_at = self._clock() + lease.idle_timeout_s
+                    self._idle.append(_Idle(producer, lease.key, expires_at))
+                    if self._reaper is None or not self._reaper.is_alive():
+                        self._start_reaper(expires_at)
+                    elif expires_at < self._reaper_wakes_at:
+                        self._lock.notify_all()
                     return
         _close_all([producer])
 
@@ -145,21 +176,29 @@ class ProducerCache:
         if reaper is not None and reaper is not threading.current_thread():
             reaper.join(_CLOSE_TIMEOUT_S)
 
-    def _start_reaper(self) -> None:  # with _lock held
-        if self._reaper is None or not self._reaper.is_alive():
-            self._reaper = threading.Thread(target=self._reap, name="pykafka-sink-producer-cache", daemon=True)
-            self._reaper.start()
+    def _start_reaper(self, wakes_at: float) -> None:  # with _lock held
+        self._reaper_wakes_at = wakes_at
+        self._reaper = threading.Thread(target=self._reap, name="pykafka-sink-producer-cache", daemon=True)
+        self._reaper.start()
 
     def _reap(self) -> None:
+        """Close idle producers as they expire. It looks only when the earliest expiry comes; if it then finds
+        nothing idle (every producer lent out), it ends, and the next give_back starts it again."""
         while True:
             with self._lock:
-                if self._closed or not self._idle:
-                    if self._reaper is threading.current_thread():
-                        self._reaper = None
+                if self._closed:
                     return
-                wait_s = min(e.expires_at for e in self._idle) - self._clock()
-                if wait_s > 0:
-                    self._lock.wait(wait_s)  # woken early by give_back / close
+                now = self._clock()
+                if self._idle:
+                    wakes_at = min(e.expires_at for e in self._idle)
+                elif now >= self._reaper_wakes_at:
+                    self._reaper, self._reaper_wakes_at = None, float("inf")
+                    return
+                else:
+                    wakes_at = self._reaper_wakes_at  # woken early with nothing idle: keep the appointment
+                if wakes_at > now:
+                    self._reaper_wakes_at = wakes_at
+                    self._lock.wait(wakes_at - now)  # woken early by give_back (an earlier expiry) / close
                     continue
             self.expire()
 

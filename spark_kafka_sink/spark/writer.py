@@ -1,16 +1,17 @@
-"""The task side: batch and streaming Arrow writers, one producer per Spark partition created inside ``write()``.
+"""The task side: batch and streaming Arrow writers; ``write()`` writes one Spark partition.
 
-Writers hold only the validated options and column plan (picklable); the producer is made in the task.
+Writers hold only the validated options and column plan (picklable); the producer is made in the task, or taken
+from the producers the Python worker kept from earlier tasks (``producer_cache``; ``producerReuse``).
 
 at_least_once: an idempotent producer sends every Arrow batch with ``send_batch`` (vectorized), flushes and waits
 for every acknowledgement before the task returns: a returned message means every row is in Kafka.
 
-exactly_once: transactional.id ``<prefix>-<partitionId>``. ``init_transactions`` fences any earlier attempt of this
-partition (its open transaction is aborted), then one transaction holds all the partition's rows; the task
-flushes and returns the transaction's identity WITHOUT committing: the driver commits all of them in
-``commit()``. A task that fails aborts its own transaction on the way out (a killed one cannot: the next attempt's
-fencing, or the driver's ``abort()``, ends it). That includes an attempt Spark failed upstream while its worker
-still ran: its input ends early but cleanly, which ``task_input`` tells apart from a complete input.
+exactly_once: transactional.id ``<prefix>-<partitionId>`` (a kept producer switches to it). ``init_transactions``
+fences any earlier attempt of this partition (its open transaction is aborted), then one transaction holds all the
+partition's rows; the task flushes and returns the transaction's identity WITHOUT committing: the driver commits
+all of them in ``commit()``. A task that fails aborts its own transaction on the way out (a killed one cannot: the
+next attempt's fencing, or the driver's ``abort()``, ends it). That includes an attempt Spark failed upstream while
+its worker still ran: its input ends early but cleanly, which ``task_input`` tells apart from a complete input.
 
 Speculative execution is refused with exactly_once: a speculative copy of a task would fence the original's
 transaction after the driver may already have accepted the original's message, so the commit would fail.
@@ -124,9 +125,10 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
         batches = itertools.chain([first], batches)
 
     lease: Lease | None = None
-    if transactional_id is None and options.producer_reuse:
-        # at_least_once: the idempotent producer an earlier task of this worker left (see producer_cache).
-        lease = worker_cache().lease(options.producer_config(), options.producer_idle_timeout_ms / 1000)
+    if options.producer_reuse:
+        # The producer an earlier task of this worker left (see producer_cache); exactly_once: switched to this
+        # task's transactional.id, its earlier transaction left to the driver.
+        lease = worker_cache().lease(options.producer_config(transactional_id), options.producer_idle_timeout_ms / 1000)
         producer = lease.producer
     else:
         producer = KafkaProducer(options.producer_config(transactional_id))
@@ -144,11 +146,11 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
                 + ("its transaction is aborted" if transactional_id else "rows it sent stay (at_least_once)"))
         producer.flush(_flush_timeout_s(options))
         writes = _collect(futures, _flush_timeout_s(options))
-        producer_id, epoch, transaction_version = -1, -1, 1
+        producer_id, epoch, transaction_version, coordinator = -1, -1, 1, -1
         if transactional_id is not None:
             identity = producer.transaction_identity()
             producer_id, epoch = identity.producer_id, identity.producer_epoch
-            transaction_version = identity.transaction_version
+            transaction_version, coordinator = identity.transaction_version, identity.coordinator
         finished = True
     finally:
         if not finished and transactional_id is not None:
@@ -160,7 +162,7 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
     return KafkaCommitMessage(partition_id, attempt, transactional_id, producer_id, epoch, writes, started_at,
                               batch_id, None if digest is None else digest.digest,
                               new_producer=lease is None or lease.created,
-                              transaction_version=transaction_version)
+                              transaction_version=transaction_version, coordinator=coordinator)
 
 
 def _skip(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch], resume: CommittedWrite,

@@ -146,7 +146,9 @@ class KafkaCluster:
     ``properties`` are appended to every node's server.properties; ``scram_users`` are
     ``(mechanism, name, password)`` added when storage is formatted. ``version`` is the Kafka release (default:
     ``KAFKA_VERSION`` or 4.3.1); ``transaction_version`` the ``transaction.version`` feature a 4.x cluster is
-    formatted with (default: ``KAFKA_TRANSACTION_VERSION`` or the release's own default, 2 on 4.x).
+    formatted with (default: ``KAFKA_TRANSACTION_VERSION`` or the release's own default, 2 on 4.x);
+    ``log_config`` another log4j2 file (the benchmarks' ``conf/kafka/log4j2-requests.properties`` also logs every
+    request, for request counts).
     """
 
     size: int = 1
@@ -159,6 +161,7 @@ class KafkaCluster:
     heap: str = "768m"
     version: str = field(default_factory=selected_kafka_version)
     transaction_version: int | None = field(default_factory=selected_transaction_version)
+    log_config: Path | None = None  # a log4j2 file instead of conf/kafka/log4j2.properties
     nodes: dict[int, _Node] = field(default_factory=dict, init=False)
     _owns_base_dir: bool = field(default=False, init=False)
 
@@ -323,7 +326,7 @@ class KafkaCluster:
         cmd = [
             java, "-Xms256m", f"-Xmx{self.heap}", "-XX:+UseG1GC",
             "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={CONF_DIR / 'kafka' / 'log4j2.properties'}",
+            f"-Dlog4j2.configurationFile={self.log_config or CONF_DIR / 'kafka' / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={node.data_dir / 'logs'}",
             "-cp", f"{broker_lib(self.version)}/*", "kafka.Kafka", str(node.data_dir / "server.properties"),
         ]

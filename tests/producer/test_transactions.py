@@ -139,8 +139,10 @@ def reach(source: TxnState) -> tuple[TransactionManager, Future[None] | None]:
 
 
 # The public call that tries to move a transactional manager to each target state (READY: what EndTxn's answer
-# calls; ABORTABLE_ERROR: what a failed batch or coordinator answer calls).
+# calls; ABORTABLE_ERROR: what a failed batch or coordinator answer calls; UNINITIALIZED: taking another
+# transactional.id).
 CALLS: dict[TxnState, Callable[[TransactionManager], object]] = {
+    _S.UNINITIALIZED: lambda tm: tm.switch_transactional_id("tx-other"),
     _S.INITIALIZING: lambda tm: tm.initialize_transactions(),
     _S.IN_TRANSACTION: lambda tm: tm.begin_transaction(),
     _S.COMMITTING_TRANSACTION: lambda tm: tm.begin_commit(),
@@ -156,24 +158,24 @@ CALLS: dict[TxnState, Callable[[TransactionManager], object]] = {
 # the abortable or fatal error, "init first": begin before init, "ignored": nothing changes.
 _INIT, _BEGIN, _COMMIT, _ABORT = (_S.INITIALIZING, _S.IN_TRANSACTION, _S.COMMITTING_TRANSACTION,
                                   _S.ABORTING_TRANSACTION)
-_READY, _ABORTABLE, _FATAL = _S.READY, _S.ABORTABLE_ERROR, _S.FATAL_ERROR
+_READY, _ABORTABLE, _FATAL, _SWITCH = _S.READY, _S.ABORTABLE_ERROR, _S.FATAL_ERROR, _S.UNINITIALIZED
 OUTCOMES: dict[TxnState, dict[TxnState, str]] = {
     _S.UNINITIALIZED: {_INIT: "moves", _BEGIN: "init first", _COMMIT: "illegal", _ABORT: "illegal",
-                       _READY: "illegal", _ABORTABLE: "ignored", _FATAL: "moves"},
+                       _READY: "illegal", _ABORTABLE: "ignored", _FATAL: "moves", _SWITCH: "illegal"},
     _S.INITIALIZING: {_INIT: "recall", _BEGIN: "illegal", _COMMIT: "busy", _ABORT: "busy",
-                      _READY: "moves", _ABORTABLE: "ignored", _FATAL: "moves"},
+                      _READY: "moves", _ABORTABLE: "ignored", _FATAL: "moves", _SWITCH: "busy"},
     _S.READY: {_INIT: "illegal", _BEGIN: "moves", _COMMIT: "illegal", _ABORT: "illegal",
-               _READY: "illegal", _ABORTABLE: "ignored", _FATAL: "moves"},
+               _READY: "illegal", _ABORTABLE: "ignored", _FATAL: "moves", _SWITCH: "moves"},
     _S.IN_TRANSACTION: {_INIT: "illegal", _BEGIN: "illegal", _COMMIT: "moves", _ABORT: "moves",
-                        _READY: "illegal", _ABORTABLE: "moves", _FATAL: "moves"},
+                        _READY: "illegal", _ABORTABLE: "moves", _FATAL: "moves", _SWITCH: "moves"},
     _S.COMMITTING_TRANSACTION: {_INIT: "busy", _BEGIN: "illegal", _COMMIT: "recall", _ABORT: "busy",
-                                _READY: "moves", _ABORTABLE: "moves", _FATAL: "moves"},
+                                _READY: "moves", _ABORTABLE: "moves", _FATAL: "moves", _SWITCH: "busy"},
     _S.ABORTING_TRANSACTION: {_INIT: "busy", _BEGIN: "illegal", _COMMIT: "busy", _ABORT: "recall",
-                              _READY: "moves", _ABORTABLE: "ignored", _FATAL: "moves"},
+                              _READY: "moves", _ABORTABLE: "ignored", _FATAL: "moves", _SWITCH: "busy"},
     _S.ABORTABLE_ERROR: {_INIT: "failed", _BEGIN: "failed", _COMMIT: "failed", _ABORT: "moves",
-                         _READY: "illegal", _ABORTABLE: "moves", _FATAL: "moves"},
+                         _READY: "illegal", _ABORTABLE: "moves", _FATAL: "moves", _SWITCH: "failed"},
     _S.FATAL_ERROR: {_INIT: "failed", _BEGIN: "failed", _COMMIT: "failed", _ABORT: "failed",
-                     _READY: "illegal", _ABORTABLE: "ignored", _FATAL: "moves"},
+                     _READY: "illegal", _ABORTABLE: "ignored", _FATAL: "moves", _SWITCH: "failed"},
 }
 # Moves the table allows that no user call makes: the epoch bump after an abort (tested by the flows below).
 INTERNAL_MOVES = {(_S.ABORTING_TRANSACTION, _S.INITIALIZING)}
@@ -259,7 +261,7 @@ def test_idempotent_producer_fetches_an_id_from_any_broker() -> None:
 
 def test_commit_and_abort_flows() -> None:
     tm = ready_transactional()
-    assert tm.transaction_identity() == TransactionIdentity("tx", 42, 3)
+    assert tm.transaction_identity() == TransactionIdentity("tx", 42, 3, coordinator=7)
     tm.begin_transaction()
     tm.fail_if_not_ready_for_send()
     tm.maybe_add_partition(TP)
@@ -314,6 +316,83 @@ def test_not_coordinator_finds_the_coordinator_again_and_concurrent_transactions
     end = next_req(tm, now=1200)
     answer(tm, end, {"error_code": 0}, now=1200)
     assert done.result(0) is None
+
+
+def test_a_producer_takes_another_transactional_id_once_its_records_are_answered() -> None:
+    tm = ready_transactional()
+    tm.begin_transaction()
+    add_partitions(tm, TP)
+    sent = batch()
+    tm.stamp(sent)
+    with pytest.raises(IllegalStateError, match="batches without an answer"):
+        tm.switch_transactional_id("tx-2")
+    assert tm.state is TxnState.IN_TRANSACTION
+    assert tm.transaction_identity() == TransactionIdentity("tx", 42, 3, coordinator=7)  # the node of the answer
+    tm.batch_succeeded(sent, 0)
+    tm.switch_transactional_id("tx-2")  # the open transaction of "tx" is left to whoever holds its identity
+    assert state(tm) is TxnState.UNINITIALIZED and tm.transactional_id == "tx-2"
+    assert not tm.producer_id_and_epoch.is_valid and not tm.is_send_to_partition_allowed(TP)
+    with pytest.raises(IllegalStateError, match="init_transactions"):
+        tm.begin_transaction()
+
+    init = tm.initialize_transactions()
+    find = next_req(tm)  # a new id: its coordinator is looked up
+    assert find.build(4) == {"key_type": 1, "coordinator_keys": ["tx-2"]}
+    answer(tm, find, {"error_code": 0, "node_id": 8, "host": "h", "port": 2})
+    pid = next_req(tm)
+    assert pid.kind is RequestKind.INIT_PRODUCER_ID and pid.build(4)["transactional_id"] == "tx-2"
+    assert pid.build(4)["producer_id"] == -1  # a fresh start, not a bump of "tx"'s id
+    answer(tm, pid, {"error_code": 0, "producer_id": 50, "producer_epoch": 0})
+    assert init.result(0) is None and tm.transaction_identity() == TransactionIdentity("tx-2", 50, 0, 1, 8)
+    tm.begin_transaction()
+    second = batch()
+    assert tm.should_stop_draining(second)  # its partition must join the new transaction first
+    add_partitions(tm, TP)
+    tm.stamp(second)
+    assert (second.producer_id, second.producer_epoch, second.base_sequence) == (50, 0, 0)  # sequences restart
+    tm.batch_succeeded(second, 1)
+
+    tm.switch_transactional_id("tx")  # back to an id seen before: its coordinator is remembered
+    tm.initialize_transactions()
+    pid = next_req(tm)
+    assert pid.kind is RequestKind.INIT_PRODUCER_ID and pid.build(4)["transactional_id"] == "tx"
+    assert tm.coordinator is not None and tm.coordinator.node_id == 7
+
+
+def test_a_coordinator_that_moved_is_looked_up_again_after_a_switch() -> None:
+    tm = ready_transactional()
+    tm.begin_transaction()
+    tm.maybe_add_partition(TP)
+    add = next_req(tm)
+    answer(tm, add, {"results_by_topic_v3_and_below": [
+        {"name": "t", "results_by_partition": [{"partition_index": 0, "partition_error_code": 16}]}]})  # moved
+    find = next_req(tm, now=1000)
+    assert find.kind is RequestKind.FIND_COORDINATOR
+    answer(tm, find, {"error_code": 0, "node_id": 9, "host": "h", "port": 3}, now=1000)
+    answer(tm, next_req(tm, now=1000), {"results_by_topic_v3_and_below": [
+        {"name": "t", "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}]}]})
+    tm.switch_transactional_id("tx-2")
+    assert tm.coordinator is None  # "tx-2" was never looked up
+    tm.initialize_transactions()
+    answer(tm, next_req(tm), {"error_code": 0, "node_id": 8, "host": "h", "port": 2})
+    answer(tm, next_req(tm), {"error_code": 0, "producer_id": 50, "producer_epoch": 0})
+    tm.switch_transactional_id("tx")
+    assert tm.coordinator is not None and tm.coordinator.node_id == 9  # where "tx" was found last, not node 7
+
+
+def test_init_producer_id_retries_concurrent_transactions_quickly_then_backs_off() -> None:
+    """The id's last transaction is still completing (the driver just ended it): 20, 40, 80 ms, then
+    retry.backoff.ms (100 ms)."""
+    tm = transactional()
+    tm.initialize_transactions()
+    answer(tm, next_req(tm), {"error_code": 0, "node_id": 7, "host": "h", "port": 1})
+    init = next_req(tm, now=0)
+    for now, wait in ((0, 20), (20, 40), (60, 80), (140, 100), (240, 100)):
+        answer(tm, init, {"error_code": 51, "producer_id": -1, "producer_epoch": -1}, now=now)  # CONCURRENT_TXNS
+        assert tm.next_request(now + wait - 1, False) is None
+        assert next_req(tm, now=now + wait) is init
+    answer(tm, init, {"error_code": 0, "producer_id": 42, "producer_epoch": 1}, now=340)
+    assert state(tm) is TxnState.READY
 
 
 def test_first_add_partitions_retries_concurrent_transactions_quickly() -> None:

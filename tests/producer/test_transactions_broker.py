@@ -6,16 +6,23 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+import psutil
 import pyarrow as pa
 import pytest
 
 from spark_kafka_sink import KafkaProducer
-from spark_kafka_sink.errors import ProducerFencedError
-from spark_kafka_sink.producer import TransactionIdentity, end_transaction, fence_transactional_id
+from spark_kafka_sink.errors import IllegalStateError, ProducerFencedError
+from spark_kafka_sink.producer import (
+    CoordinatorSession,
+    TransactionIdentity,
+    end_transaction,
+    fence_transactional_id,
+)
 
 pytestmark = pytest.mark.broker
 
@@ -106,3 +113,74 @@ def test_end_transaction_after_fencing_explains(bootstrap: str, topic_factory: C
         end_transaction({"bootstrap.servers": bootstrap}, identity, commit=True, timeout_s=30)
     assert readback(topic) == []
     assert isinstance(identity, TransactionIdentity)
+
+
+def test_one_producer_serves_transactional_ids_in_turn_while_another_client_ends_them(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Callable[..., Any]) -> None:
+    """What the Spark sink's producer cache does: the producer switches to each task's transactional.id and hands
+    the transaction to the driver, which ends it from its own connection (EndTxn v5 bumps the epoch under TV2)."""
+    topic = topic_factory(partitions=3)
+    port = int(bootstrap.rsplit(":", 1)[1])
+    prefix = f"tx-{uuid.uuid4().hex[:8]}"
+    p = producer(bootstrap, **{"transactional.id": f"{prefix}-0"})
+    driver = CoordinatorSession({"bootstrap.servers": bootstrap})
+    sockets: set[int] = set()
+    try:
+        identities = []
+        for turn in range(6):
+            txn_id = f"{prefix}-{turn % 3}"
+            if turn:
+                p.switch_transactional_id(txn_id)
+            p.init_transactions(30)  # fences an earlier producer of txn_id; the last one was ended already
+            p.begin_transaction()
+            p.send_batch(topic, pa.table({"value": [b"%d-%d" % (turn, i) for i in range(10)]})).result(30)
+            p.flush()
+            identity = p.transaction_identity()
+            assert identity.transactional_id == txn_id and identity.coordinator >= 0  # the ender's lookup hint
+            identities.append(identity)
+            # Turn 4's transaction is aborted; the others are committed, from other connections, as a driver does:
+            # one session's for all but the last, a one-off client's for that.
+            if turn < 5:
+                driver.end_transaction(identity, commit=turn != 4, timeout_s=30)
+            else:
+                end_transaction({"bootstrap.servers": bootstrap}, identity, commit=True, timeout_s=30)
+            sockets.add(sum(1 for c in psutil.Process().net_connections("tcp")
+                            if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED))
+        threads = [t for t in threading.enumerate() if t.name.startswith("kafka-producer-network-thread")]
+        assert len(threads) == 1 and p.usable
+        # The producer's and the session's connections throughout: none added per transactional.id or EndTxn.
+        assert sockets == {min(sockets)}
+        # An id's second transaction gets a fresh producer id/epoch from InitProducerId, never the old epoch.
+        assert identities[3].producer_id == identities[0].producer_id
+        assert identities[3].producer_epoch > identities[0].producer_epoch
+    finally:
+        p.close(5)
+        driver.close()
+    values = sorted(r.value or b"" for r in readback(topic))
+    assert values == sorted(b"%d-%d" % (turn, i) for turn in (0, 1, 2, 3, 5) for i in range(10))
+
+
+def test_switching_is_refused_with_records_unanswered_or_after_a_failure(
+        bootstrap: str, topic_factory: Callable[..., str]) -> None:
+    topic = topic_factory(partitions=1)
+    txn_id = f"tx-{uuid.uuid4().hex}"
+    p = producer(bootstrap, **{"transactional.id": txn_id, "linger.ms": 60_000})
+    rival = producer(bootstrap, **{"transactional.id": txn_id})
+    try:
+        p.init_transactions(30)
+        p.begin_transaction()
+        p.send(topic, b"queued")  # lingers: not sent yet
+        with pytest.raises(IllegalStateError, match="flush"):
+            p.switch_transactional_id("other")
+        p.flush()
+        rival.init_transactions(30)  # fences p
+        fenced = p.send(topic, b"fenced")
+        p.flush(30)
+        with pytest.raises(ProducerFencedError):
+            fenced.result(0)
+        with pytest.raises(ProducerFencedError):
+            p.switch_transactional_id("other")  # a failed producer never serves another id
+        assert not p.usable
+    finally:
+        p.close(5)
+        rival.close(5)

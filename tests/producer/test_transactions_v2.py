@@ -43,7 +43,7 @@ def test_a_tv2_transaction_adds_partitions_by_produce_and_adopts_the_bumped_epoc
     answer(tm, end, decode_response_body(END_TXN, 5, end_txn_v5_answer(0, 42, 4)), version=5)
     assert done.result(0) is None and tm.state is TxnState.READY
     assert (tm.producer_id_and_epoch.producer_id, tm.producer_id_and_epoch.epoch) == (42, 4)
-    assert tm.transaction_identity() == TransactionIdentity("tx", 42, 4, 2)
+    assert tm.transaction_identity() == TransactionIdentity("tx", 42, 4, 2, coordinator=7)
     assert not tm.is_send_to_partition_allowed(TP)  # the next transaction starts empty
 
 

@@ -95,6 +95,10 @@ class FakeProducer:
     def close(self, timeout_s: float) -> None:
         self.calls.append("close")
 
+    def switch_transactional_id(self, transactional_id: str) -> None:
+        self.calls.append(f"switch:{transactional_id}")
+        self.config["transactional.id"] = transactional_id
+
     @property
     def usable(self) -> bool:
         return "close" not in self.calls
@@ -120,22 +124,32 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FakeProducer]]:
 
 
 @pytest.fixture
-def txn_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+def txn_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, ...]]]:
     calls: list[tuple[Any, ...]] = []
+    sessions: list[FakeSession] = []
 
-    def end_transaction(config: Any, identity: Any, commit: bool, timeout_s: float) -> None:
-        calls.append(("end", identity.transactional_id, identity.producer_epoch, commit))
-        assert identity.transaction_version == 2  # as the task recorded it (_message below): EndTxn v5
-        if identity.transactional_id == "p-9":
-            raise ProducerFencedError("fenced")
+    class FakeSession:
+        """The driver's CoordinatorSession, as commit.py uses it (one per pool thread, closed at the end)."""
 
-    def fence_transactional_id(config: Any, transactional_id: str, timeout_s: float) -> None:
-        calls.append(("fence", transactional_id))
+        def __init__(self, config: Mapping[str, Any]) -> None:
+            self.closed = False
+            sessions.append(self)
 
-    # The driver's EndTxn / InitProducerId calls, as commit.py uses them.
-    monkeypatch.setattr(commit_module, "end_transaction", end_transaction)
-    monkeypatch.setattr(commit_module, "fence_transactional_id", fence_transactional_id)
-    return calls
+        def end_transaction(self, identity: Any, commit: bool, timeout_s: float) -> None:
+            calls.append(("end", identity.transactional_id, identity.producer_epoch, commit))
+            assert identity.transaction_version == 2  # as the task recorded it (_message below): EndTxn v5
+            if identity.transactional_id == "p-9":
+                raise ProducerFencedError("fenced")
+
+        def fence_transactional_id(self, transactional_id: str, timeout_s: float) -> None:
+            calls.append(("fence", transactional_id))
+
+        def close(self) -> None:
+            self.closed = True
+
+    monkeypatch.setattr(commit_module, "CoordinatorSession", FakeSession)
+    yield calls
+    assert all(s.closed for s in sessions)  # the driver leaves no connection behind
 
 
 def batches(*sizes: int) -> Iterator[pa.RecordBatch]:
@@ -146,11 +160,26 @@ def batches(*sizes: int) -> Iterator[pa.RecordBatch]:
 def test_exactly_once_task_does_not_commit(fake: list[FakeProducer]) -> None:
     opts = SinkOptions.parse(EO, streaming=False)
     msg = write_partition(opts, plan_columns(SCHEMA, "t"), batches(3, 0, 2))
-    assert fake[0].calls == ["init", "begin", "send:t:3", "send:t:2", "flush", "close"]
+    assert fake[0].calls == ["init", "begin", "send:t:3", "send:t:2", "flush"]  # kept, never committed
     assert fake[0].config["transactional.id"] == "p-0"
     assert (msg.transactional_id, msg.producer_id, msg.producer_epoch) == ("p-0", 42, 3)
     assert msg.transaction_version == 2  # the driver ends it with EndTxn v5
-    assert msg.writes == (PartitionWrite("t", 0, 5, 50, 0, 4),) and msg.rows == 5
+    assert msg.writes == (PartitionWrite("t", 0, 5, 50, 0, 4),) and msg.rows == 5 and msg.new_producer
+
+
+def test_exactly_once_tasks_of_a_worker_share_a_producer_under_their_own_ids(
+        fake: list[FakeProducer], monkeypatch: pytest.MonkeyPatch) -> None:
+    from spark_kafka_sink.spark import writer as writer_module
+
+    opts = SinkOptions.parse(EO, streaming=False)
+    write_partition(opts, plan_columns(SCHEMA, "t"), batches(2))  # Spark partition 0 (p-0)
+    monkeypatch.setattr(writer_module, "_task_context", lambda: (4, 0, None, False))
+    msg = write_partition(opts, plan_columns(SCHEMA, "t"), batches(1))
+    assert len(fake) == 1 and fake[0].calls[-5:] == ["switch:p-4", "init", "begin", "send:t:1", "flush"]
+    assert msg.transactional_id == "p-4" and not msg.new_producer
+    off = SinkOptions.parse({**EO, "producerReuse": "false"}, streaming=False)
+    write_partition(off, plan_columns(SCHEMA, "t"), batches(1))
+    assert len(fake) == 2 and fake[1].calls == ["init", "begin", "send:t:1", "flush", "close"]
 
 
 def test_failed_task_aborts_its_transaction_and_closes(fake: list[FakeProducer]) -> None:
@@ -279,7 +308,7 @@ def test_empty_retry_still_fences_earlier_attempts(fake: list[FakeProducer], mon
 
     monkeypatch.setattr(writer_module, "_task_context", lambda: (5, 1, None, False))
     msg = write_partition(SinkOptions.parse(EO, streaming=False), plan_columns(SCHEMA, "t"), batches(0))
-    assert fake[0].calls == ["init", "begin", "flush", "close"] and msg.transactional_id == "p-5"
+    assert fake[0].calls == ["init", "begin", "flush"] and msg.transactional_id == "p-5"
     assert not msg.has_transaction  # nothing to commit: the driver sends no EndTxn for it
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from spark_kafka_sink.secret import Secret
@@ -38,3 +40,25 @@ def test_idle_producers_expire_on_the_clock_and_a_closed_cache_keeps_nothing() -
     cache.close()
     cache.give_back(kept, healthy=True)  # after the worker began to exit: closed, not kept
     assert not kept.producer.usable and cache.idle_count() == 0
+
+
+def test_one_reaper_thread_serves_task_after_task() -> None:
+    cache = ProducerCache(FakeProducer)
+    try:
+        def reapers() -> list[threading.Thread]:
+            return [t for t in threading.enumerate() if t.name == "pykafka-sink-producer-cache"]
+
+        def task() -> None:  # takes the idle producer, runs a while (the reaper may look), gives it back
+            lease = cache.lease({"a": 1}, 60)
+            time.sleep(0.002)  # the task's own work, not a wait for a condition
+            cache.give_back(lease, healthy=True)
+
+        task()
+        first = reapers()[0]
+        for _ in range(99):
+            task()
+        assert reapers() == [first]  # neither restarted nor woken to exit while producers came and went
+        assert (cache.created, cache.reused) == (1, 99)
+    finally:
+        cache.close()
+    assert not reapers()

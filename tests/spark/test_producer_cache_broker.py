@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -71,9 +75,12 @@ def test_a_failed_task_or_broken_producer_is_never_lent_again(cache: ProducerCac
     cache.give_back(again, healthy=True)
 
 
-def test_an_idle_producer_is_closed_after_its_timeout_and_one_in_use_never(cache: ProducerCache,
-                                                                          bootstrap: str) -> None:
-    config = {"bootstrap.servers": bootstrap}
+@pytest.mark.parametrize("transactional", [False, True], ids=["idempotent", "transactional"])
+def test_an_idle_producer_is_closed_after_its_timeout_and_one_in_use_never(cache: ProducerCache, bootstrap: str,
+                                                                          transactional: bool) -> None:
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap}
+    if transactional:
+        config["transactional.id"] = f"idle-{uuid.uuid4().hex}"
     in_use = cache.lease(config, 0.2)
     idle = cache.lease(config, 0.2)
     cache.give_back(idle, healthy=True)
@@ -99,9 +106,51 @@ def test_closing_the_cache_leaves_no_thread_or_socket(bootstrap: str, topic_fact
     for lease in leases:
         assert lease.producer.partitions_for(topic) == [0]  # connected
         cache.give_back(lease, healthy=True)
+    # An exactly_once task's producer: its transaction handed over (open), kept for the next task's id.
+    for txn_id in ("exit-a", "exit-b"):
+        lease = cache.lease({"bootstrap.servers": bootstrap, "transactional.id": f"{txn_id}-{uuid.uuid4().hex}"}, 60)
+        lease.producer.init_transactions(30)
+        lease.producer.begin_transaction()
+        send(lease.producer, topic, b"open")
+        lease.producer.flush(30)
+        cache.give_back(lease, healthy=True)
+    assert (cache.created, cache.reused) == (4, 1)  # the second transactional task took the first one's producer
     assert broker_sockets() > before
     cache.close()  # what the worker's exit runs (atexit)
     assert broker_sockets() == before
     assert not [t.name for t in threading.enumerate()
                 if t.name.startswith(("kafka-producer-network-thread", "pykafka-sink-producer-cache"))]
 
+
+
+def test_a_worker_exiting_with_kept_producers_closes_them_and_exits_cleanly(bootstrap: str,
+                                                                           topic_factory: Callable[..., str]) -> None:
+    """The worker's own cache (worker_cache, closed by atexit) in a process that ends as a Python worker does."""
+    topic = topic_factory(partitions=1)
+    script = textwrap.dedent(f"""
+        import atexit
+        import threading
+        import pyarrow as pa
+        from spark_kafka_sink.spark.producer_cache import worker_cache
+
+        def after_the_cache_closed():  # registered first: atexit runs it last, after the cache's close
+            print("at exit:", sorted(t.name for t in threading.enumerate() if t is not threading.main_thread()))
+
+        atexit.register(after_the_cache_closed)
+        for config in ({{"bootstrap.servers": {bootstrap!r}}},
+                       {{"bootstrap.servers": {bootstrap!r}, "transactional.id": "exit-{uuid.uuid4().hex}"}}):
+            lease = worker_cache().lease(config, 600)
+            if "transactional.id" in config:
+                lease.producer.init_transactions(30)
+                lease.producer.begin_transaction()
+            lease.producer.send_batch({topic!r}, pa.table({{"value": [b"x"]}})).result(30)
+            lease.producer.flush(30)
+            worker_cache().give_back(lease, healthy=True)
+        print("running:", sorted(t.name.split(" |")[0] for t in threading.enumerate() if t.daemon))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    # Two sender threads and the reaper ran until the worker exited; atexit closed and joined them.
+    running = sorted(["kafka-producer-network-thread"] * 2 + ["pykafka-sink-producer-cache"])
+    assert proc.stdout.splitlines() == [f"running: {running}", "at exit: []"], proc.stdout
+    assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr, proc.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -31,7 +32,8 @@ class ReportingWriter(KafkaBatchWriter):
         summary = commit_write(self.options, messages)
         done = [m for m in messages if isinstance(m, KafkaCommitMessage)]
         Path(self.report).write_text(json.dumps({"tasks": summary.tasks, "new_producers": summary.new_producers,
-                                                 "rows": summary.rows, "with_rows": sum(1 for m in done if m.rows)}))
+                                                 "rows": summary.rows, "with_rows": sum(1 for m in done if m.rows),
+                                                 "attempts": {m.partition_id: m.attempt for m in done}}))
 
 
 class ReportingSink(KafkaSinkDataSource):
@@ -47,11 +49,11 @@ class ReportingSink(KafkaSinkDataSource):
         return writer
 
 
-def report_of(spark: Any, df: Any, bootstrap: str, tmp_path: Path, **options: Any) -> dict[str, int]:
+def report_of(spark: Any, df: Any, bootstrap: str, tmp_path: Path, **options: Any) -> dict[str, Any]:
     spark.dataSource.register(ReportingSink)
     path = tmp_path / f"report-{uuid.uuid4().hex[:6]}.json"
     write_df(df, bootstrap, fmt="pykafka-sink-reporting", report=str(path), **options)
-    report: dict[str, int] = json.loads(path.read_text())
+    report: dict[str, Any] = json.loads(path.read_text())
     return report
 
 
@@ -72,11 +74,66 @@ def test_at_least_once_tasks_of_a_worker_share_its_producer(
     assert len(values) == 2400 and set(values.values()) == {3}  # three writes, every row each time
 
 
-def test_exactly_once_tasks_still_get_their_own_transactional_producer(
+def test_exactly_once_tasks_of_a_worker_share_its_producer_under_their_own_transactional_ids(
         spark: Any, bootstrap: str, topic_factory: Callable[..., str],
         readback: Callable[..., list[ConsumedRecord]], tmp_path: Path) -> None:
     topic = topic_factory(partitions=3)
-    df = spark.range(0, 600, 1, 6).select(F.col("id").cast("string").alias("value"))
+    df = spark.range(0, 1200, 1, 24).select(F.col("id").cast("string").alias("value"))
     report = report_of(spark, df, bootstrap, tmp_path, topic=topic, deliveryGuarantee="exactly_once")
-    assert report["new_producers"] == 6, report
-    assert len({r.value for r in readback(topic)}) == 600
+    # Two Python workers: each makes one transactional producer and switches it to each task's transactional.id.
+    assert report["tasks"] == 24 and report["with_rows"] == 24 and 1 <= report["new_producers"] <= 4, report
+    again = report_of(spark, df, bootstrap, tmp_path, topic=topic, deliveryGuarantee="exactly_once")
+    assert again["new_producers"] <= 2, again
+    off = report_of(spark, df, bootstrap, tmp_path, topic=topic, deliveryGuarantee="exactly_once",
+                    producerReuse="false")
+    assert off["new_producers"] == 24, off
+    values = Counter(r.value for r in readback(topic))  # read_committed: every transaction was committed once
+    assert len(values) == 1200 and set(values.values()) == {3}
+
+
+FENCED_ROWS = 12_000
+FENCE_AT = 10_000  # a row of Spark partition 1 (rows 6,000-11,999) after the writer sent several 500-row batches
+
+
+def value_of(i: int) -> str:
+    # Large values: the UDF worker's output leaves its buffer for the writer while the UDF waits (see below).
+    return f"v{i}-".ljust(200, "x")
+
+
+def test_a_task_whose_producer_was_fenced_fails_and_its_retry_writes_exactly_once(
+        spark: Any, bootstrap: str, topic_factory: Callable[..., str],
+        readback: Callable[..., list[ConsumedRecord]], tmp_path: Path) -> None:
+    """Partition 1's first attempt has its transactional.id fenced by another client while it writes: its producer
+    hits PRODUCER_FENCED (fatal), the task fails, the broken producer is closed (never lent again), and Spark's
+    retry writes the partition on another producer; the other tasks reused their workers' producers throughout."""
+    topic = topic_factory(partitions=3)
+    prefix = f"fenced-{uuid.uuid4().hex[:8]}"
+
+    def compute(i: int) -> str:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        if i == FENCE_AT and context is not None and context.attemptNumber() == 0:
+            from spark_kafka_sink.producer import fence_transactional_id
+            from tests.spark.conftest import end_offsets
+
+            deadline = time.monotonic() + 60
+            # More than partition 0's 6,000 rows: some are this attempt's, its transaction is open when fenced.
+            while sum(end_offsets(bootstrap, topic).values()) <= FENCED_ROWS // 2 and time.monotonic() < deadline:
+                time.sleep(0.05)  # polling interval of the condition: this attempt's first batches landed
+            fence_transactional_id({"bootstrap.servers": bootstrap}, f"{prefix}-1", 60)
+        return value_of(i)
+
+    udf = F.udf(compute, "string", useArrow=False)
+    df = spark.range(0, FENCED_ROWS, 1, 2).select(udf("id").alias("value"))
+    old = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "500")
+    try:
+        report = report_of(spark, df, bootstrap, tmp_path, topic=topic, deliveryGuarantee="exactly_once",
+                           transactionalIdPrefix=prefix)
+    finally:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", old)
+    assert report["attempts"] == {"0": 0, "1": 1}, report  # partition 1 failed once, its retry succeeded
+    assert Counter(r.value for r in readback(topic)) == Counter(value_of(i).encode() for i in range(FENCED_ROWS))
+    # The fenced attempt really wrote records before it failed: they are in the log, aborted.
+    assert len(readback(topic, isolation="read_uncommitted")) > FENCED_ROWS

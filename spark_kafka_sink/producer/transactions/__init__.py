@@ -14,7 +14,7 @@ answer of every batch. Its parts:
   ``_handlers``), and the queue they wait in;
 * the ``SequenceBook`` -- every partition's sequences and the rules that keep a partition's batches in order;
 * :func:`end_transaction`, :func:`fence_transactional_id`, :class:`TransactionIdentity` -- ending or fencing a
-  transaction from a process that did not write it (the Spark driver).
+  transaction from a process that did not write it (the Spark driver); :class:`CoordinatorSession` for many.
 
 Idempotence: sequences are assigned when a batch is drained, retried batches keep them, and draining a partition
 stops while an earlier batch of it awaits a retry, so a partition never has its batches reordered.
@@ -51,6 +51,7 @@ sequence book and request queue included (see ``_manager``).
 """
 
 from spark_kafka_sink.producer.transactions._admin import (
+    CoordinatorSession,
     TransactionIdentity,
     end_transaction,
     fence_transactional_id,
@@ -78,6 +79,7 @@ __all__ = [
     "broker_error",
     "fenced_error",
     "TransactionIdentity",
+    "CoordinatorSession",
     "end_transaction",
     "fence_transactional_id",
 ]

@@ -9,7 +9,9 @@ connection -- so any client can send EndTxn for a transaction another one wrote,
 epoch in between. The EndTxn version must match the flow the transaction started with (the broker picks the flow
 by the request version): <= v4 for transaction version 1, v5 for version 2 (which bumps the epoch at the end,
 so the writer's producer must not start another transaction with the old epoch). The identity carries the version.
-Each call opens its own short-lived connections.
+Each call opens its own short-lived connections; a :class:`CoordinatorSession` keeps one set for many calls from
+one thread (the driver ending a job's transactions pays bootstrap, ApiVersions and Metadata once per thread, and
+FindCoordinator once per transactional id, instead of all of them per transaction).
 
 Outcomes of :func:`end_transaction`:
 
@@ -51,7 +53,7 @@ from spark_kafka_sink.producer.transactions._sequences import ProducerIdAndEpoch
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import END_TXN, FIND_COORDINATOR, INIT_PRODUCER_ID, ApiSpec
 
-__all__ = ["TransactionIdentity", "end_transaction", "fence_transactional_id"]
+__all__ = ["TransactionIdentity", "CoordinatorSession", "end_transaction", "fence_transactional_id"]
 
 _DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 _DEFAULT_RETRY_BACKOFF_MS = 100
@@ -66,6 +68,9 @@ class TransactionIdentity:
     producer_id: int
     producer_epoch: int
     transaction_version: int = 1
+    # The node id of the transaction coordinator the writer used, or -1: a hint that spares the ender a
+    # FindCoordinator (it looks the coordinator up anyway if the hint is unknown to it or answers NOT_COORDINATOR).
+    coordinator: int = -1
 
     def __str__(self) -> str:
         return (f"transaction {self.transactional_id!r} (producer id {self.producer_id}, "
@@ -80,34 +85,118 @@ def end_transaction(config: Mapping[str, Any], identity: TransactionIdentity, co
     transaction.timeout.ms are used). Retriable failures are retried until ``timeout_s``; see the module
     docstring for what raises. Raises :class:`KafkaTimeoutError` naming the last error if time runs out.
     """
-    action = "commit" if commit else "abort"
-    producer = ProducerIdAndEpoch(identity.producer_id, identity.producer_epoch)
-
-    def build(version: int) -> dict[str, Any]:
-        return end_txn_body(identity.transactional_id, producer, commit)
-
-    def outcome(code: int) -> KafkaError | None:
-        return _end_txn_error(code, identity, commit, config)
-
-    min_version, max_version = end_txn_version_range(identity.transaction_version)
-    _call_coordinator(config, identity.transactional_id, f"{action} {identity}", END_TXN, build, outcome,
-                      timeout_s, min_version=min_version, max_version=max_version)
+    with CoordinatorSession(config) as session:
+        session.end_transaction(identity, commit, timeout_s)
 
 
 def fence_transactional_id(config: Mapping[str, Any], transactional_id: str, timeout_s: float) -> None:
     """InitProducerId for ``transactional_id``: the coordinator aborts any transaction it left open and bumps
     its epoch, so a zombie still holding the old epoch can no longer write or commit."""
-    timeout_ms = _int_option(config, "transaction.timeout.ms", _DEFAULT_TRANSACTION_TIMEOUT_MS)
+    with CoordinatorSession(config) as session:
+        session.fence_transactional_id(transactional_id, timeout_s)
 
-    def build(version: int) -> dict[str, Any]:
-        return {"transactional_id": transactional_id, "transaction_timeout_ms": timeout_ms}
 
-    def outcome(code: int) -> KafkaError | None:
-        cls = error_for_code(code)
-        return cls(f"could not fence transactional.id {transactional_id!r}", context="InitProducerId")
+class CoordinatorSession:
+    """Connections for many coordinator calls (:meth:`end_transaction`, :meth:`fence_transactional_id`) made by
+    one thread at a time: the bootstrap, ApiVersions and Metadata round trips are paid once, and each
+    transactional id's coordinator is looked up once (again after NOT_COORDINATOR or a connection failure).
+    ``config`` as for :func:`end_transaction`. Not thread-safe: one session per thread. Close it (or use
+    ``with``)."""
 
-    _call_coordinator(config, transactional_id, f"fence transactional.id {transactional_id!r}", INIT_PRODUCER_ID,
-                      build, outcome, timeout_s)
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self._config = config
+        self._backoff_s = _int_option(config, "retry.backoff.ms", _DEFAULT_RETRY_BACKOFF_MS) / 1000
+        self._timeout_ms = _int_option(config, "transaction.timeout.ms", _DEFAULT_TRANSACTION_TIMEOUT_MS)
+        net_config = NetConfig.from_properties(config)
+        check_security(net_config)  # bad TLS files or key password: a ConfigError naming the option, before any socket
+        self._client = NetworkClient(net_config, handshakes=handshakes_for)
+        self._coordinators: dict[str, int] = {}  # transactional id -> coordinator node id, as last found
+
+    def end_transaction(self, identity: TransactionIdentity, commit: bool, timeout_s: float) -> None:
+        """As :func:`end_transaction`, over this session's connections."""
+        action = "commit" if commit else "abort"
+        producer = ProducerIdAndEpoch(identity.producer_id, identity.producer_epoch)
+
+        def build(version: int) -> dict[str, Any]:
+            return end_txn_body(identity.transactional_id, producer, commit)
+
+        def outcome(code: int) -> KafkaError | None:
+            return _end_txn_error(code, identity, commit, self._config)
+
+        min_version, max_version = end_txn_version_range(identity.transaction_version)
+        if identity.coordinator >= 0:
+            self._coordinators.setdefault(identity.transactional_id, identity.coordinator)
+        self._call_coordinator(identity.transactional_id, f"{action} {identity}", END_TXN, build, outcome,
+                               timeout_s, min_version=min_version, max_version=max_version)
+
+    def fence_transactional_id(self, transactional_id: str, timeout_s: float) -> None:
+        """As :func:`fence_transactional_id`, over this session's connections."""
+
+        def build(version: int) -> dict[str, Any]:
+            return {"transactional_id": transactional_id, "transaction_timeout_ms": self._timeout_ms}
+
+        def outcome(code: int) -> KafkaError | None:
+            cls = error_for_code(code)
+            return cls(f"could not fence transactional.id {transactional_id!r}", context="InitProducerId")
+
+        self._call_coordinator(transactional_id, f"fence transactional.id {transactional_id!r}", INIT_PRODUCER_ID,
+                               build, outcome, timeout_s)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> CoordinatorSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call_coordinator(self, transactional_id: str, what: str, api: ApiSpec,
+                          build: Callable[[int], dict[str, Any]], outcome: Callable[[int], KafkaError | None],
+                          timeout_s: float, *, min_version: int | None = None,
+                          max_version: int | None = None) -> None:
+        """FindCoordinator (unless known), then ``api`` to it; retry retriable answers until ``timeout_s``."""
+        client = self._client
+        deadline = time.monotonic() + timeout_s
+        last_error: BaseException | None = None
+        request_timeout_ms = client.config.request_timeout_ms
+
+        def remaining_ms() -> int:
+            return max(1, min(request_timeout_ms, int((deadline - time.monotonic()) * 1000)))
+
+        while True:
+            if last_error is not None:
+                if time.monotonic() + self._backoff_s >= deadline:
+                    raise KafkaTimeoutError(f"could not {what} within {timeout_s:g} s; last error: {last_error}")
+                time.sleep(self._backoff_s)  # retry.backoff.ms between attempts, as the producer does
+            try:
+                coordinator = self._coordinators.get(transactional_id)
+                if coordinator is not None and client.metadata.broker(coordinator) is None:
+                    client.fetch_metadata([], remaining_ms())  # a node id learnt elsewhere: its address
+                    if client.metadata.broker(coordinator) is None:
+                        coordinator = None
+                if coordinator is None:
+                    coordinator = _find_coordinator(client, transactional_id, remaining_ms())
+                    self._coordinators[transactional_id] = coordinator
+                body = client.request(coordinator, api, build, remaining_ms(), min_version=min_version,
+                                      max_version=max_version, raise_on_error=False)
+            except KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                last_error = exc
+                self._coordinators.pop(transactional_id, None)
+                continue
+            code = int(body.get("error_code", NO_ERROR))
+            if code == NO_ERROR:
+                return
+            if code in COORDINATOR_MOVED_CODES or code in COORDINATOR_BUSY_CODES:
+                last_error = error_for_code(code)(context=f"{api.name} for {transactional_id!r}")
+                if code in COORDINATOR_MOVED_CODES:
+                    self._coordinators.pop(transactional_id, None)
+                continue
+            error = outcome(code)
+            if error is not None:
+                raise error
 
 
 def _end_txn_error(code: int, identity: TransactionIdentity, commit: bool,
@@ -129,50 +218,6 @@ def _end_txn_error(code: int, identity: TransactionIdentity, commit: bool,
         return error_for_code(code)(f"{identity} cannot be {'committed' if commit else 'aborted'}: it was already "
                                     f"{other}, or never started", context="EndTxn")
     return error_for_code(code)(f"{'commit' if commit else 'abort'} of {identity} failed", context="EndTxn")
-
-
-def _call_coordinator(config: Mapping[str, Any], transactional_id: str, what: str, api: ApiSpec,
-                      build: Callable[[int], dict[str, Any]], outcome: Callable[[int], KafkaError | None],
-                      timeout_s: float, *, min_version: int | None = None, max_version: int | None = None) -> None:
-    """FindCoordinator, then ``api`` to it; retry retriable answers until ``timeout_s``."""
-    backoff_s = _int_option(config, "retry.backoff.ms", _DEFAULT_RETRY_BACKOFF_MS) / 1000
-    deadline = time.monotonic() + timeout_s
-    last_error: BaseException | None = None
-    net_config = NetConfig.from_properties(config)
-    check_security(net_config)  # bad TLS files or key password: a ConfigError naming the option, before any socket
-    with NetworkClient(net_config, handshakes=handshakes_for) as client:
-        request_timeout_ms = client.config.request_timeout_ms
-
-        def remaining_ms() -> int:
-            return max(1, min(request_timeout_ms, int((deadline - time.monotonic()) * 1000)))
-
-        coordinator: int | None = None
-        while True:
-            if last_error is not None:
-                if time.monotonic() + backoff_s >= deadline:
-                    raise KafkaTimeoutError(f"could not {what} within {timeout_s:g} s; last error: {last_error}")
-                time.sleep(backoff_s)  # retry.backoff.ms between attempts, as the producer does
-            try:
-                if coordinator is None:
-                    coordinator = _find_coordinator(client, transactional_id, remaining_ms())
-                body = client.request(coordinator, api, build, remaining_ms(), min_version=min_version,
-                                      max_version=max_version, raise_on_error=False)
-            except KafkaError as exc:
-                if not exc.retriable:
-                    raise
-                last_error, coordinator = exc, None
-                continue
-            code = int(body.get("error_code", NO_ERROR))
-            if code == NO_ERROR:
-                return
-            if code in COORDINATOR_MOVED_CODES or code in COORDINATOR_BUSY_CODES:
-                last_error = error_for_code(code)(context=f"{api.name} for {transactional_id!r}")
-                if code in COORDINATOR_MOVED_CODES:
-                    coordinator = None
-                continue
-            error = outcome(code)
-            if error is not None:
-                raise error
 
 
 def _find_coordinator(client: NetworkClient, transactional_id: str, timeout_ms: int) -> int:

@@ -10,7 +10,9 @@ Answers, as the Java client handles them:
 =====================  ===================================================================================
 FindCoordinator        NONE: remember the node; COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR / LOAD: retry
 InitProducerId         NONE: new id/epoch -> READY; NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE: find again;
-                       CONCURRENT_TRANSACTIONS / LOAD_IN_PROGRESS: retry; fenced / auth / other: fatal
+                       CONCURRENT_TRANSACTIONS (the id's last transaction is still completing: another client
+                       just ended it, e.g. the Spark driver before the next micro-batch) retries after 20 ms,
+                       doubling up to retry.backoff.ms; LOAD_IN_PROGRESS: retry; fenced / auth / other: fatal
 AddPartitionsToTxn     per partition; CONCURRENT_TRANSACTIONS first in a transaction retries after 20 ms (the
                        previous transaction's markers are usually nearly written); LOAD_IN_PROGRESS /
                        UNKNOWN_TOPIC_OR_PARTITION: retry; TOPIC_AUTHORIZATION_FAILED, UNKNOWN_PRODUCER_ID,
@@ -83,7 +85,7 @@ def end_txn_version_range(transaction_version: int) -> tuple[int, int]:
     if transaction_version >= 2:
         return TV2_END_TXN_VERSION, TV2_END_TXN_VERSION
     return 0, MAX_END_TXN_VERSION
-_FIRST_ADD_PARTITIONS_BACKOFF_MS = 20
+_FIRST_ADD_PARTITIONS_BACKOFF_MS = 20  # also InitProducerId's first wait after CONCURRENT_TRANSACTIONS
 _INT32_MAX = (1 << 31) - 1
 
 
@@ -254,6 +256,7 @@ class InitProducerIdHandler(TxnRequest):
                          result=Future())
         self._transactional_id = txn_id
         self._current = host.producer_id_and_epoch if bump else NO_PRODUCER_ID_AND_EPOCH
+        self._concurrent_backoff_ms = _FIRST_ADD_PARTITIONS_BACKOFF_MS  # next wait after CONCURRENT_TRANSACTIONS
         # An idempotent producer has no transactions to time out: Java sends the maximum.
         self._timeout_ms = transaction_timeout_ms if txn_id is not None else _INT32_MAX
 
@@ -265,6 +268,12 @@ class InitProducerIdHandler(TxnRequest):
 
     def handle_response(self, version: int, body: dict[str, Any], now_ms: int) -> None:
         code = body["error_code"]
+        if code == ConcurrentTransactionsError.code and self._transactional_id is not None:
+            # Markers of the id's previous transaction are being written: usually done within milliseconds.
+            backoff = min(self._host.retry_backoff_ms, self._concurrent_backoff_ms)
+            self._concurrent_backoff_ms *= 2
+            self._host.requeue(self, now_ms, backoff_ms=backoff)
+            return
         if code != NO_ERROR:
             self._handle_error(code, "InitProducerId", now_ms)
             return

@@ -67,13 +67,17 @@ from spark_kafka_sink.producer.transactions._states import TRANSITIONS, TxnState
 __all__ = ["TransactionManager"]
 
 _log = logging.getLogger(__name__)
+_MAX_KNOWN_COORDINATORS = 4096  # transactional ids whose coordinator is remembered (a Spark job's partitions)
 
 
 class TransactionManager:
     """Producer id, epoch, sequences and (with a transactional.id) the transaction state machine."""
 
     def __init__(self, *, transactional_id: str | None, transaction_timeout_ms: int, retry_backoff_ms: int) -> None:
-        # Set once here, read by every thread without the lock:
+        # transactional_id: never switches between None and a string, so ``is_transactional`` is read without the
+        # lock; the string changes only in switch_transactional_id, under _lock, while no request or sequenced
+        # batch is outstanding (the requests built afterwards read the new one). Set once here, read by every
+        # thread without the lock:
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
@@ -85,6 +89,9 @@ class TransactionManager:
         self._sequences = SequenceBook(transactional=transactional_id is not None)
         self._requests = RequestQueue()
         self._coordinator: Coordinator | None = None
+        # Coordinators found, by transactional.id: a producer that serves many ids in turn (see
+        # switch_transactional_id) asks FindCoordinator once per id while the coordinator stays where it was.
+        self._known_coordinators: dict[str, Coordinator] = {}
         self._new_partitions: set[TopicPartition] = set()  # sent to, not yet in an AddPartitionsToTxn
         self._pending_partitions: set[TopicPartition] = set()  # in the AddPartitionsToTxn in flight
         self._txn_partitions: set[TopicPartition] = set()  # added to the current transaction
@@ -269,8 +276,41 @@ class TransactionManager:
             if not self._producer.is_valid:
                 raise IllegalStateError("no producer id yet: call init_transactions() first")
             assert self.transactional_id is not None
+            coordinator = self._coordinator.node_id if self._coordinator is not None else -1
             return TransactionIdentity(self.transactional_id, self._producer.producer_id, self._producer.epoch,
-                                       self._transaction_version)
+                                       self._transaction_version, coordinator)
+
+    def switch_transactional_id(self, transactional_id: str) -> None:
+        """Serve ``transactional_id`` from now on, as a new producer would (a cache lends one producer to the tasks
+        of many Spark partitions in turn). The transaction open under the old id, if any, is left as it is, for
+        the holder of its :meth:`transaction_identity` to end (the Spark driver); this manager forgets it, its
+        producer id, epoch and sequences, and goes back to UNINITIALIZED: ``initialize_transactions`` fetches a
+        producer id for the new id (which also fences an earlier producer of it). The coordinator of an id seen
+        before is remembered. Only in READY or IN_TRANSACTION with every coordinator request answered and every
+        sequenced batch answered; anything else raises :class:`IllegalStateError` (a failed manager raises its
+        error) and changes nothing."""
+        self._require_transactional("switch_transactional_id()")
+        with self._lock:
+            self._cached_result(TxnState.UNINITIALIZED)  # raises while an init/commit/abort call still runs
+            self._raise_if_failed()
+            busy = [what for what, pending in (
+                ("a coordinator request", bool(self._requests) or self._requests.in_flight is not None),
+                ("partitions waiting to join the transaction", bool(self._new_partitions or self._pending_partitions)),
+                ("batches without an answer", self._sequences.has_unanswered_batches),
+            ) if pending]
+            if busy:
+                raise IllegalStateError(
+                    f"transactional.id {self.transactional_id!r} cannot be switched to {transactional_id!r} with "
+                    f"{', '.join(busy)} outstanding: only a producer whose records were all acknowledged can serve "
+                    "another transactional.id")
+            self._transition(TxnState.UNINITIALIZED)  # from READY or IN_TRANSACTION only (TRANSITIONS)
+            _log.debug("transactional.id %r -> %r", self.transactional_id, transactional_id)
+            self.transactional_id = transactional_id
+            self._producer = NO_PRODUCER_ID_AND_EPOCH
+            self._sequences = SequenceBook(transactional=True)
+            self._coordinator = self._known_coordinators.get(transactional_id)
+            self._txn_partitions.clear()
+            self._transaction_started = False
 
     # ----------------------------------------------------------------------------------------- sender: requests
 
@@ -360,6 +400,8 @@ class TransactionManager:
     def _lookup_coordinator(self) -> None:
         # Caller holds _lock.
         self._coordinator = None
+        if self.transactional_id is not None:
+            self._known_coordinators.pop(self.transactional_id, None)
         if not self._requests.has(RequestKind.FIND_COORDINATOR):
             self._requests.push(FindCoordinatorHandler(self))
 
@@ -384,6 +426,10 @@ class TransactionManager:
     def coordinator_found(self, coordinator: Coordinator) -> None:
         with self._lock:
             self._coordinator = coordinator
+            if self.transactional_id is not None:
+                if len(self._known_coordinators) >= _MAX_KNOWN_COORDINATORS:
+                    del self._known_coordinators[next(iter(self._known_coordinators))]  # the oldest entry
+                self._known_coordinators[self.transactional_id] = coordinator
             _log.debug("transaction coordinator of %r is node %s", self.transactional_id, coordinator)
 
     def producer_id_granted(self, producer: ProducerIdAndEpoch) -> None:

@@ -214,6 +214,11 @@ class SequenceBook:
     # ----------------------------------------------------------------------------------------- epochs
 
     @property
+    def has_unanswered_batches(self) -> bool:
+        """True while a batch that got a sequence has no final answer (acknowledged or failed)."""
+        return bool(self._entries)
+
+    @property
     def epoch_bump_required(self) -> bool:
         """True once the sequences cannot go on under the current epoch (a gap, a lost or abandoned batch)."""
         return self._bump_required

@@ -6,6 +6,8 @@ any move not in the table raises :class:`~spark_kafka_sink.errors.IllegalStateEr
                                        ^             |  \\-> ABORTABLE_ERROR -> ABORTING_TRANSACTION -> READY
                                        |             \\-> ABORTING_TRANSACTION -> READY | INITIALIZING (epoch bump)
     READY -> UNINITIALIZED (idempotent producer: fetch a fresh producer id);  any state -> FATAL_ERROR
+    READY | IN_TRANSACTION -> UNINITIALIZED (a transactional producer takes another transactional.id; the open
+                                             transaction is left to whoever ends it: switch_transactional_id)
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ class TxnState(enum.Enum):
 _S = TxnState
 #: target state -> the states it may be entered from.
 TRANSITIONS: dict[TxnState, frozenset[TxnState]] = {
-    _S.UNINITIALIZED: frozenset({_S.READY}),  # an idempotent producer drops its id to fetch a fresh one
+    # An idempotent producer drops its id to fetch a fresh one; a transactional one takes another transactional.id.
+    _S.UNINITIALIZED: frozenset({_S.READY, _S.IN_TRANSACTION}),
     _S.INITIALIZING: frozenset({_S.UNINITIALIZED, _S.ABORTING_TRANSACTION}),  # first id; epoch bump after abort
     _S.READY: frozenset({_S.INITIALIZING, _S.COMMITTING_TRANSACTION, _S.ABORTING_TRANSACTION}),
     _S.IN_TRANSACTION: frozenset({_S.READY}),
