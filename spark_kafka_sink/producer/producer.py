@@ -330,8 +330,13 @@ class KafkaProducer:
         try:
             future.result(timeout)
         except concurrent.futures.TimeoutError:
-            raise KafkaTimeoutError(f"{what} did not complete within {timeout:g} s; call it again to keep "
-                                    "waiting") from None
+            limit = f"max.block.ms={self.config.max_block_ms}" if timeout_s is None else "its timeout_s"
+            tid = self._tm.transactional_id if self._tm is not None else None
+            raise KafkaTimeoutError(
+                f"{what} did not complete within {timeout:g} s ({limit}): the transaction coordinator of "
+                f"transactional.id {tid!r} did not answer in time (its broker down or unreachable, or the "
+                "coordinator still loading after a move). Check the brokers; call it again, or raise max.block.ms, "
+                "to keep waiting") from None
 
     def init_transactions(self, timeout_s: float | None = None) -> None:
         """Find the coordinator and get a producer id/epoch for transactional.id: fences older producers with the

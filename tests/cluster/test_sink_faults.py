@@ -266,7 +266,8 @@ def test_sink_with_two_of_three_nodes_sigkilled_fails_after_the_delivery_timeout
     if guarantee == "exactly_once":
         # Spark reports the last attempt's error; a retried exactly_once task first needs its transaction
         # coordinator, which may be one of the dead nodes: then it fails in init_transactions after max.block.ms.
-        named += re.findall(r"KafkaTimeoutError: init_transactions\(\) did not complete within 8 s[^\n]*", text)
+        named += re.findall(r"KafkaTimeoutError: init_transactions\(\) did not complete within 8 s "
+                           r"\(max\.block\.ms=8000\)[^\n]*coordinator[^\n]*", text)
     assert named, f"the job's error names neither delivery.timeout.ms nor NOT_ENOUGH_REPLICAS:\n{text[-4000:]}"
     # The error never calls an expired record written: it may or may not be (the at-least-once ambiguity).
     assert all("may have been written" in n or "never sent" in n or "NOT_ENOUGH_REPLICAS" in n

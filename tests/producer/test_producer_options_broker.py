@@ -12,6 +12,7 @@ import pytest
 
 from spark_kafka_sink import KafkaProducer
 from spark_kafka_sink.errors import KafkaTimeoutError
+from spark_kafka_sink.testing.broker import free_port
 from tests.conftest import ConsumedRecord
 
 pytestmark = pytest.mark.broker
@@ -68,3 +69,15 @@ def test_a_topic_not_sent_to_for_metadata_max_idle_ms_is_no_longer_refreshed(
     assert dropped_after >= 4.9
     assert [r.value for r in readback(old)] == [b"once", b"again"]
     assert len(readback(used)) == sent
+
+
+def test_init_transactions_timing_out_names_max_block_ms_and_the_transactional_id() -> None:
+    nobody = f"127.0.0.1:{free_port()}"  # no broker listens: the coordinator can never answer
+    with KafkaProducer({"bootstrap.servers": nobody, "transactional.id": "tx-unanswered", "max.block.ms": 800}) as p:
+        started = time.monotonic()
+        with pytest.raises(KafkaTimeoutError) as info:
+            p.init_transactions()
+        waited = time.monotonic() - started
+    message = str(info.value)
+    assert "max.block.ms=800" in message and "'tx-unanswered'" in message and "coordinator" in message, message
+    assert 0.8 <= waited < 10, waited

@@ -246,8 +246,10 @@ class FindCoordinatorHandler(TxnRequest):
 
 
 class InitProducerIdHandler(TxnRequest):
-    """InitProducerId: the first producer id, or (``bump``) a new epoch for the current id/epoch, which v3+
-    carries. A transactional producer sends it to its coordinator, an idempotent one to any broker."""
+    """InitProducerId: the first producer id, or (``bump``) a fresh identity after the current id/epoch, which v3+
+    carries. A transactional producer sends it to its coordinator, which bumps the epoch of the same id; an
+    idempotent one sends it to any broker, which hands out a new producer id at epoch 0 (every release tested,
+    3.7-4.3: tests/producer/test_epoch_bump_broker.py)."""
 
     def __init__(self, host: TxnHost, *, bump: bool, transaction_timeout_ms: int) -> None:
         txn_id = host.transactional_id
@@ -262,7 +264,7 @@ class InitProducerIdHandler(TxnRequest):
 
     def build(self, version: int) -> dict[str, Any]:
         body: dict[str, Any] = {"transactional_id": self._transactional_id, "transaction_timeout_ms": self._timeout_ms}
-        if version >= 3:  # lets the coordinator bump the epoch of this id rather than hand out a new one
+        if version >= 3:  # a transactional id's coordinator bumps this id's epoch rather than fencing by a new id
             body["producer_id"], body["producer_epoch"] = self._current.producer_id, self._current.epoch
         return body
 
