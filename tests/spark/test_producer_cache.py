@@ -43,10 +43,12 @@ def test_idle_producers_expire_on_the_clock_and_a_closed_cache_keeps_nothing() -
 
 
 def test_one_reaper_thread_serves_task_after_task() -> None:
+    # Other caches of this process (the worker_cache earlier tests used) have reapers of the same name: not ours.
+    others = {t for t in threading.enumerate() if t.name == "pykafka-sink-producer-cache"}
     cache = ProducerCache(FakeProducer)
     try:
         def reapers() -> list[threading.Thread]:
-            return [t for t in threading.enumerate() if t.name == "pykafka-sink-producer-cache"]
+            return [t for t in threading.enumerate() if t.name == "pykafka-sink-producer-cache" and t not in others]
 
         def task() -> None:  # takes the idle producer, runs a while (the reaper may look), gives it back
             lease = cache.lease({"a": 1}, 60)

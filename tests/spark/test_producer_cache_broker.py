@@ -100,7 +100,12 @@ def test_closing_the_cache_leaves_no_thread_or_socket(bootstrap: str, topic_fact
     def broker_sockets() -> int:
         return sum(1 for c in psutil.Process().net_connections("tcp") if c.raddr and c.raddr.port == port)
 
+    def threads() -> set[threading.Thread]:
+        return {t for t in threading.enumerate()
+                if t.name.startswith(("kafka-producer-network-thread", "pykafka-sink-producer-cache"))}
+
     before = broker_sockets()
+    others = threads()  # earlier tests' producers and caches in this process (closed or not): not this cache's
     cache = ProducerCache(KafkaProducer)
     leases = [cache.lease({"bootstrap.servers": bootstrap, "client.id": f"c{i}"}, 60) for i in range(3)]
     for lease in leases:
@@ -118,8 +123,7 @@ def test_closing_the_cache_leaves_no_thread_or_socket(bootstrap: str, topic_fact
     assert broker_sockets() > before
     cache.close()  # what the worker's exit runs (atexit)
     assert broker_sockets() == before
-    assert not [t.name for t in threading.enumerate()
-                if t.name.startswith(("kafka-producer-network-thread", "pykafka-sink-producer-cache"))]
+    assert not [t.name for t in threads() - others]
 
 
 

@@ -63,12 +63,14 @@ def test_at_least_once_tasks_of_a_worker_share_its_producer(
     topic = topic_factory(partitions=6)
     df = spark.range(0, 2400, 1, 24).select(F.col("id").cast("string").alias("key"),
                                           F.concat(F.lit("v"), F.col("id").cast("string")).alias("value"))
-    first = report_of(spark, df, bootstrap, tmp_path, topic=topic)
+    # A client.id of this test's own: producers that earlier tests left in the shared workers do not match its key.
+    own = {"kafka.client.id": f"small-tasks-{uuid.uuid4().hex[:8]}"}
+    first = report_of(spark, df, bootstrap, tmp_path, topic=topic, **own)
     # local[2]: two Python workers run the 24 tasks; each makes its producer once (a respawned worker, once more).
     assert first["tasks"] == 24 and first["with_rows"] == 24 and 1 <= first["new_producers"] <= 4, first
-    second = report_of(spark, df, bootstrap, tmp_path, topic=topic)
+    second = report_of(spark, df, bootstrap, tmp_path, topic=topic, **own)
     assert second["new_producers"] <= 2, second  # the workers kept their producers for the next write
-    off = report_of(spark, df, bootstrap, tmp_path, topic=topic, producerReuse="false")
+    off = report_of(spark, df, bootstrap, tmp_path, topic=topic, producerReuse="false", **own)
     assert off["new_producers"] == 24, off  # reuse off: one producer per task, as before
     values = Counter(r.value for r in readback(topic))
     assert len(values) == 2400 and set(values.values()) == {3}  # three writes, every row each time
@@ -79,13 +81,14 @@ def test_exactly_once_tasks_of_a_worker_share_its_producer_under_their_own_trans
         readback: Callable[..., list[ConsumedRecord]], tmp_path: Path) -> None:
     topic = topic_factory(partitions=3)
     df = spark.range(0, 1200, 1, 24).select(F.col("id").cast("string").alias("value"))
-    report = report_of(spark, df, bootstrap, tmp_path, topic=topic, deliveryGuarantee="exactly_once")
+    own = {"kafka.client.id": f"small-tasks-{uuid.uuid4().hex[:8]}"}  # see above: earlier tests' producers differ
+    report = report_of(spark, df, bootstrap, tmp_path, topic=topic, deliveryGuarantee="exactly_once", **own)
     # Two Python workers: each makes one transactional producer and switches it to each task's transactional.id.
     assert report["tasks"] == 24 and report["with_rows"] == 24 and 1 <= report["new_producers"] <= 4, report
-    again = report_of(spark, df, bootstrap, tmp_path, topic=topic, deliveryGuarantee="exactly_once")
+    again = report_of(spark, df, bootstrap, tmp_path, topic=topic, deliveryGuarantee="exactly_once", **own)
     assert again["new_producers"] <= 2, again
     off = report_of(spark, df, bootstrap, tmp_path, topic=topic, deliveryGuarantee="exactly_once",
-                    producerReuse="false")
+                    producerReuse="false", **own)
     assert off["new_producers"] == 24, off
     values = Counter(r.value for r in readback(topic))  # read_committed: every transaction was committed once
     assert len(values) == 1200 and set(values.values()) == {3}
