@@ -6,7 +6,8 @@ otherwise it refuses (the input changed, so skipping would lose rows and writing
 
 The digest is order-insensitive -- the sum (mod 2**64) of one 64-bit hash per row -- so a re-run that delivers the
 same rows in another order (a shuffle without a sort) still matches. Each row's hash mixes a 64-bit hash of the key,
-of the value and of every header key and value, with nulls told apart from empty bytes. Timestamps the producer
+of the value and of every header key and value, with nulls told apart from empty bytes; the mix is not linear, so the
+same keys and values paired otherwise give another digest. Timestamps the producer
 assigns, topics and partitions are not part of it. Vectorized: numpy over the Arrow buffers, no per-row Python.
 
 The per-field hash (:func:`bytes_hashes`) reads each value as little-endian 64-bit words, all rows' word ``j`` at
@@ -33,6 +34,7 @@ _KEY, _VALUE, _HEADER_KEY, _HEADER_VALUE, _HEADERS = (
     _U64(0x9E3779B97F4A7C15), _U64(0xBF58476D1CE4E5B9), _U64(0x94D049BB133111EB), _U64(0xC2B2AE3D27D4EB4F),
     _U64(0x165667B19E3779F9))
 _NULL = _U64(0x27D4EB2F165667C5)  # stands for a null field (empty bytes hash to something else)
+_ROW_MIX = _U64(0xD6E8FEB86659FD93)  # mixes a row's combined fields before they join the sum
 #: The digest of no rows.
 EMPTY_DIGEST = "0" * 16
 
@@ -62,6 +64,10 @@ class RowDigest:
                 row += _field_hashes(batch.column("key"), _KEY)
             if "headers" in names:
                 row += _headers_hash(batch.column("headers"))
+            # Mixed before the sum: a sum of per-field hashes would not change when values move to other keys.
+            row ^= row >> _U64(31)
+            row *= _ROW_MIX
+            row ^= row >> _U64(29)
             self._sum += row.sum(dtype=_U64)
         self.rows += batch.num_rows
 
