@@ -11,7 +11,7 @@ same keys and values paired otherwise give another digest. Timestamps the produc
 assigns, topics and partitions are not part of it. Vectorized: numpy over the Arrow buffers, no per-row Python.
 
 The per-field hash (:func:`bytes_hashes`) reads each value as little-endian 64-bit words, all rows' word ``j`` at
-once: each word is mixed and chained into the row's state (``h = (h ^ mix(word)) * odd``), then the state gets a
+once: each word is chained into the row's state (``h = (h ^ word) * odd; h ^= h >> 32``), then the state gets a
 final mix. It is not a
 cryptographic hash (nobody forges a re-run's input); it only has to tell a changed row from the same one, and it runs
 at a small fraction of the cost of encoding the rows (a murmur2 per field cost exactly_once with a writeId ~13 % of
@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from spark_kafka_sink.protocol.murmur2 import binary_buffers
 
-__all__ = ["RowDigest", "EMPTY_DIGEST", "bytes_hashes"]
+__all__ = ["RowDigest", "EMPTY_DIGEST", "ScratchBuffer", "bytes_hashes"]
 
 _U64 = np.uint64
 # Odd 64-bit multipliers (from splitmix64 / xxhash), one per field.
@@ -39,9 +39,9 @@ _ROW_MIX = _U64(0xD6E8FEB86659FD93)  # mixes a row's combined fields before they
 EMPTY_DIGEST = "0" * 16
 
 
-def _field_hashes(arr: pa.Array, multiplier: np.uint64) -> npt.NDArray[np.uint64]:
+def _field_hashes(arr: pa.Array, multiplier: np.uint64, scratch: ScratchBuffer) -> npt.NDArray[np.uint64]:
     """:func:`bytes_hashes` of each entry, times the field's multiplier; nulls get their own value."""
-    hashes = bytes_hashes(arr)
+    hashes = bytes_hashes(arr, scratch)
     if arr.null_count:
         valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         hashes[~valid] = _NULL
@@ -55,15 +55,16 @@ class RowDigest:
     def __init__(self) -> None:
         self.rows = 0
         self._sum = _U64(0)
+        self._scratch = ScratchBuffer()
 
     def add(self, batch: pa.RecordBatch) -> None:
         names = batch.schema.names
         with np.errstate(over="ignore"):
-            row = _field_hashes(batch.column("value"), _VALUE)
+            row = _field_hashes(batch.column("value"), _VALUE, self._scratch)
             if "key" in names:
-                row += _field_hashes(batch.column("key"), _KEY)
+                row += _field_hashes(batch.column("key"), _KEY, self._scratch)
             if "headers" in names:
-                row += _headers_hash(batch.column("headers"))
+                row += _headers_hash(batch.column("headers"), self._scratch)
             # Mixed before the sum: a sum of per-field hashes would not change when values move to other keys.
             row ^= row >> _U64(31)
             row *= _ROW_MIX
@@ -77,7 +78,25 @@ class RowDigest:
         return f"{int(self._sum):016x}"
 
 
-def _headers_hash(headers: pa.Array) -> npt.NDArray[np.uint64]:
+class ScratchBuffer:
+    """The working copy of a field's bytes, kept between batches: a fresh megabyte per batch costs more in page
+    faults than hashing its 100-byte values."""
+
+    def __init__(self) -> None:
+        self._buffer = np.empty(0, np.uint8)
+
+    def padded(self, data: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+        """``data`` followed by at least a block of readable bytes (what they hold does not matter: the bytes past
+        a row's end are masked off, and words past its last are never read)."""
+        size = len(data) + _BLOCK_BYTES
+        if len(self._buffer) < size:
+            self._buffer = np.empty(max(size, 2 * len(self._buffer)), np.uint8)
+        buffer = self._buffer[:size]
+        buffer[:len(data)] = data
+        return buffer
+
+
+def _headers_hash(headers: pa.Array, scratch: ScratchBuffer) -> npt.NDArray[np.uint64]:
     """Per row: the sum of its headers' hashes (a header's key and value hashed together), times a field constant."""
     n = len(headers)
     if n == 0:
@@ -87,8 +106,8 @@ def _headers_hash(headers: pa.Array) -> npt.NDArray[np.uint64]:
     items = lists.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
     offsets = offsets - offsets[0]
     with np.errstate(over="ignore"):
-        per_item = (_field_hashes(items.field("key"), _HEADER_KEY)
-                    + _field_hashes(items.field("value"), _HEADER_VALUE)) * _HEADERS
+        per_item = (_field_hashes(items.field("key"), _HEADER_KEY, scratch)
+                    + _field_hashes(items.field("value"), _HEADER_VALUE, scratch)) * _HEADERS
         running = np.zeros(len(per_item) + 1, _U64)
         np.cumsum(per_item, dtype=_U64, out=running[1:])
         per_row = running[offsets[1:]] - running[offsets[:-1]]
@@ -99,13 +118,15 @@ def _headers_hash(headers: pa.Array) -> npt.NDArray[np.uint64]:
     return result
 
 
-# bytes_hashes: word mixing (splitmix64's finalizer multipliers) and the chain's multiplier (murmur3's fmix64).
-_MIX1, _MIX2, _FINAL = _U64(0xBF58476D1CE4E5B9), _U64(0x94D049BB133111EB), _U64(0xFF51AFD7ED558CCD)
+# bytes_hashes: the chain's multiplier (murmur3's fmix64).
+_FINAL = _U64(0xFF51AFD7ED558CCD)
 _SEED = _U64(0x2545F4914F6CDD1D)  # so empty bytes hash to neither 0 nor _NULL
 _ALL_ONES = _U64(0xFFFFFFFFFFFFFFFF)
+_BLOCK_WORDS = 8
+_BLOCK_BYTES = 8 * _BLOCK_WORDS
 
 
-def bytes_hashes(arr: pa.Array) -> npt.NDArray[np.uint64]:
+def bytes_hashes(arr: pa.Array, scratch: ScratchBuffer | None = None) -> npt.NDArray[np.uint64]:
     """A 64-bit hash of each entry of a binary/string array (null entries get a meaningless value). Independent of
     the entry's place in the array: the same bytes hash the same in any batch, slice or order."""
     offsets, data = binary_buffers(arr)
@@ -122,24 +143,27 @@ def bytes_hashes(arr: pa.Array) -> npt.NDArray[np.uint64]:
         starts, lengths, n_words = starts[order], lengths[order], n_words[order]
     # running[j]: rows with more than j words (a prefix of the order)
     running = np.searchsorted(-n_words, -np.arange(1, words + 2), side="right")
-    padded = np.zeros(len(data) + 8, np.uint8)  # a partial last word may read up to 7 bytes past the data
-    padded[:len(data)] = data
-    windows = np.ndarray(shape=(len(data) + 1,), dtype="<u8", buffer=padded, strides=(1,))  # a word at every byte
+    # Rows are read 64 bytes at a time: one gather of a 64-byte block per row costs about what a gather of one
+    # unaligned word does (~5 ns), so this reads 100-byte values ~3x faster than a gather per word.
+    padded = (scratch or ScratchBuffer()).padded(data)
+    blocks = np.ndarray(shape=(len(data) + 1,), dtype=np.dtype((np.void, _BLOCK_BYTES)), buffer=padded,
+                        strides=(1,))  # a block at every byte
     tail_bits = (lengths & 7).astype(_U64) * _U64(8)
     masks = np.where(tail_bits == 0, _ALL_ONES, (_U64(1) << tail_bits) - _U64(1))  # a row's own bytes of its last word
     h = lengths.astype(_U64) * _FINAL + _SEED
-    pos = starts.copy()
     with np.errstate(over="ignore"):
-        for j in range(words):
-            count, ending = int(running[j]), int(running[j + 1])
-            k = windows[pos[:count]]
-            k[ending:count] &= masks[ending:count]  # rows whose last word this is
-            k *= _MIX1
-            k ^= k >> _U64(31)
-            k *= _MIX2
-            h[:count] ^= k  # chained: every step is a bijection, so rows that differ in one word never collide
-            h[:count] *= _FINAL
-            pos[:count] += 8
+        for first in range(0, words, _BLOCK_WORDS):
+            running_rows = int(running[first])
+            block = blocks[starts[:running_rows] + 8 * first].view("<u8").reshape(running_rows, _BLOCK_WORDS)
+            for j in range(first, min(first + _BLOCK_WORDS, words)):
+                count, ending = int(running[j]), int(running[j + 1])
+                k = block[:count, j - first]  # word j of every row still running
+                k[ending:count] &= masks[ending:count]  # rows whose last word this is
+                # chained: each step is a bijection of the word and of the state, so rows that differ in one word
+                # never collide; the shift carries the multiply's high bits back down before the next word
+                h[:count] ^= k
+                h[:count] *= _FINAL
+                h[:count] ^= h[:count] >> _U64(32)
         h ^= h >> _U64(29)
         h *= _FINAL
         h ^= h >> _U64(32)

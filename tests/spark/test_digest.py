@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from spark_kafka_sink.spark.digest import EMPTY_DIGEST, RowDigest, bytes_hashes
+from spark_kafka_sink.spark.digest import EMPTY_DIGEST, RowDigest, ScratchBuffer, bytes_hashes
 
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -71,14 +71,14 @@ def test_values_moved_to_other_keys_change_the_digest() -> None:
     # The same keys and the same values, paired otherwise (a join that now matches differently): a digest that only
     # sums per-field hashes over the rows cannot tell; each row's fields are mixed together before the sum.
     assert digest_of(batch([b"v1", b"v2"], [b"k1", b"k2"]))[1] != digest_of(batch([b"v2", b"v1"], [b"k1", b"k2"]))[1]
-    with_headers = [[{"key": "h", "value": b"1"}], [{"key": "h", "value": b"2"}]]
+    with_headers: list[list[dict[str, object]] | None] = [[{"key": "h", "value": b"1"}], [{"key": "h", "value": b"2"}]]
     assert (digest_of(batch([b"v1", b"v2"], [b"k1", b"k2"], with_headers))[1]
             != digest_of(batch([b"v1", b"v2"], [b"k1", b"k2"], with_headers[::-1]))[1])
 
 
 def test_bytes_hashes_depend_on_the_bytes_only_not_on_the_place_in_the_array() -> None:
     rng = np.random.default_rng(7)
-    rows = [rng.bytes(int(n)) for n in rng.integers(0, 40, 300)] + [b"", b"x" * 8, b"y" * 16]
+    rows = [rng.bytes(int(n)) for n in rng.integers(0, 200, 300)] + [b"", b"x" * 8, b"y" * 64, b"z" * 65]
     whole = bytes_hashes(pa.array(rows, pa.binary()))
     assert (bytes_hashes(pa.array(rows[::-1], pa.binary()))[::-1] == whole).all()  # other neighbours, other order
     assert (bytes_hashes(pa.array(rows, pa.binary()).slice(5, 50)) == whole[5:55]).all()  # an offset array
@@ -88,7 +88,15 @@ def test_bytes_hashes_depend_on_the_bytes_only_not_on_the_place_in_the_array() -
             == bytes_hashes(pa.array(same_length + [b"longer than sixteen bytes"], pa.binary()))[:20]).all()
 
 
-@pytest.mark.parametrize("length", [1, 7, 8, 9, 15, 16, 17, 100])
+def test_bytes_left_in_the_scratch_buffer_by_an_earlier_batch_do_not_count() -> None:
+    rows = [b"a" * n for n in (1, 63, 64, 65, 130)]
+    fresh = bytes_hashes(pa.array(rows, pa.binary()))
+    scratch = ScratchBuffer()
+    bytes_hashes(pa.array([b"\xff" * 300] * 4, pa.binary()), scratch)  # a longer batch fills the buffer first
+    assert (bytes_hashes(pa.array(rows, pa.binary()), scratch) == fresh).all()
+
+
+@pytest.mark.parametrize("length", [1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 100, 129])
 def test_bytes_hashes_tell_every_single_byte_change_apart(length: int) -> None:
     base = bytes(range(1, length + 1))
     changed = [base[:i] + bytes([base[i] ^ 0x01]) + base[i + 1:] for i in range(length)]
