@@ -575,6 +575,29 @@ def test_expired_batch_without_later_success_bumps() -> None:
     assert_epoch_bump_requested(tm, (5, 0))
 
 
+def test_a_gap_found_while_the_new_epoch_is_on_its_way_joins_that_bump() -> None:
+    # Two partitions' batches expire 50 ms apart while the broker is paused: the first one's InitProducerId is
+    # already out when the second asks. The one answer renumbers both partitions; a second InitProducerId would only
+    # throw that producer id away (seen on a real broker: ids 0 -> 1 -> 2 for one pause).
+    tm = ready_idempotent()
+    b0, b1 = batch(TP), batch(TP1)
+    tm.stamp(b0)
+    tm.stamp(b1)
+    tm.batch_failed(b0, KafkaError("expired"), maybe_written=True)
+    tm.maybe_resolve_sequences()
+    tm.maybe_request_producer_id()
+    bump = next_req(tm)
+    tm.request_sent(bump)
+    tm.batch_failed(b1, KafkaError("expired"), maybe_written=True)
+    tm.maybe_resolve_sequences()
+    tm.handle_response(bump, 3, {"error_code": 0, "producer_id": 6, "producer_epoch": 0}, 0)
+    assert_no_epoch_bump(tm)
+    for b in (batch(TP), batch(TP1)):
+        assert not tm.should_stop_draining(b)
+        tm.stamp(b)
+        assert (b.producer_id, b.base_sequence) == (6, 0)
+
+
 def test_rejected_batch_bumps_idempotent_epoch() -> None:
     tm = ready_idempotent()
     b1 = batch()

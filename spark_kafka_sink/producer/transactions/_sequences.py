@@ -229,7 +229,8 @@ class SequenceBook:
 
     def start_epoch(self, producer: ProducerIdAndEpoch, *, reset_all: bool) -> None:
         """A new producer id/epoch arrived (InitProducerId). ``reset_all`` (transactional producers): forget every
-        sequence; else renumber from 0 the partitions that asked for the bump."""
+        sequence; else renumber from 0 the partitions that asked for the bump, those that asked after the request
+        went out included."""
         if reset_all:
             self._partitions.clear()
             self._entries.clear()
@@ -242,6 +243,8 @@ class SequenceBook:
                 seqs.start_at_beginning(producer)
             self._unresolved.pop(tp, None)
         self._rewrite_on_bump.clear()
+        # A partition that asked while this epoch was on its way is renumbered above too: no second bump for it.
+        self._bump_required = False
 
     def _request_epoch_bump(self, tp: TopicPartition) -> None:
         _log.info("sequence gap on %s: requesting a new producer epoch", tp)
