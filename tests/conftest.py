@@ -90,6 +90,26 @@ def topic_factory(bootstrap: str) -> Callable[..., str]:
     return make
 
 
+def pause_process(pid: int, timeout: float = 10.0) -> None:
+    """SIGSTOP ``pid`` and return once every thread of it is stopped: kill() returns before a busy JVM's threads
+    have all stopped, and a broker thread still running then can answer a request sent "after" the pause."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    while True:
+        states = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])  # the field after "(comm)"
+            except FileNotFoundError:
+                continue  # a thread that ended meanwhile
+        if all(state in "tTZX" for state in states):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"process {pid} did not stop within {timeout:g} s of SIGSTOP: thread states {states}")
+        time.sleep(0.001)  # polling the kernel's thread states, not waiting out a guess
+
+
 @dataclass(frozen=True)
 class ConsumedRecord:
     """One record as an independent client (librdkafka) saw it."""

@@ -18,7 +18,7 @@ from spark_kafka_sink import KafkaProducer, RecordMetadata
 from spark_kafka_sink.errors import DeliveryTimeoutError
 from spark_kafka_sink.testing.broker import KafkaCluster
 from spark_kafka_sink.testing.broker_jars import fetch_jars
-from tests.conftest import create_topic, read_topic
+from tests.conftest import create_topic, pause_process, read_topic
 
 pytestmark = pytest.mark.broker
 
@@ -46,7 +46,7 @@ def test_paused_broker_times_out_retries_then_expires_and_the_producer_recovers(
     with KafkaProducer(options) as producer:
         before = [producer.send(topic, b"before-%d" % i, key=b"%d" % i) for i in range(200)]
         acked_before = [f.result(timeout=30) for f in before]
-        os.kill(pid, signal.SIGSTOP)
+        pause_process(pid)
         paused_at = time.monotonic()
         during: list[Future[RecordMetadata]] = [producer.send(topic, b"during-%d" % i, key=b"%d" % i)
                                                 for i in range(200)]

@@ -46,7 +46,7 @@ from spark_kafka_sink.protocol.messages import PRODUCE
 from spark_kafka_sink.protocol.record_batch import Record, encode_batch
 from spark_kafka_sink.testing.broker import KafkaCluster
 from spark_kafka_sink.testing.broker_jars import broker_lib, fetch_jars, require_java
-from tests.conftest import ConsumedRecord, create_topic, read_topic
+from tests.conftest import ConsumedRecord, create_topic, pause_process, read_topic
 
 pytestmark = pytest.mark.broker
 
@@ -173,7 +173,7 @@ def test_batches_expired_on_a_paused_broker_restart_the_sequences_under_a_new_pr
         for future in [producer.send(topic, b"before-%d" % i, key=b"%d" % i) for i in range(n)]:
             future.result(timeout=30)
         first = producer_state(producer)
-        os.kill(pid, signal.SIGSTOP)
+        pause_process(pid)
         during: list[Future[RecordMetadata]] = [producer.send(topic, b"during-%d" % i, key=b"%d" % i)
                                                 for i in range(n)]
         errors: list[DeliveryTimeoutError] = []
