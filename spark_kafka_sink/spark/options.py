@@ -55,6 +55,7 @@ _CONNECTOR_OPTIONS = {
     "commitlogtopic": "commitLogTopic",
     "producerreuse": "producerReuse",
     "produceridletimeoutms": "producerIdleTimeoutMs",
+    "workergcfreeze": "workerGcFreeze",
 }
 #: How long a Python worker keeps an idle producer for the next task (as Spark's spark.kafka.producer.cache.timeout).
 DEFAULT_PRODUCER_IDLE_TIMEOUT_MS = 600_000
@@ -91,6 +92,7 @@ class SinkOptions:
     commit_log_topic: str = DEFAULT_COMMIT_LOG_TOPIC
     producer_reuse: bool = True  # at_least_once tasks take a producer an earlier task of the worker left
     producer_idle_timeout_ms: int = DEFAULT_PRODUCER_IDLE_TIMEOUT_MS
+    worker_gc_freeze: bool = True  # the worker's long-lived objects leave the per-task gc.collect() (worker_heap)
     ignored: tuple[str, ...] = field(default=())  # options passed through by Spark or unknown: not used
 
     @property
@@ -176,7 +178,8 @@ class SinkOptions:
             raise ConfigError("option commitLogTopic is empty: name a topic, or drop the option for the default "
                               f"{DEFAULT_COMMIT_LOG_TOPIC!r}", key="commitLogTopic")
         return cls(producer_options, topic, guarantee, prefix, write_id, _timestamp_column(lowered), commit_log_topic,
-                   _producer_reuse(lowered), _producer_idle_timeout_ms(lowered), tuple(sorted(ignored)))
+                   _flag(lowered, "producerreuse"), _producer_idle_timeout_ms(lowered),
+                   _flag(lowered, "workergcfreeze"), tuple(sorted(ignored)))
 
 
 def _refuse_misspelling(key: str, raw_key: str) -> None:
@@ -212,13 +215,15 @@ def _timestamp_column(lowered: Mapping[str, tuple[str, str]]) -> str | None:
     return column.strip()
 
 
-def _producer_reuse(lowered: Mapping[str, tuple[str, str]]) -> bool:
-    raw = _option(lowered, "producerreuse")
+def _flag(lowered: Mapping[str, tuple[str, str]], key: str) -> bool:
+    """A true/false connector option whose default is true."""
+    raw = _option(lowered, key)
     if raw is None:
         return True
     value = raw.strip().lower()
     if value not in ("true", "false"):
-        raise ConfigError(f"option producerReuse={raw!r} is not valid: use true or false", key="producerReuse")
+        name = _CONNECTOR_OPTIONS[key]
+        raise ConfigError(f"option {name}={raw!r} is not valid: use true or false", key=name)
     return value == "true"
 
 

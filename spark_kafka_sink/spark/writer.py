@@ -46,6 +46,7 @@ from spark_kafka_sink.spark.producer_cache import Lease, worker_cache
 from spark_kafka_sink.spark.row_batches import row_batches
 from spark_kafka_sink.spark.schema import ColumnPlan, to_producer_batch
 from spark_kafka_sink.spark.task_input import input_was_cut_off
+from spark_kafka_sink.spark.worker_heap import freeze_once
 
 __all__ = ["ARROW_STREAM_WRITER", "KafkaBatchWriter", "KafkaStreamWriter", "NonDeterministicInputError",
            "TaskInputCutOffError", "write_partition"]
@@ -72,17 +73,18 @@ def _flush_timeout_s(options: SinkOptions) -> float:
     return int(options.producer_options.get("delivery.timeout.ms", _DEFAULT_DELIVERY_TIMEOUT_MS)) / 1000 + 30.0
 
 
-def _task_context() -> tuple[int, int, int | None, bool]:
-    """(partition id, attempt number, micro-batch id, speculation on) of the running task; zeros outside Spark."""
+def _task_context() -> tuple[int, int, int | None, bool, bool]:
+    """(partition id, attempt number, micro-batch id, speculation on, True) of the running task; zeros and False
+    outside Spark."""
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
     if ctx is None:
-        return 0, 0, None, False
+        return 0, 0, None, False, False
     batch = ctx.getLocalProperty("streaming.sql.batchId")
     # SQL executions propagate the session's spark.* settings to tasks as local properties.
     speculation = (ctx.getLocalProperty("spark.speculation") or "false").strip().lower() == "true"
-    return ctx.partitionId(), ctx.attemptNumber(), None if batch is None else int(batch), speculation
+    return ctx.partitionId(), ctx.attemptNumber(), None if batch is None else int(batch), speculation, True
 
 
 class NonDeterministicInputError(ConfigError):
@@ -100,7 +102,7 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
     from spark_kafka_sink.producer import KafkaProducer
 
     started_at = time.time()
-    partition_id, attempt, batch_id, speculation = _task_context()
+    partition_id, attempt, batch_id, speculation, in_spark = _task_context()
     write_id = options.stable_write_id(batch_id)
     if resume is not None and write_id == resume.write_id and partition_id in resume.partitions:
         return _skip(options, plan, batches, resume, partition_id, attempt, batch_id, started_at)
@@ -124,6 +126,8 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
     if first is not None:
         batches = itertools.chain([first], batches)
 
+    if options.worker_gc_freeze and in_spark:
+        freeze_once()  # the worker's modules leave Spark's per-task gc.collect() (worker_heap)
     lease: Lease | None = None
     if options.producer_reuse:
         # The producer an earlier task of this worker left (see producer_cache); exactly_once: switched to this

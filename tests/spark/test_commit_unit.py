@@ -173,7 +173,7 @@ def test_exactly_once_tasks_of_a_worker_share_a_producer_under_their_own_ids(
 
     opts = SinkOptions.parse(EO, streaming=False)
     write_partition(opts, plan_columns(SCHEMA, "t"), batches(2))  # Spark partition 0 (p-0)
-    monkeypatch.setattr(writer_module, "_task_context", lambda: (4, 0, None, False))
+    monkeypatch.setattr(writer_module, "_task_context", lambda: (4, 0, None, False, False))
     msg = write_partition(opts, plan_columns(SCHEMA, "t"), batches(1))
     assert len(fake) == 1 and fake[0].calls[-5:] == ["switch:p-4", "init", "begin", "send:t:1", "flush"]
     assert msg.transactional_id == "p-4" and not msg.new_producer
@@ -306,7 +306,7 @@ def test_empty_first_attempt_creates_no_producer(fake: list[FakeProducer]) -> No
 def test_empty_retry_still_fences_earlier_attempts(fake: list[FakeProducer], monkeypatch: pytest.MonkeyPatch) -> None:
     from spark_kafka_sink.spark import writer as writer_module
 
-    monkeypatch.setattr(writer_module, "_task_context", lambda: (5, 1, None, False))
+    monkeypatch.setattr(writer_module, "_task_context", lambda: (5, 1, None, False, False))
     msg = write_partition(SinkOptions.parse(EO, streaming=False), plan_columns(SCHEMA, "t"), batches(0))
     assert fake[0].calls == ["init", "begin", "flush"] and msg.transactional_id == "p-5"
     assert not msg.has_transaction  # nothing to commit: the driver sends no EndTxn for it
@@ -316,7 +316,7 @@ def test_speculation_refused_with_exactly_once_only(fake: list[FakeProducer], mo
     from spark_kafka_sink.errors import ConfigError
     from spark_kafka_sink.spark import writer as writer_module
 
-    monkeypatch.setattr(writer_module, "_task_context", lambda: (0, 0, None, True))
+    monkeypatch.setattr(writer_module, "_task_context", lambda: (0, 0, None, True, False))
     with pytest.raises(ConfigError, match="spark.speculation"):
         write_partition(SinkOptions.parse(EO, streaming=False), plan_columns(SCHEMA, "t"), batches(1))
     alo = SinkOptions.parse({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t"}, streaming=False)

@@ -93,6 +93,11 @@ def test_producer_reuse_defaults_and_options() -> None:
     assert not opts.producer_reuse and opts.producer_idle_timeout_ms == 0
 
 
+def test_worker_gc_freeze_is_on_unless_turned_off() -> None:
+    assert parse().worker_gc_freeze
+    assert not parse(workergcfreeze=" False ").worker_gc_freeze
+
+
 def test_timestamp_column_is_opt_in_and_any_key_case() -> None:
     assert parse().timestamp_column is None
     assert parse(TimestampColumn=" event_time ").timestamp_column == "event_time"
@@ -118,6 +123,7 @@ def test_timestamp_column_is_opt_in_and_any_key_case() -> None:
     ({"topic": " "}, "topic", False),
     ({"timestampColumn": " "}, "timestampColumn", False),
     ({"producerReuse": "yes"}, "producerReuse", False),
+    ({"workerGcFreeze": "1"}, "workerGcFreeze", False),
     ({"producerIdleTimeoutMs": "-1"}, "producerIdleTimeoutMs", False),
     ({"producerIdleTimeoutMs": "soon"}, "producerIdleTimeoutMs", False),
     ({"timestampColum": "ts"}, "timestampColumn", False),
