@@ -28,6 +28,7 @@ from benchmarks.workload import Workload
 from spark_kafka_sink.testing.broker_jars import REPO_ROOT
 
 GROUPS = ("encoder", "producer", "spark", "memory")
+SPARK_SETS = ("main", "small", "micro", "json", "sweep")  # bench_spark.run
 VALUE_SIZES = (10, 1000, 10_000)  # plus the base 100 B
 CODECS = ("none", "gzip", "snappy", "zstd")  # plus the base lz4
 
@@ -58,6 +59,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--tag", default="", help="suffix of the result file names")
     p.add_argument("--contenders", default="",
                    help="comma-separated name fragments: run only the contenders whose name contains one (default all)")
+    p.add_argument("--spark-sets", default=",".join(SPARK_SETS),
+                   help=f"comma-separated Spark workloads of {SPARK_SETS} (default all)")
     a = p.parse_args(argv)
     quick = a.quick
     a.rounds = a.rounds or 3
@@ -71,6 +74,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     a.memory_gb = a.memory_gb or (0.02 if quick else 5.0)
     a.sweep = a.sweep if a.sweep is not None else "encoder,producer"
     a.groups = [g for g in a.only.split(",") if g]
+    a.spark_sets = [s for s in a.spark_sets.split(",") if s]
+    if [s for s in a.spark_sets if s not in SPARK_SETS]:
+        p.error(f"unknown --spark-sets {a.spark_sets}: choose from {SPARK_SETS}")
     bad = [g for g in a.groups if g not in GROUPS]
     if bad:
         p.error(f"unknown group(s) {bad}: choose from {GROUPS}")
@@ -104,7 +110,7 @@ def _run_group(group: str, ctx: Context, a: argparse.Namespace, sweeps: set[str]
         return bench_producer.run(ctx, pbase, psweep, a.buffer_memory_mb)
     if group == "spark":
         from benchmarks import bench_spark
-        return bench_spark.run(ctx, base, sweep, with_send=a.spark_send)
+        return bench_spark.run(ctx, base, sweep, with_send=a.spark_send, sets=a.spark_sets)
     from benchmarks import bench_memory
     return bench_memory.run(ctx, base, int(a.memory_gb * (1 << 30)), a.buffer_memory_mb)
 

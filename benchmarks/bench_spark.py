@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchmarks.context import Context
@@ -290,21 +290,25 @@ def compare_micro_batches(ctx: Context, w: Workload, title: str) -> Comparison:
         df.unpersist()
 
 
-def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]], with_send: bool) -> list[Comparison]:
-    comps = [compare(ctx, base, f"spark {base.value_size} B {base.codec}", with_send)]
+def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]], with_send: bool,
+        sets: Sequence[str] = ("main", "small", "micro", "json", "sweep")) -> list[Comparison]:
+    """The Spark workloads named in ``sets``: main (the base workload), small (many small tasks), micro
+    (micro-batches), json (1 KB JSON events), sweep (``sweep``)."""
+    comps = [compare(ctx, base, f"spark {base.value_size} B {base.codec}", with_send)] if "main" in sets else []
     # Small tasks (issue "small tasks"): 200 Spark partitions of 10,000 rows and 1,000 of 1,000 rows into a
     # 12-partition topic; then streaming-sized micro-batches of 50 tasks x 100 rows.
-    for tasks, rows_per_task in ((200, 10_000), (1000, 1_000)):
+    for tasks, rows_per_task in ((200, 10_000), (1000, 1_000)) if "small" in sets else ():
         if ctx.quick and tasks > 200:
             continue  # --quick checks the scripts run: one small-task comparison does
         small = base.with_(partitions=tasks, topic_partitions=base.partitions,
                            rows=tasks * (max(1, base.rows // 1000) if ctx.quick else rows_per_task))
         comps.append(compare_small_tasks(ctx, small, small_tasks_title(tasks, small.rows // tasks)))
-    micro = base.with_(partitions=50, topic_partitions=base.partitions, rows=50 * 100)
-    comps.append(compare_micro_batches(ctx, micro, MICRO_BATCH_TITLE))
-    # 1 KB JSON events (issue 16): a tenth of the main workload's rows, about as many bytes.
-    events = base.with_(rows=max(1, base.rows // 10), value_size=JSON_VALUE_SIZE, value_kind="json")
-    comps.append(compare(ctx, events, f"spark 1 KB JSON {base.codec}", with_send))
-    for label, w in sweep:
+    if "micro" in sets:
+        micro = base.with_(partitions=50, topic_partitions=base.partitions, rows=50 * 100)
+        comps.append(compare_micro_batches(ctx, micro, MICRO_BATCH_TITLE))
+    if "json" in sets:  # 1 KB JSON events (issue 16): a tenth of the main workload's rows, about as many bytes.
+        events = base.with_(rows=max(1, base.rows // 10), value_size=JSON_VALUE_SIZE, value_kind="json")
+        comps.append(compare(ctx, events, f"spark 1 KB JSON {base.codec}", with_send))
+    for label, w in sweep if "sweep" in sets else ():
         comps.append(compare(ctx, w, f"spark {label}", with_send))
     return comps
