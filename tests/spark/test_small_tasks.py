@@ -10,13 +10,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 from spark_kafka_sink.spark.commit import KafkaCommitMessage, commit_write
 from spark_kafka_sink.spark.datasource import KafkaSinkDataSource
-from spark_kafka_sink.spark.writer import KafkaBatchWriter
+from spark_kafka_sink.spark.options import SinkOptions
+from spark_kafka_sink.spark.schema import plan_columns
+from spark_kafka_sink.spark.writer import KafkaBatchWriter, write_partition
 from tests.conftest import ConsumedRecord
 from tests.spark.conftest import write_df
 
@@ -140,3 +143,38 @@ def test_a_task_whose_producer_was_fenced_fails_and_its_retry_writes_exactly_onc
     assert Counter(r.value for r in readback(topic)) == Counter(value_of(i).encode() for i in range(FENCED_ROWS))
     # The fenced attempt really wrote records before it failed: they are in the log, aborted.
     assert len(readback(topic, isolation="read_uncommitted")) > FENCED_ROWS
+
+
+def test_a_tasks_last_large_batch_goes_out_in_two_halves_in_order(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Callable[..., list[ConsumedRecord]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last Arrow batch of a task, when large (>= 512 KiB), is queued as two halves so the broker writes the first
+    while the second is encoded; earlier and small batches go whole. Every row lands once, in input order."""
+    from spark_kafka_sink.producer import KafkaProducer
+
+    sent: list[int] = []
+    send_batch = KafkaProducer.send_batch
+
+    def recording(self: KafkaProducer, topic: str | None, data: Any) -> Any:
+        sent.append(data.num_rows)
+        return send_batch(self, topic, data)
+
+    monkeypatch.setattr(KafkaProducer, "send_batch", recording)
+    topic = topic_factory(partitions=2)
+    plan = plan_columns(StructType([StructField("key", StringType()), StructField("value", StringType())]), topic)
+    options = SinkOptions.parse({"kafka.bootstrap.servers": bootstrap, "topic": topic, "producerReuse": "false"},
+                                 streaming=False)
+
+    def batch(lo: int, hi: int, width: int) -> pa.RecordBatch:
+        return pa.RecordBatch.from_pydict({"key": [str(i % 7) for i in range(lo, hi)],
+                                           "value": [f"{i}-".ljust(width, "x") for i in range(lo, hi)]})
+
+    write_partition(options, plan, iter([batch(0, 5_000, 120), batch(5_000, 10_001, 120)]))  # ~0.6 MB each
+    write_partition(options, plan, iter([batch(10_001, 13_001, 120)]))  # ~0.36 MB: whole
+    assert sent == [5_000, 2_500, 2_501, 3_000]
+    by_key: dict[bytes | None, list[int]] = {}
+    for record in sorted(readback(topic), key=lambda r: (r.partition, r.offset)):
+        assert record.value is not None
+        by_key.setdefault(record.key, []).append(int(record.value.split(b"-")[0]))
+    assert sorted(i for rows in by_key.values() for i in rows) == list(range(13_001))
+    assert all(rows == sorted(rows) for rows in by_key.values())  # each key's rows in input order
