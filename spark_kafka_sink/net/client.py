@@ -348,13 +348,29 @@ class NetworkClient:
                 timeout_ms = min(timeout_ms, deadline - now_ms)
         if responses:
             timeout_ms = 0  # someone is waiting for these already
-        ready = self._selector.select(max(0, timeout_ms) / 1000)
-        now_ms = self._clock()
-        for key, mask in ready:
-            if key.data is _WAKEUP:
-                self._drain_wakeup()
-            else:
-                key.data.handle_events(mask, now_ms)
+        until_ms = now_ms + max(0, timeout_ms)
+        while True:
+            ready = self._selector.select(max(0, timeout_ms) / 1000)
+            now_ms = self._clock()
+            # A large request leaves in several writes, one per "writable" event (a 1 MB Produce through the
+            # default 128 KiB send buffer: about four). Such an event changes nothing the caller acts on, so poll
+            # keeps waiting, up to the same deadline, instead of returning to a caller that would go round its
+            # whole loop (the sender: ready, drain, expiry) for nothing. Anything else returns: a wakeup, a read,
+            # a completion (acks=0 requests complete once written), a connection leaving READY, the timeout.
+            writes_only = bool(ready)
+            for key, mask in ready:
+                if key.data is _WAKEUP:
+                    self._drain_wakeup()
+                    writes_only = False
+                else:
+                    conn = key.data
+                    conn.handle_events(mask, now_ms)
+                    if mask != selectors.EVENT_WRITE or conn.state is not ConnectionState.READY \
+                            or conn.has_completions:
+                        writes_only = False
+            timeout_ms = until_ms - now_ms
+            if not writes_only or timeout_ms <= 0:
+                break
         for node in list(self._nodes.values()):
             node.conn.check_timeouts(now_ms)
             self._close_if_idle(node, now_ms)

@@ -513,6 +513,11 @@ class BrokerConnection:
 
     # ------------------------------------------------------------------------------------------ driving
 
+    @property
+    def has_completions(self) -> bool:
+        """Requests completed since the last ``drain_completions``."""
+        return bool(self._completions)
+
     def drain_completions(self) -> list[Completion]:
         """Requests finished since the last call, in completion order."""
         done, self._completions = self._completions, []

@@ -187,6 +187,34 @@ def test_wakeup_interrupts_a_blocked_poll(clients: list[NetworkClient]) -> None:
     client.wakeup()  # harmless after close
 
 
+def test_poll_keeps_waiting_while_a_large_request_is_only_being_written(clients: list[NetworkClient]) -> None:
+    """A 4 MB request through an 8 KiB send buffer leaves in hundreds of writes, each on a "writable" event; poll
+    handles them without returning (nothing the caller acts on happened) and returns with the answer."""
+    release = threading.Event()
+
+    def produce(header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+        release.wait(10)
+        return PRODUCE_ANSWER
+
+    with FakeBroker(serve({PRODUCE.key: produce})) as broker:
+        client = make_client((broker.host, broker.port), send_buffer_bytes=8192)
+        clients.append(client)
+        fresh_metadata(client)
+        await_ready(client, -1)
+        records = bytes(4 << 20)
+        client.send(-1, PRODUCE, {"acks": -1, "timeout_ms": 10_000, "transactional_id": None,
+                                  "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": records}]}]},
+                    monotonic_ms())
+        polls, got = 0, []
+        threading.Timer(0.5, release.set).start()  # the answer comes only once the whole request was read
+        while not got:
+            got = client.poll(10_000, monotonic_ms())
+            polls += 1
+        client.close()
+    assert release.is_set() and got[0].ok
+    assert polls <= 2, polls  # one, unless the answer arrived in two reads (67 when every write returned)
+
+
 def test_connection_failure_backs_off_and_is_reported(clients: list[NetworkClient]) -> None:
     port = unused_port()
     client = make_client(("127.0.0.1", port), reconnect_backoff_ms=5_000, reconnect_backoff_max_ms=5_000)
