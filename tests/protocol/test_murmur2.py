@@ -106,6 +106,12 @@ def test_vectorized_string_sliced_and_chunked() -> None:
 def test_equal_length_keys_fast_path() -> None:
     keys = [bytes([i]) * 16 for i in range(200)]
     assert murmur2_array(pa.array(keys)).tolist() == [reference(k) for k in keys]
+    for length in (3, 4, 6, 16, 21):  # no whole word, words only, words and tail bytes
+        texts = [f"{i:0{length}d}"[-length:] for i in range(300)]
+        expected = [reference(t.encode()) for t in texts]
+        assert murmur2_array(pa.array(texts)).tolist() == expected
+        assert murmur2_array(pa.array(["x" * length] + texts).slice(1)).tolist() == expected  # array offset
+        assert murmur2_array(pa.array(texts, pa.large_binary())).tolist() == expected
 
 
 def test_few_very_long_keys_finish_in_scalar_tail() -> None:
