@@ -137,11 +137,12 @@ def plan_columns(schema: StructType, topic_option: str | None, timestamp_column:
 
 
 def _as_binary(arr: pa.Array) -> pa.Array:
-    """Strings are sent as their UTF-8 bytes, as Spark's sink does; the cast reuses the buffers."""
+    """Strings are sent as their UTF-8 bytes, as Spark's sink does: a view of the same buffers (a cast costs a
+    compute-kernel dispatch, 10-30 us a column, for the same result)."""
     if pa.types.is_string(arr.type):
-        return arr.cast(pa.binary())
+        return arr.view(pa.binary())
     if pa.types.is_large_string(arr.type):
-        return arr.cast(pa.large_binary())
+        return arr.view(pa.large_binary())
     return arr
 
 
