@@ -62,9 +62,9 @@ else:
 _log = logging.getLogger(__name__)
 _CLOSE_TIMEOUT_S = 30.0
 _DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
-#: A task's last input batch at least this large is sent in two halves (see ``_send_all``). 10,000 rows of 100 B
+#: A task's only input batch at least this large is sent in two halves (see ``_send_all``). 10,000 rows of 100 B
 #: values are ~1.2 MB; 1,000 of them, sent whole, gained nothing from splitting.
-_SPLIT_LAST_BYTES = 512 << 10
+_SPLIT_ONLY_BYTES = 512 << 10
 
 
 class TaskInputCutOffError(KafkaError):
@@ -210,17 +210,18 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
     futures: list[Future[Any]] = []
     checked = 0  # futures before this index completed successfully
     batches = iter(batches)
-    upcoming = next(batches, None)
-    while upcoming is not None:
-        batch, upcoming = upcoming, next(batches, None)
+    first, second = next(batches, None), next(batches, None)  # one look ahead, once: is the first batch the only one?
+    only = first is not None and second is None
+    for batch in itertools.chain([b for b in (first, second) if b is not None], batches):
         if batch.num_rows == 0:
             continue
         records = to_producer_batch(batch, plan, partition_count)
         if digest is not None:
             digest.add(records)
-        if upcoming is None and records.num_rows > 1 and records.nbytes >= _SPLIT_LAST_BYTES:
-            # The task's last batch goes in two halves: the broker writes the first while the second is encoded,
-            # so the task waits for half a batch's acknowledgement instead of a whole one (the flush below).
+        if only and records.num_rows > 1 and records.nbytes >= _SPLIT_ONLY_BYTES:
+            # The task's only batch (a small task: Spark hands up to 10,000 rows as one) goes in two halves: the
+            # broker writes the first while the second is encoded, so the task waits for half a batch's
+            # acknowledgement instead of a whole one (the flush after this).
             half = records.num_rows // 2
             futures.append(producer.send_batch(options.topic, records.slice(0, half)))
             futures.append(producer.send_batch(options.topic, records.slice(half)))

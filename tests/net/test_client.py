@@ -205,7 +205,8 @@ def test_poll_keeps_waiting_while_a_large_request_is_only_being_written(clients:
         client.send(-1, PRODUCE, {"acks": -1, "timeout_ms": 10_000, "transactional_id": None,
                                   "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": records}]}]},
                     monotonic_ms())
-        polls, got = 0, []
+        polls = 0
+        got: list[ClientResponse] = []
         threading.Timer(0.5, release.set).start()  # the answer comes only once the whole request was read
         while not got:
             got = client.poll(10_000, monotonic_ms())

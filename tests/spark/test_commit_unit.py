@@ -186,12 +186,12 @@ def test_failed_task_aborts_its_transaction_and_closes(fake: list[FakeProducer])
     opts = SinkOptions.parse(EO, streaming=False)
 
     def failing() -> Iterator[pa.RecordBatch]:
-        yield from batches(2)
+        yield from batches(2, 3)
         raise RuntimeError("upstream failed")
 
     with pytest.raises(RuntimeError, match="upstream failed"):
         write_partition(opts, plan_columns(SCHEMA, "t"), failing())
-    assert fake[0].calls == ["init", "begin", "send:t:2", "abort", "close"]
+    assert fake[0].calls == ["init", "begin", "send:t:2", "send:t:3", "abort", "close"]
 
 
 def test_at_least_once_task_has_no_transaction(fake: list[FakeProducer]) -> None:

@@ -145,11 +145,12 @@ def test_a_task_whose_producer_was_fenced_fails_and_its_retry_writes_exactly_onc
     assert len(readback(topic, isolation="read_uncommitted")) > FENCED_ROWS
 
 
-def test_a_tasks_last_large_batch_goes_out_in_two_halves_in_order(
+def test_a_tasks_only_large_batch_goes_out_in_two_halves_in_order(
         bootstrap: str, topic_factory: Callable[..., str], readback: Callable[..., list[ConsumedRecord]],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The last Arrow batch of a task, when large (>= 512 KiB), is queued as two halves so the broker writes the first
-    while the second is encoded; earlier and small batches go whole. Every row lands once, in input order."""
+    """A task whose input is one Arrow batch of >= 512 KiB (a small task) queues it as two halves, so the broker
+    writes the first while the second is encoded; tasks of several batches, and small batches, go whole. Every row
+    lands once, in input order."""
     from spark_kafka_sink.producer import KafkaProducer
 
     sent: list[int] = []
@@ -163,18 +164,19 @@ def test_a_tasks_last_large_batch_goes_out_in_two_halves_in_order(
     topic = topic_factory(partitions=2)
     plan = plan_columns(StructType([StructField("key", StringType()), StructField("value", StringType())]), topic)
     options = SinkOptions.parse({"kafka.bootstrap.servers": bootstrap, "topic": topic, "producerReuse": "false"},
-                                 streaming=False)
+                                streaming=False)
 
-    def batch(lo: int, hi: int, width: int) -> pa.RecordBatch:
+    def batch(lo: int, hi: int) -> pa.RecordBatch:  # ~120 B a row
         return pa.RecordBatch.from_pydict({"key": [str(i % 7) for i in range(lo, hi)],
-                                           "value": [f"{i}-".ljust(width, "x") for i in range(lo, hi)]})
+                                           "value": [f"{i}-".ljust(120, "x") for i in range(lo, hi)]})
 
-    write_partition(options, plan, iter([batch(0, 5_000, 120), batch(5_000, 10_001, 120)]))  # ~0.6 MB each
-    write_partition(options, plan, iter([batch(10_001, 13_001, 120)]))  # ~0.36 MB: whole
-    assert sent == [5_000, 2_500, 2_501, 3_000]
+    write_partition(options, plan, iter([batch(0, 5_000), batch(5_000, 10_001)]))  # two of ~0.6 MB: whole
+    write_partition(options, plan, iter([batch(10_001, 16_003)]))  # one of ~0.72 MB: halves
+    write_partition(options, plan, iter([batch(16_003, 19_002)]))  # one of ~0.36 MB: whole
+    assert sent == [5_000, 5_001, 3_001, 3_001, 2_999]
     by_key: dict[bytes | None, list[int]] = {}
     for record in sorted(readback(topic), key=lambda r: (r.partition, r.offset)):
         assert record.value is not None
         by_key.setdefault(record.key, []).append(int(record.value.split(b"-")[0]))
-    assert sorted(i for rows in by_key.values() for i in rows) == list(range(13_001))
+    assert sorted(i for rows in by_key.values() for i in rows) == list(range(19_002))
     assert all(rows == sorted(rows) for rows in by_key.values())  # each key's rows in input order
