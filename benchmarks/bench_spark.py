@@ -291,9 +291,9 @@ def compare_micro_batches(ctx: Context, w: Workload, title: str) -> Comparison:
 
 
 def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]], with_send: bool,
-        sets: Sequence[str] = ("main", "small", "micro", "json", "sweep")) -> list[Comparison]:
-    """The Spark workloads named in ``sets``: main (the base workload), small (many small tasks), micro
-    (micro-batches), json (1 KB JSON events), sweep (``sweep``)."""
+        sets: Sequence[str]) -> list[Comparison]:
+    """The Spark workloads named in ``sets`` (``__main__.SPARK_SETS``): main (the base workload), small (many small
+    tasks), micro (micro-batches), json (1 KB JSON events), sweep (``sweep``)."""
     comps = [compare(ctx, base, f"spark {base.value_size} B {base.codec}", with_send)] if "main" in sets else []
     # Small tasks (issue "small tasks"): 200 Spark partitions of 10,000 rows and 1,000 of 1,000 rows into a
     # 12-partition topic; then streaming-sized micro-batches of 50 tasks x 100 rows.
