@@ -15,7 +15,8 @@ Sender side (the sender thread)::
     split_and_reenqueue(batch, parts)     (a batch refused as too large goes on as smaller ones)
     mute(tp) / unmute(tp)                 expiry_error(batch, now_ms)
 
-Memory: each new batch takes ``max(batch.size, its first record)`` bytes (bulk: the encoded size) from the
+Memory: each new batch takes ``max(its records limit, its first record)`` bytes (the limit: batch.size, more with a
+codec, see :mod:`~spark_kafka_sink.producer.compression_ratio`; bulk: the encoded size) from the
 BufferPool before it is created and gives them back once it reaches a final state, whoever completes it (sender,
 expiry, abort): ``ProducerBatch.on_complete`` calls ``_on_batch_complete``, which also drops the batch from the
 :class:`~spark_kafka_sink.producer.incomplete_batches.IncompleteBatches` that flush and abort walk.
@@ -43,6 +44,7 @@ from typing import NamedTuple
 from spark_kafka_sink.errors import DeliveryTimeoutError, ProducerClosedError
 from spark_kafka_sink.producer.batch import BatchState, ProducerBatch
 from spark_kafka_sink.producer.buffer_pool import BufferPool
+from spark_kafka_sink.producer.compression_ratio import CompressionRatioEstimator
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.incomplete_batches import IncompleteBatches
 from spark_kafka_sink.producer.record_metadata import BatchMetadata, RecordMetadata, TopicPartition
@@ -89,6 +91,7 @@ class RecordAccumulator:
         pool: BufferPool,
         transactional: bool = False,
         compression_level: int | None = None,
+        max_request_size: int = 1 << 20,
         retry_jitter: float = 0.2,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -96,6 +99,8 @@ class RecordAccumulator:
         self.batch_size = batch_size
         self.compression = compression
         self.compression_level = compression_level
+        # How many uncompressed bytes a batch may hold: batch.size counts compressed bytes, estimated (Java's).
+        self.compression_ratio = CompressionRatioEstimator(compression, batch_size, max_request_size)
         self.linger_ms = linger_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.retry_backoff_max_ms = max(retry_backoff_max_ms, retry_backoff_ms)
@@ -123,7 +128,7 @@ class RecordAccumulator:
                    retry_backoff_ms=config.retry_backoff_ms, retry_backoff_max_ms=config.retry_backoff_max_ms,
                    delivery_timeout_ms=config.delivery_timeout_ms,
                    pool=pool if pool is not None else BufferPool(config.buffer_memory),
-                   transactional=config.is_transactional,
+                   transactional=config.is_transactional, max_request_size=config.max_request_size,
                    compression_level=config.effective_compression_level, **kwargs)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------------------------------ appending
@@ -149,8 +154,10 @@ class RecordAccumulator:
             result = self._try_append(queue, timestamp_ms, key, value, headers, now_ms)
             if result is not None:
                 return result
-        # A new batch is needed: reserve its memory without holding any lock (this may block).
-        size = max(self.batch_size, HEADER_SIZE + record_size(0, 0, key, value, headers))
+        # A new batch is needed: reserve its memory without holding any lock (this may block). It holds its records
+        # uncompressed until it is built: reserve what it may hold (batch.size, more with a codec that compresses).
+        limit = self.compression_ratio.records_limit(tp.topic)
+        size = max(limit, HEADER_SIZE + record_size(0, 0, key, value, headers))
         self.pool.allocate(size, max_block_ms)
         try:
             with queue.lock:
@@ -158,7 +165,7 @@ class RecordAccumulator:
                 result = self._try_append(queue, timestamp_ms, key, value, headers, now_ms)
                 if result is not None:  # another thread opened a batch while we waited for memory
                     return result
-                batch = ProducerBatch.for_records(tp, self.batch_size, self.compression, now_ms,
+                batch = ProducerBatch.for_records(tp, limit, self.compression, now_ms,
                                                   allocated_bytes=size, transactional=self.transactional,
                                                   compression_level=self.compression_level)
                 future = batch.try_append(timestamp_ms, key, value, headers, now_ms)
@@ -166,7 +173,7 @@ class RecordAccumulator:
                 self._track(batch)
                 size = 0  # owned by the batch now
                 queue.batches.append(batch)
-                full = len(queue.batches) > 1 or batch.is_full(self.batch_size)
+                full = len(queue.batches) > 1 or batch.is_full()
                 return AppendResult(future, full, True)
         finally:
             if size:
@@ -182,9 +189,16 @@ class RecordAccumulator:
             return None
         future = last.try_append(timestamp_ms, key, value, headers, now_ms)
         if future is None:
-            last.close()  # full: the next record opens a new batch, this one can go
+            self._close(last)  # full: the next record opens a new batch, this one can go
             return None
-        return AppendResult(future, len(queue.batches) > 1 or last.is_full(self.batch_size), False)
+        return AppendResult(future, len(queue.batches) > 1 or last.is_full(), False)
+
+    def _close(self, batch: ProducerBatch) -> None:
+        """Close a per-record batch (caller holds its partition's lock); the first close builds it, and its
+        compression ratio updates the topic's estimate."""
+        if batch.state is BatchState.OPEN:
+            batch.close()
+            self.compression_ratio.observe(batch.tp.topic, batch.uncompressed_size, batch.size_in_bytes)
 
     def append_encoded(self, tp: TopicPartition, encoded_batches: Iterable[EncodedBatch], now_ms: int,
                        max_block_ms: int, wakeup: Callable[[], None] | None = None
@@ -209,11 +223,12 @@ class RecordAccumulator:
                     wakeup()
                 self.pool.allocate(size, max_block_ms)
             batch = ProducerBatch.from_encoded(tp, encoded, now_ms, allocated_bytes=size)
+            self.compression_ratio.observe(tp.topic, encoded.uncompressed_size, size)
             with queue.lock:
                 closed = self._closed
                 if not closed:
-                    if queue.batches and queue.batches[-1].state is BatchState.OPEN:
-                        queue.batches[-1].close()  # keep order: later records go after the bulk rows
+                    if queue.batches:
+                        self._close(queue.batches[-1])  # keep order: later records go after the bulk rows
                     self._track(batch)
                     queue.batches.append(batch)
             if closed:
@@ -261,7 +276,7 @@ class RecordAccumulator:
                 if not queue.batches:
                     continue
                 first = queue.batches[0]
-                full = len(queue.batches) > 1 or first.is_full(self.batch_size)
+                full = len(queue.batches) > 1 or first.is_full()
             leader = leader_fn(queue.tp)
             if leader is None:
                 unknown.add(queue.tp.topic)
@@ -323,7 +338,7 @@ class RecordAccumulator:
                 if before_drain is not None and not before_drain(first):
                     continue
                 queue.batches.popleft()
-                first.close()
+                self._close(first)
             first.mark_in_flight(now_ms)
             size += first.size_in_bytes
             out.append(first)

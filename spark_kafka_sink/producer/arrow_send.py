@@ -308,7 +308,8 @@ class ArrowSender:
         seg_starts = np.concatenate([[0], np.cumsum(counts[present])[:-1]]).astype(np.int64)
         encoded = encode_arrow_batches(
             cols.value, key=cols.key, timestamp_ms=cols.timestamp, headers=cols.headers,
-            max_batch_bytes=self._config.batch_size, compression=self._config.compression_type,
+            max_batch_bytes=self._acc.compression_ratio.records_limit(topic),
+            compression=self._config.compression_type,
             transactional=self._transactional, segment_starts=seg_starts,
             compression_level=self._config.effective_compression_level, checksum=not self._stamped,
             order=encode_order)

@@ -211,8 +211,12 @@ class ProducerBatch:
         self.last_append_ms = now_ms
         return future
 
-    def is_full(self, batch_size: int) -> bool:
-        return self._state is not BatchState.OPEN or self.size_in_bytes >= batch_size
+    def is_full(self) -> bool:
+        """Closed, or its records reached the batch's limit (``batch_size`` of ``for_records``)."""
+        if self._state is not BatchState.OPEN:
+            return True
+        assert self._builder is not None  # only per-record batches start OPEN
+        return self._builder.estimated_size >= self._builder.max_bytes
 
     def close(self) -> None:
         """No more appends; build the bytes (compressing them). Closing a closed batch does nothing."""

@@ -41,7 +41,7 @@ def test_appends_then_close_builds_the_same_bytes_as_the_reference_encoder() -> 
 def test_full_batch_refuses_append() -> None:
     b = record_batch(batch_size=100)
     assert b.try_append(0, None, b"x" * 30, [], 0) is not None  # the first record always fits
-    assert not b.is_full(100)
+    assert not b.is_full()
     assert b.try_append(0, None, b"x" * 30, [], 0) is None
     assert b.record_count == 1
 

@@ -267,6 +267,11 @@ class BatchBuilder:
         return self._size
 
     @property
+    def max_bytes(self) -> int:
+        """The most header + uncompressed records bytes it takes (a first larger record still fits)."""
+        return self._max_bytes
+
+    @property
     def base_timestamp(self) -> int:
         return self._base_ts
 
