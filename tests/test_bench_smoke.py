@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,22 @@ def test_make_bench_quick_runs_every_group(bootstrap: str, tmp_path: Path) -> No
     except ImportError:
         return
     assert result.with_suffix(".png").stat().st_size > 0
+
+
+def test_a_benchmark_run_deletes_its_topic(bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    from benchmarks.context import Context
+
+    ctx = Context(rounds=1, quick=True, bootstrap_arg=bootstrap)
+    try:
+        name = ctx.create_topic(2)
+        ctx.delete_topic(name)
+    finally:
+        ctx.close()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    # Deletion is asynchronous on the broker: the topic leaves the metadata within seconds.
+    deadline = time.monotonic() + 60
+    while name in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert name not in admin.list_topics(timeout=10).topics
