@@ -20,7 +20,6 @@ at_least_once is safe with speculation (duplicates are within its contract).
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
 from collections.abc import Iterator
@@ -62,9 +61,9 @@ else:
 _log = logging.getLogger(__name__)
 _CLOSE_TIMEOUT_S = 30.0
 _DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
-#: A task's only input batch at least this large is sent in two halves (see ``_send_all``). 10,000 rows of 100 B
+#: A task's first input batch at least this large is sent in two halves (see ``_send_all``). 10,000 rows of 100 B
 #: values are ~1.2 MB; 1,000 of them, sent whole, gained nothing from splitting.
-_SPLIT_ONLY_BYTES = 512 << 10
+_SPLIT_FIRST_BYTES = 512 << 10
 
 
 class TaskInputCutOffError(KafkaError):
@@ -127,7 +126,8 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
         return KafkaCommitMessage(partition_id, attempt, transactional_id, -1, -1, (), started_at, batch_id,
                                   None if digest is None else digest.digest)
     if first is not None:
-        batches = itertools.chain([first], batches)
+        batches = _first_then(first, batches)
+        del first  # else it stays in memory for the whole task
 
     if options.worker_gc_freeze and in_spark:
         freeze_once()  # the worker's modules leave Spark's per-task gc.collect() (worker_heap)
@@ -198,6 +198,14 @@ def _no_partition_limit(topic: str) -> int:
 
 
 
+def _first_then(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``first``, then ``rest``, holding ``first`` only until the next batch is asked for (itertools.chain keeps its
+    arguments until it is exhausted, which kept a task's first input batch in memory to the end)."""
+    yield first
+    del first
+    yield from rest
+
+
 def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch],
               digest: RowDigest | None) -> list[Future[Any]]:
     counts: dict[str, int] = {}
@@ -209,24 +217,26 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
 
     futures: list[Future[Any]] = []
     checked = 0  # futures before this index completed successfully
-    batches = iter(batches)
-    first, second = next(batches, None), next(batches, None)  # one look ahead, once: is the first batch the only one?
-    only = first is not None and second is None
-    for batch in itertools.chain([b for b in (first, second) if b is not None], batches):
+    first = True
+    for batch in batches:  # (not enumerate: its reused result tuple held the last batch while the next was read)
         if batch.num_rows == 0:
             continue
         records = to_producer_batch(batch, plan, partition_count)
         if digest is not None:
             digest.add(records)
-        if only and records.num_rows > 1 and records.nbytes >= _SPLIT_ONLY_BYTES:
-            # The task's only batch (a small task: Spark hands up to 10,000 rows as one) goes in two halves: the
-            # broker writes the first while the second is encoded, so the task waits for half a batch's
-            # acknowledgement instead of a whole one (the flush after this).
+        if first and records.num_rows > 1 and records.nbytes >= _SPLIT_FIRST_BYTES:
+            # The task's first batch goes in two halves: when it is the only one (a small task: Spark hands up to
+            # 10,000 rows as one) the broker writes the first half while the second is encoded, so the task waits
+            # for half a batch's acknowledgement instead of a whole one (the flush after this). A task of many
+            # batches pays one more encoder call and Produce. Nothing is read ahead to know which case it is: a
+            # look-ahead held a second input batch for the whole task (~10 MB more at 1 KB values).
             half = records.num_rows // 2
             futures.append(producer.send_batch(options.topic, records.slice(0, half)))
             futures.append(producer.send_batch(options.topic, records.slice(half)))
         else:
             futures.append(producer.send_batch(options.topic, records))
+        first = False
+        del batch, records  # hold one input batch at a time, not this one while Spark reads the next
         # Fail fast: a send that already failed (record too large, unknown topic ...) stops the task now.
         while checked < len(futures) and futures[checked].done():
             futures[checked].result()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
+import weakref
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -145,12 +146,12 @@ def test_a_task_whose_producer_was_fenced_fails_and_its_retry_writes_exactly_onc
     assert len(readback(topic, isolation="read_uncommitted")) > FENCED_ROWS
 
 
-def test_a_tasks_only_large_batch_goes_out_in_two_halves_in_order(
+def test_a_tasks_first_large_batch_goes_out_in_two_halves_in_order(
         bootstrap: str, topic_factory: Callable[..., str], readback: Callable[..., list[ConsumedRecord]],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A task whose input is one Arrow batch of >= 512 KiB (a small task) queues it as two halves, so the broker
-    writes the first while the second is encoded; tasks of several batches, and small batches, go whole. Every row
-    lands once, in input order."""
+    """A task's first Arrow batch of >= 512 KiB goes as two halves (for a small task, whose input is that one batch,
+    the broker writes the first half while the second is encoded); later batches, and small ones, go whole. Nothing
+    is read ahead: each input batch is freed before the next is read. Every row lands once, in input order."""
     from spark_kafka_sink.producer import KafkaProducer
 
     sent: list[int] = []
@@ -170,10 +171,22 @@ def test_a_tasks_only_large_batch_goes_out_in_two_halves_in_order(
         return pa.RecordBatch.from_pydict({"key": [str(i % 7) for i in range(lo, hi)],
                                            "value": [f"{i}-".ljust(120, "x") for i in range(lo, hi)]})
 
-    write_partition(options, plan, iter([batch(0, 5_000), batch(5_000, 10_001)]))  # two of ~0.6 MB: whole
-    write_partition(options, plan, iter([batch(10_001, 16_003)]))  # one of ~0.72 MB: halves
-    write_partition(options, plan, iter([batch(16_003, 19_002)]))  # one of ~0.36 MB: whole
-    assert sent == [5_000, 5_001, 3_001, 3_001, 2_999]
+    alive: list[bool] = []
+
+    def one_at_a_time(*bounds: tuple[int, int]) -> Iterator[pa.RecordBatch]:
+        previous = None
+        for lo, hi in bounds:
+            alive.append(previous is not None and previous() is not None)  # the last one, when this one is read
+            current = batch(lo, hi)
+            previous = weakref.ref(current)
+            yield current
+            del current
+
+    write_partition(options, plan, one_at_a_time((0, 5_000), (5_000, 10_001)))  # ~0.6 MB each: halves, whole
+    write_partition(options, plan, one_at_a_time((10_001, 16_003)))  # one of ~0.72 MB: halves
+    write_partition(options, plan, one_at_a_time((16_003, 19_002)))  # one of ~0.36 MB: whole
+    assert sent == [2_500, 2_500, 5_001, 3_001, 3_001, 2_999]
+    assert alive == [False, False, False, False]
     by_key: dict[bytes | None, list[int]] = {}
     for record in sorted(readback(topic), key=lambda r: (r.partition, r.offset)):
         assert record.value is not None
