@@ -112,5 +112,5 @@ def test_a_benchmark_run_deletes_its_topic(bootstrap: str) -> None:
     # Deletion is asynchronous on the broker: the topic leaves the metadata within seconds.
     deadline = time.monotonic() + 60
     while name in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.2)  # poll interval of a condition wait
     assert name not in admin.list_topics(timeout=10).topics

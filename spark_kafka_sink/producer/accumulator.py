@@ -96,7 +96,6 @@ class RecordAccumulator:
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.batch_size = batch_size
         self.compression = compression
         self.compression_level = compression_level
         # How many uncompressed bytes a batch may hold: batch.size counts compressed bytes, estimated (Java's).
