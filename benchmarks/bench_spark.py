@@ -12,6 +12,8 @@ Contenders (the timer covers ``df.write...save()``; afterwards the topic's end o
   sink's batch.size and linger.ms), for the adapter's cost; ``Arrow writer + send``: the per-record path, several
   times slower than the rest, so only with ``--spark-send`` (and in ``--quick``).
 Every Kafka writer gets acks=all and compression.type=<codec>; other settings are each sink's defaults.
+``spark 100 B lz4, 2 tasks``: the same rows in 2 Spark partitions (one task per core) into the 12-partition topic,
+for Spark's sink, the do-nothing writer and the sink in both guarantees.
 
 Small tasks (issue 13), per-task cost: 200 tasks x 10,000 rows and 1,000 tasks x 1,000 rows of the same rows
 (Spark's sink, the do-nothing writer, the sink in both guarantees and at_least_once with producerReuse=false), and
@@ -44,6 +46,7 @@ from benchmarks.targets import (
     producer_class,
     sink_available,
     small_tasks_title,
+    two_tasks_title,
 )
 from benchmarks.workload import Workload
 from spark_kafka_sink.testing.broker_jars import spark_connector_jars
@@ -59,6 +62,7 @@ SEND_BATCH_WRITER = "Arrow writer + send_batch"
 SINK_ALO_NO_REUSE = "pykafka-sink at_least_once, producerReuse=false"  # a new producer per task, as before
 SEND_WRITER = "Arrow writer + send"
 JSON_VALUE_SIZE = 1000
+TWO_TASK_CONTENDERS = (SPARK_BUILTIN, NOOP_WRITER, SINK_ALO, SINK_EOS)
 
 
 def dataframe(ctx: Context, w: Workload) -> Any:
@@ -193,6 +197,7 @@ def small_task_contenders(ctx: Context, w: Workload, df: Any) -> list[Contender]
 
 
 def compare_small_tasks(ctx: Context, w: Workload, title: str) -> Comparison:
+    ctx.fresh_spark()
     ctx.worker_reuse = True
     ctx.log(f"  {title}: caching a {w.rows:,}-row DataFrame in {w.partitions} partitions ...")
     df = dataframe(ctx, w)
@@ -204,13 +209,17 @@ def compare_small_tasks(ctx: Context, w: Workload, title: str) -> Comparison:
         df.unpersist()
 
 
-def compare(ctx: Context, w: Workload, title: str, with_send: bool) -> Comparison:
+def compare(ctx: Context, w: Workload, title: str, with_send: bool,
+            only: Sequence[str] | None = None) -> Comparison:
+    """``only``: the names of the contenders to run (default all)."""
     _ = ctx.bootstrap
+    ctx.fresh_spark()
     ctx.worker_reuse = True  # as Spark's default: workers (and their imports) stay between tasks
-    ctx.log(f"  {title}: caching a {w.rows:,}-row DataFrame ...")
+    ctx.log(f"  {title}: caching a {w.rows:,}-row DataFrame in {w.partitions} partitions ...")
     df = dataframe(ctx, w)
+    runners = [c for c in contenders(ctx, w, df, with_send) if only is None or c.name in only]
     try:
-        return run_comparison("spark", title, "rows/s", contenders(ctx, w, df, with_send), ctx.rounds,
+        return run_comparison("spark", title, "rows/s", runners, ctx.rounds,
                               params={**w.describe(), "spark_master": "local[2]"}, log=ctx.log,
                               warmup=not ctx.quick)
     finally:
@@ -270,6 +279,7 @@ def compare_micro_batches(ctx: Context, w: Workload, title: str) -> Comparison:
     the unit is micro-batches per second, the baseline the do-nothing writer."""
     from benchmarks.spark_writers import register_all
 
+    ctx.fresh_spark()
     ctx.worker_reuse = True
     df = dataframe(ctx, w)
     register_all(ctx.spark)
@@ -292,9 +302,13 @@ def compare_micro_batches(ctx: Context, w: Workload, title: str) -> Comparison:
 
 def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]], with_send: bool,
         sets: Sequence[str]) -> list[Comparison]:
-    """The Spark workloads named in ``sets`` (``__main__.SPARK_SETS``): main (the base workload), small (many small
-    tasks), micro (micro-batches), json (1 KB JSON events), sweep (``sweep``)."""
+    """The Spark workloads named in ``sets`` (``__main__.SPARK_SETS``): main (the base workload), two (its rows in 2
+    Spark partitions), small (many small tasks), micro (micro-batches), json (1 KB JSON events), sweep (``sweep``)."""
     comps = [compare(ctx, base, f"spark {base.value_size} B {base.codec}", with_send)] if "main" in sets else []
+    if "two" in sets:  # the same rows in 2 Spark partitions (one task per core), into the same 12-partition topic
+        two = base.with_(partitions=2, topic_partitions=base.partitions)
+        comps.append(compare(ctx, two, two_tasks_title(base.value_size, base.codec), with_send=False,
+                             only=TWO_TASK_CONTENDERS))
     # Small tasks (issue "small tasks"): 200 Spark partitions of 10,000 rows and 1,000 of 1,000 rows into a
     # 12-partition topic; then streaming-sized micro-batches of 50 tasks x 100 rows.
     for tasks, rows_per_task in ((200, 10_000), (1000, 1_000)) if "small" in sets else ():

@@ -10,7 +10,8 @@ __all__ = ["targets", "missing_components", "producer_class", "sink_available",
            "SPARK_BUILTIN", "NOOP_WRITER", "SINK_ALO", "SINK_EOS", "SINK_EOS_LOGGED", "SEND_BATCH", "SEND", "CONFLUENT",
            "SEND_BATCH_SLICES", "SEND_BATCH_ONE_TABLE",
            "KAFKA_PYTHON",
-           "JAVA_PERF", "ENC_SPARK_SLICES", "MEMORY_SINK", "MICRO_BATCH_TITLE", "small_tasks_title"]
+           "JAVA_PERF", "ENC_SPARK_SLICES", "MEMORY_SINK", "MICRO_BATCH_TITLE", "small_tasks_title",
+           "two_tasks_title"]
 
 # Contender names, shared by the bench modules and the targets.
 SPARK_BUILTIN = "Spark format(kafka)"
@@ -52,6 +53,18 @@ _TARGETS = [
 
 
 MICRO_BATCH_TITLE = "spark micro-batches of 50 tasks x 100 rows"
+
+
+def two_tasks_title(value_size: int, codec: str) -> str:
+    """The main Spark workload's rows in 2 Spark partitions (one task per core of local[2])."""
+    return f"spark {value_size} B {codec}, 2 tasks"
+
+
+# The same rows in 2 Spark partitions (issues 13 and 16: "2 and 12 tasks").
+_TARGETS += [
+    Target("spark", "sink >= 1.5x Spark's format(kafka) in 2 Spark partitions", two_tasks_title(100, "lz4"),
+           SINK_ALO, SPARK_BUILTIN, at_least=1.5),
+]
 
 
 def small_tasks_title(tasks: int, rows_per_task: int) -> str:
