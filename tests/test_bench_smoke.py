@@ -114,3 +114,34 @@ def test_a_benchmark_run_deletes_its_topic(bootstrap: str) -> None:
     while name in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
         time.sleep(0.2)  # poll interval of a condition wait
     assert name not in admin.list_topics(timeout=10).topics
+
+
+_WORKER_PIDS = """
+import json, os
+from benchmarks.context import Context
+
+def pids(ctx):
+    rdd = ctx.spark.sparkContext.parallelize(range(8), 4)
+    return sorted(set(rdd.map(lambda _: os.getpid()).collect()))
+
+ctx = Context(rounds=1, quick=True, spark_memory="1g")
+try:
+    first, again = pids(ctx), pids(ctx)
+    ctx.fresh_spark()
+    print(json.dumps({"first": first, "again": again, "fresh": pids(ctx)}))
+finally:
+    ctx.close()
+"""
+
+
+@pytest.mark.spark
+def test_each_spark_comparison_can_start_on_new_python_workers() -> None:
+    # A reused worker keeps what earlier comparisons imported (and pyspark's per-task gc.collect walks it), so each
+    # Spark comparison calls fresh_spark; in a subprocess, since it stops its Spark application.
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", _WORKER_PIDS], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert set(out["again"]) & set(out["first"])  # without a restart, Spark reuses its Python workers
+    assert not set(out["fresh"]) & set(out["first"] + out["again"])
