@@ -90,6 +90,16 @@ def topic_factory(bootstrap: str) -> Callable[..., str]:
     return make
 
 
+def wait_for(what: str, check: Callable[[], bool], timeout: float = 90.0, interval: float = 0.1) -> float:
+    """Poll ``check`` until true; return the seconds it took. Raises naming ``what`` after ``timeout``."""
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)  # poll interval of a condition wait
+    return time.monotonic() - started
+
+
 def pause_process(pid: int, timeout: float = 10.0) -> None:
     """SIGSTOP ``pid`` and return once every thread of it is stopped: kill() returns before a busy JVM's threads
     have all stopped, and a broker thread still running then can answer a request sent "after" the pause."""

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ import pytest
 from benchmarks.harness import Contender, Sample, Target, run_comparison
 from benchmarks.report import format_table, markdown_table
 from benchmarks.workload import Workload, arrow_table, python_chunks
+from tests.conftest import wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -110,10 +110,8 @@ def test_a_benchmark_run_deletes_its_topic(bootstrap: str) -> None:
         ctx.close()
     admin = AdminClient({"bootstrap.servers": bootstrap})
     # Deletion is asynchronous on the broker: the topic leaves the metadata within seconds.
-    deadline = time.monotonic() + 60
-    while name in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
-        time.sleep(0.2)  # poll interval of a condition wait
-    assert name not in admin.list_topics(timeout=10).topics
+    wait_for(f"topic {name} to leave the metadata", lambda: name not in admin.list_topics(timeout=10).topics,
+             timeout=60)
 
 
 _WORKER_PIDS = """

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
 from spark_kafka_sink.testing.broker import KafkaCluster
-from tests.conftest import create_topic
+from tests.conftest import create_topic, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -28,14 +27,6 @@ def _partition_state(admin: AdminClient, topic: str, partition: int) -> tuple[in
     return p.leader, list(p.isrs)
 
 
-def _wait_for(what: str, check: Callable[[], bool], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.2)  # poll interval of a condition wait
-
-
 def test_leader_failover_and_restart(cluster: KafkaCluster) -> None:
     topic = create_topic(cluster.bootstrap_servers, "failover", partitions=3, replication=3)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
@@ -46,9 +37,8 @@ def test_leader_failover_and_restart(cluster: KafkaCluster) -> None:
     assert old_leader not in cluster.running_node_ids()
     survivors = [n for n in (1, 2, 3) if n != old_leader]
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_of(survivors)})
-    _wait_for("a new leader for partition 0",
-              lambda: _partition_state(admin, topic, 0)[0] in survivors)
+    wait_for("a new leader for partition 0", lambda: _partition_state(admin, topic, 0)[0] in survivors, timeout=60)
 
     cluster.start_node(old_leader)
-    _wait_for("the restarted node back in the ISR",
-              lambda: sorted(_partition_state(admin, topic, 0)[1]) == [1, 2, 3])
+    wait_for("the restarted node back in the ISR", lambda: sorted(_partition_state(admin, topic, 0)[1]) == [1, 2, 3],
+             timeout=60)

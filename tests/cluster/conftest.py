@@ -13,8 +13,7 @@ import pytest
 
 from spark_kafka_sink.testing.broker import KafkaCluster
 from spark_kafka_sink.testing.broker_jars import fetch_jars
-from tests.cluster.faults import wait_for
-from tests.conftest import _unwind_on_sigterm, local_spark
+from tests.conftest import _unwind_on_sigterm, local_spark, wait_for
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,17 +17,7 @@ from confluent_kafka.admin import AdminClient
 
 from spark_kafka_sink import KafkaProducer
 from spark_kafka_sink.testing.broker import KafkaCluster
-from tests.conftest import ConsumedRecord, create_topic, read_topic
-
-
-def wait_for(what: str, check: Callable[[], bool], timeout: float = 90.0) -> float:
-    """Poll ``check`` until true; return the seconds it took. Raises naming ``what`` after ``timeout``."""
-    started = time.monotonic()
-    while not check():
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.1)  # poll interval of a condition wait
-    return time.monotonic() - started
+from tests.conftest import ConsumedRecord, create_topic, read_topic, wait_for
 
 
 def admin_for(cluster: KafkaCluster) -> AdminClient:

@@ -23,9 +23,9 @@ from tests.cluster.faults import (
     partition_state,
     read_all,
     transaction_coordinator,
-    wait_for,
     wait_full_isr,
 )
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.cluster
 

@@ -22,10 +22,9 @@ from tests.cluster.faults import (
     new_topic,
     read_all,
     transaction_coordinator,
-    wait_for,
     wait_full_isr,
 )
-from tests.conftest import ConsumedRecord
+from tests.conftest import ConsumedRecord, wait_for
 from tests.spark.conftest import write_df
 
 pytestmark = pytest.mark.cluster

@@ -20,7 +20,8 @@ import pytest
 from spark_kafka_sink.testing.broker import KafkaCluster
 from spark_kafka_sink.testing.broker_jars import REPO_ROOT
 from spark_kafka_sink.testing.spark_cluster import SparkStandalone, build_wheel, pack_venv, spark_home
-from tests.cluster.faults import end_offsets, new_topic, read_all, wait_for
+from tests.cluster.faults import end_offsets, new_topic, read_all
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.cluster
 

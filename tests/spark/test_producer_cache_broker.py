@@ -6,7 +6,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,7 +16,7 @@ import pytest
 
 from spark_kafka_sink.producer import KafkaProducer
 from spark_kafka_sink.spark.producer_cache import ProducerCache
-from tests.conftest import ConsumedRecord
+from tests.conftest import ConsumedRecord, wait_for
 
 pytestmark = pytest.mark.broker
 
@@ -31,13 +30,6 @@ def cache() -> Iterator[ProducerCache]:
 
 def send(producer: Any, topic: str, *values: bytes) -> None:
     producer.send_batch(topic, pa.table({"value": pa.array(values, pa.binary())})).result(30)
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)  # poll interval of a condition wait
 
 
 def test_a_healthy_producer_serves_the_next_task_of_the_same_config(
@@ -84,7 +76,8 @@ def test_an_idle_producer_is_closed_after_its_timeout_and_one_in_use_never(cache
     in_use = cache.lease(config, 0.2)
     idle = cache.lease(config, 0.2)
     cache.give_back(idle, healthy=True)
-    wait_for(lambda: cache.idle_count() == 0, "the idle producer was not closed after its timeout")
+    wait_for("the idle producer to be closed after its timeout", lambda: cache.idle_count() == 0, timeout=30,
+             interval=0.02)
     assert not idle.producer.usable
     assert in_use.producer.usable  # lent out: no timeout applies (SPARK-21869)
     cache.give_back(in_use, healthy=True)
