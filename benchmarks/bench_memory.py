@@ -134,7 +134,7 @@ def compare(ctx: Context, w: Workload, buffer_memory_mb: int) -> Comparison:
     from benchmarks.spark_writers import register_all
 
     _ = ctx.bootstrap
-    ctx.worker_reuse = False
+    ctx.fresh_spark(worker_reuse=False)
     register_all(ctx.spark)
     df = _dataframe(ctx, w)
 

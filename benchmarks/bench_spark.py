@@ -197,8 +197,7 @@ def small_task_contenders(ctx: Context, w: Workload, df: Any) -> list[Contender]
 
 
 def compare_small_tasks(ctx: Context, w: Workload, title: str) -> Comparison:
-    ctx.fresh_spark()
-    ctx.worker_reuse = True
+    ctx.fresh_spark(worker_reuse=True)
     ctx.log(f"  {title}: caching a {w.rows:,}-row DataFrame in {w.partitions} partitions ...")
     df = dataframe(ctx, w)
     try:
@@ -213,8 +212,7 @@ def compare(ctx: Context, w: Workload, title: str, with_send: bool,
             only: Sequence[str] | None = None) -> Comparison:
     """``only``: the names of the contenders to run (default all)."""
     _ = ctx.bootstrap
-    ctx.fresh_spark()
-    ctx.worker_reuse = True  # as Spark's default: workers (and their imports) stay between tasks
+    ctx.fresh_spark(worker_reuse=True)  # as Spark's default: workers (and their imports) stay between tasks
     ctx.log(f"  {title}: caching a {w.rows:,}-row DataFrame in {w.partitions} partitions ...")
     df = dataframe(ctx, w)
     runners = [c for c in contenders(ctx, w, df, with_send) if only is None or c.name in only]
@@ -279,8 +277,7 @@ def compare_micro_batches(ctx: Context, w: Workload, title: str) -> Comparison:
     the unit is micro-batches per second, the baseline the do-nothing writer."""
     from benchmarks.spark_writers import register_all
 
-    ctx.fresh_spark()
-    ctx.worker_reuse = True
+    ctx.fresh_spark(worker_reuse=True)
     df = dataframe(ctx, w)
     register_all(ctx.spark)
     no_jars = None if spark_connector_jars() else "Spark's Kafka connector jars are missing: run `make jars`"

@@ -32,10 +32,9 @@ class Context:
     log: Callable[[str], None] = print
     bootstrap_arg: str | None = None
     spark_memory: str = "4g"
-    worker_reuse: bool = True  # spark.python.worker.reuse; the session restarts when it changes
+    worker_reuse: bool = True  # spark.python.worker.reuse of the next Spark application (fresh_spark)
     _cluster: KafkaCluster | None = None
     _spark: Any = None
-    _spark_reuse: bool = True
     _topics: list[str] = field(default_factory=list)
 
     # ------------------------------------------------------------------------------------------- broker
@@ -143,23 +142,21 @@ class Context:
     # -------------------------------------------------------------------------------------------- spark
     @property
     def spark(self) -> Any:
-        if self._spark is not None and self._spark_reuse != self.worker_reuse:
-            self.log(f"  restarting Spark with spark.python.worker.reuse={str(self.worker_reuse).lower()} ...")
-            self._spark.stop()
-            self._spark = None
         if self._spark is None:
             self._spark = self._start_spark()
-            self._spark_reuse = self.worker_reuse
         return self._spark
 
-    def fresh_spark(self) -> None:
-        """Start the next ``spark`` use on a new Spark application, i.e. new Python workers. A reused worker keeps
-        every module earlier jobs imported, and pyspark runs a full ``gc.collect()`` after each task, which walks
-        them all: once the send_batch writer had imported the producer into the do-nothing writer's workers, that
-        writer's 10,000-row tasks took 20.9-21.5 ms instead of 15.3-17.1. Each Spark comparison starts fresh, so
-        no result depends on which comparison ran before it."""
+    def fresh_spark(self, worker_reuse: bool = True) -> None:
+        """Start the next ``spark`` use on a new Spark application, i.e. new Python workers, with
+        ``spark.python.worker.reuse`` = ``worker_reuse``. A reused worker keeps every module earlier jobs imported,
+        and pyspark runs a full ``gc.collect()`` after each task, which walks them all: once the send_batch writer
+        had imported the producer into the do-nothing writer's workers, that writer's 10,000-row tasks took
+        20.9-21.5 ms instead of 15.3-17.1. Each Spark comparison starts fresh, so no result depends on which
+        comparison ran before it."""
+        self.worker_reuse = worker_reuse
         if self._spark is not None:
-            self.log("  restarting Spark for fresh Python workers ...")
+            self.log(f"  restarting Spark for fresh Python workers (spark.python.worker.reuse="
+                     f"{str(worker_reuse).lower()}) ...")
             self._spark.stop()
             self._spark = None
 
