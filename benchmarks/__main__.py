@@ -45,7 +45,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--sweep-rows", type=int, help="max rows per encoder sweep point (default 1,000,000)")
     p.add_argument("--sweep-mb", type=int, help="max MB per encoder sweep point (default 256)")
     p.add_argument("--producer-sweep-rows", type=int, help="max rows per producer sweep point (default 100,000)")
-    p.add_argument("--producer-sweep-mb", type=int, help="max MB per producer sweep point (default 32)")
+    p.add_argument("--producer-sweep-mb", type=int, help="max MB per producer sweep point (default 128)")
     p.add_argument("--spark-send", action="store_true",
                    help="add the per-record 'Arrow writer + send' contender to the Spark comparisons (slow)")
     p.add_argument("--sweep", default=None,
@@ -69,7 +69,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     a.sweep_rows = a.sweep_rows or (5_000 if quick else 1_000_000)
     a.sweep_mb = a.sweep_mb or (4 if quick else 256)
     a.producer_sweep_rows = a.producer_sweep_rows or (5_000 if quick else 100_000)
-    a.producer_sweep_mb = a.producer_sweep_mb or (4 if quick else 32)
+    # 128 MB: a 1 KB or 10 KB round lasts over a second (at 32 MB they lasted 0.3-0.7 s, and their min..max spanned
+    # 2x on both sides: connection set-up and the first batches' linger were a large part of each run).
+    a.producer_sweep_mb = a.producer_sweep_mb or (4 if quick else 128)
     a.spark_send = a.spark_send or quick
     a.memory_gb = a.memory_gb or (0.02 if quick else 5.0)
     a.sweep = a.sweep if a.sweep is not None else "encoder,producer"
