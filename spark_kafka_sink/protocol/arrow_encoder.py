@@ -28,6 +28,7 @@ array per group (``record_batch.assemble_batches``).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 from dataclasses import dataclass
@@ -297,14 +298,17 @@ def _split(upper: I64, budget: int, segment_starts: I64) -> I64:
         return np.arange(0, n, per, dtype=np.int64)
     cum = np.zeros(n + 1, np.int64)
     np.cumsum(upper, out=cum[1:])
+    # One step per batch, on Python ints: a numpy searchsorted per batch cost ~7 us (~6% of encoding 1 KB values
+    # into 16 KiB batches), bisect on a list ~0.5 us plus one tolist() per call.
+    ends = cum.tolist()
     limits = np.append(segment_starts[segment_starts > 0], n).tolist()
     starts = []
     s, li = 0, 0
-    while s < n:  # one iteration per batch, not per row
+    while s < n:
         starts.append(s)
         while limits[li] <= s:
             li += 1
-        e = int(np.searchsorted(cum, cum[s] + budget, side="right")) - 1
+        e = bisect.bisect_right(ends, ends[s] + budget) - 1
         s = min(max(e, s + 1), limits[li])
     return np.array(starts, np.int64)
 
