@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 
 from spark_kafka_sink.testing.broker import sweep_stale_dirs
 from spark_kafka_sink.testing.broker_jars import REPO_ROOT
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.broker
 
@@ -51,21 +51,22 @@ def _start_inner_session(tmp_path: Path) -> tuple[subprocess.Popen[bytes], dict[
             # keeps an ignored SIGINT ignored: give the session the terminal's default, as a real Ctrl-C meets.
             preexec_fn=_default_sigint,
         )
-    deadline = time.monotonic() + 120
-    while not info_file.exists() or not info_file.read_text():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            proc.wait()
-            raise AssertionError(f"inner session never started its broker:\n{log.read_text()}")
-        time.sleep(0.1)  # poll interval of a condition wait
+    def started() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError("the inner session exited")
+        return info_file.exists() and bool(info_file.read_text())
+
+    try:
+        wait_for("the inner session's broker", started, timeout=120)
+    except AssertionError:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"inner session never started its broker:\n{log.read_text()}") from None
     return proc, json.loads(info_file.read_text())
 
 
-def _wait_gone(pids: list[int], timeout: float = 30.0) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while any(psutil.pid_exists(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)  # poll interval of a condition wait
-    return [p for p in pids if psutil.pid_exists(p)]
+def _wait_gone(pids: list[int], timeout: float = 30.0) -> None:
+    wait_for(f"processes {pids} to exit", lambda: not any(psutil.pid_exists(p) for p in pids), timeout=timeout)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -82,7 +83,7 @@ def test_interrupted_session_leaves_no_jvm_and_no_data(tmp_path: Path, sig: sign
         proc.kill()  # leave nothing running for the tests after this one
         proc.wait()
         raise AssertionError(f"the session did not end within 60 s of {sig.name}") from None
-    assert _wait_gone(pids) == []
+    _wait_gone(pids)
     assert not data_dir.exists()
 
 
@@ -93,6 +94,6 @@ def test_killed_session_leaves_no_jvm_and_its_data_is_swept(tmp_path: Path) -> N
 
     proc.kill()  # SIGKILL: no teardown runs at all
     proc.wait(timeout=30)
-    assert _wait_gone(pids) == []  # the kernel killed the JVM (parent-death signal)
+    _wait_gone(pids)  # the kernel killed the JVM (parent-death signal)
     assert data_dir in sweep_stale_dirs()
     assert not data_dir.exists()

@@ -20,7 +20,7 @@ from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.partition_reader import Isolation, read_partition
 from spark_kafka_sink.protocol.messages import FETCH, LIST_OFFSETS
 from spark_kafka_sink.protocol.record_batch import DecodedRecord
-from tests.conftest import ConsumedRecord, read_topic
+from tests.conftest import ConsumedRecord, read_topic, wait_for
 
 pytestmark = pytest.mark.broker
 
@@ -82,12 +82,14 @@ def read(client: NetworkClient, topic: str, isolation: Isolation = "read_committ
 def read_once_settled(client: NetworkClient, topic: str, last_value: bytes) -> list[DecodedRecord]:
     """read_committed, again until the last record is ``last_value``: a transaction's markers are written after
     commit/abort returns, and until they are, the last stable offset stays at the transaction's first record."""
-    deadline = time.monotonic() + 30
-    while True:
-        records = read(client, topic)
-        if (records and records[-1].value == last_value) or time.monotonic() > deadline:
-            return records
-        time.sleep(0.05)  # poll interval of a condition wait
+    records: list[DecodedRecord] = []
+
+    def settled() -> bool:
+        records[:] = read(client, topic)
+        return bool(records) and records[-1].value == last_value
+
+    wait_for(f"{last_value!r} readable as the last committed record of {topic}", settled, timeout=30, interval=0.05)
+    return records
 
 
 def transactional_producer(bootstrap: str) -> Producer:
