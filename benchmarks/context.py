@@ -32,9 +32,9 @@ class Context:
     log: Callable[[str], None] = print
     bootstrap_arg: str | None = None
     spark_memory: str = "4g"
-    worker_reuse: bool = True  # spark.python.worker.reuse of the next Spark application (fresh_spark)
     _cluster: KafkaCluster | None = None
     _spark: Any = None
+    _worker_reuse: bool = True  # spark.python.worker.reuse of the next Spark application (fresh_spark)
     _topics: list[str] = field(default_factory=list)
 
     # ------------------------------------------------------------------------------------------- broker
@@ -153,7 +153,7 @@ class Context:
         had imported the producer into the do-nothing writer's workers, that writer's 10,000-row tasks took
         20.9-21.5 ms instead of 15.3-17.1. Each Spark comparison starts fresh, so no result depends on which
         comparison ran before it."""
-        self.worker_reuse = worker_reuse
+        self._worker_reuse = worker_reuse
         if self._spark is not None:
             self.log(f"  restarting Spark for fresh Python workers (spark.python.worker.reuse="
                      f"{str(worker_reuse).lower()}) ...")
@@ -178,7 +178,7 @@ class Context:
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.memory", self.spark_memory)
             .config("spark.sql.shuffle.partitions", "12")
-            .config("spark.python.worker.reuse", str(self.worker_reuse).lower())
+            .config("spark.python.worker.reuse", str(self._worker_reuse).lower())
             .config("spark.sql.session.timeZone", "UTC")
             .getOrCreate()
         )
