@@ -97,7 +97,8 @@ def _column(data: pa.RecordBatch | pa.Table, name: str) -> pa.Array | None:
         return None
     col = data.column(name)
     if isinstance(col, pa.ChunkedArray):
-        # One chunk (a Spark batch, most tables): zero-copy; combine_chunks copies even a single chunk.
+        # One chunk (a Spark batch; ``_pieces`` cuts any table into such): zero-copy; combine_chunks copies even a
+        # single chunk. No chunk (a table of no rows): an empty array.
         return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
     return col
 
@@ -152,9 +153,35 @@ def row_slices(size: I64, limit: int) -> list[tuple[int, int]]:
     return out
 
 
-def _validate(data: pa.RecordBatch | pa.Table, topic: str | None) -> _Columns:
+def _pieces(data: pa.RecordBatch | pa.Table) -> list[pa.RecordBatch | pa.Table]:
+    """The input as contiguous pieces: a table of several chunks as its record batches (zero-copy; combining all
+    its chunks copied the whole table, a third of one send_batch of a 2-chunk 248 MB table), consecutive small ones
+    joined up to ``_SLICE_BYTES`` (so many tiny chunks still fill batches); anything else whole."""
     if not isinstance(data, (pa.RecordBatch, pa.Table)):
         raise SerializationError(f"send_batch takes a pyarrow RecordBatch or Table, got {type(data).__name__}")
+    if not isinstance(data, pa.Table) or not data.num_rows or all(c.num_chunks <= 1 for c in data.columns):
+        return [data]
+    out: list[pa.RecordBatch | pa.Table] = []
+    group: list[pa.RecordBatch] = []
+    group_bytes = 0
+    for batch in data.to_batches():
+        group.append(batch)
+        group_bytes += batch.nbytes
+        if group_bytes >= _SLICE_BYTES:
+            out.append(_joined(group))
+            group, group_bytes = [], 0
+    if group:
+        out.append(_joined(group))
+    return out
+
+
+def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch | pa.Table:
+    return batches[0] if len(batches) == 1 else pa.Table.from_batches(batches).combine_chunks()
+
+
+def _validate(data: pa.RecordBatch | pa.Table, topic: str | None, first_row: int = 0) -> _Columns:
+    """The columns of one contiguous piece (see ``_pieces``), checked; ``first_row``: the piece's first row in the
+    input, for row numbers in errors."""
     n = data.num_rows
     value = _column(data, "value")
     if value is None:
@@ -174,8 +201,8 @@ def _validate(data: pa.RecordBatch | pa.Table, topic: str | None) -> _Columns:
             raise SerializationError(f"column 'topic' must be string, got {topic_col.type}")
         if topic_col.null_count:
             row = int(np.argmax(np.asarray(topic_col.is_null())))
-            raise SerializationError(f"column 'topic' is null at row {row}; every row needs a topic (or pass the "
-                                     "topic argument)")
+            raise SerializationError(f"column 'topic' is null at row {first_row + row}; every row needs a topic (or "
+                                     "pass the topic argument)")
     partition = cols["partition"]
     if partition is not None and not (pa.types.is_integer(partition.type) or pa.types.is_null(partition.type)):
         raise SerializationError(f"column 'partition' must be an integer type, got {partition.type}")
@@ -246,30 +273,40 @@ class ArrowSender:
 
     def send(self, topic: str | None, data: pa.RecordBatch | pa.Table, interceptors: Any = None
              ) -> Future[BatchSendResult]:
-        cols = _validate(data, topic)
-        too_big = np.flatnonzero(cols.size > self._max_record)
-        if len(too_big):
-            row = int(too_big[0])
-            cfg = self._config
-            option, limit = (("max.request.size", cfg.max_request_size) if cfg.max_request_size <= cfg.buffer_memory
-                             else ("buffer.memory", cfg.buffer_memory))
-            raise RecordTooLargeError(f"row {row} is up to {int(cols.size[row]) + HEADER_SIZE} bytes when "
-                                      f"serialized, larger than {option} ({limit}); send smaller records or raise "
-                                      f"{option}")
+        # Every piece is checked before anything is queued; row numbers in errors count from the input's start.
+        checked: list[_Columns] = []
+        first_row = 0
+        for piece in _pieces(data):
+            cols = _validate(piece, topic, first_row)
+            self._check_sizes(cols, first_row)
+            checked.append(cols)
+            first_row += piece.num_rows
         started = monotonic_ms()
         futures: list[Future[BatchMetadata]] = []
         sizes: list[int] = []
         # A large input goes in slices: the sorted copy, the joined records and the batches waiting for buffer
         # memory are then a slice's size, not the input's, on top of buffer.memory (a 10k-row Spark batch of
         # 1 KB values is 10 MB).
-        for lo, hi in row_slices(cols.size, _SLICE_BYTES):
-            part = cols if (lo, hi) == (0, len(cols.size)) else cols.slice(lo, hi)
-            for name, rows in self._groups(topic, part):
-                self._send_topic(name, rows, part, started, futures, sizes, interceptors)
-            # Each slice goes out while the next one is encoded. (Woken only at the end, the sender slept through
-            # the whole call, up to its 1 s poll timeout, and a table larger than buffer.memory stalled.)
-            self._wakeup()
+        for cols in checked:
+            for lo, hi in row_slices(cols.size, _SLICE_BYTES):
+                part = cols if (lo, hi) == (0, len(cols.size)) else cols.slice(lo, hi)
+                for name, rows in self._groups(topic, part):
+                    self._send_topic(name, rows, part, started, futures, sizes, interceptors)
+                # Each slice goes out while the next one is encoded. (Woken only at the end, the sender slept
+                # through the whole call, up to its 1 s poll timeout, and a table larger than buffer.memory stalled.)
+                self._wakeup()
         return _result(futures, sizes)
+
+    def _check_sizes(self, cols: _Columns, first_row: int) -> None:
+        too_big = np.flatnonzero(cols.size > self._max_record)
+        if len(too_big):
+            row = int(too_big[0])
+            cfg = self._config
+            option, limit = (("max.request.size", cfg.max_request_size) if cfg.max_request_size <= cfg.buffer_memory
+                             else ("buffer.memory", cfg.buffer_memory))
+            raise RecordTooLargeError(f"row {first_row + row} is up to {int(cols.size[row]) + HEADER_SIZE} bytes "
+                                      f"when serialized, larger than {option} ({limit}); send smaller records or "
+                                      f"raise {option}")
 
     def _groups(self, topic: str | None, cols: _Columns) -> list[tuple[str, pa.Array | None]]:
         """(topic, row indices or None for all rows) per topic, rows in input order."""

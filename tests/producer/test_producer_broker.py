@@ -58,11 +58,15 @@ def test_send_reads_back_byte_for_byte(bootstrap: str, topic_factory: Callable[.
         assert (got.key, got.value, got.headers, got.timestamp_ms) == (key, value, headers, md.timestamp_ms)
 
 
-@pytest.mark.parametrize(("slice_bytes", "buffer_memory"), [(None, None), (64 << 10, None), (64 << 10, 128 << 10)],
-                         ids=["one-slice", "sliced", "sliced-through-a-buffer-smaller-than-the-table"])
+@pytest.mark.parametrize(("slice_bytes", "buffer_memory", "chunked"),
+                         [(None, None, False), (64 << 10, None, False), (64 << 10, 128 << 10, False),
+                          (64 << 10, None, True)],
+                         ids=["one-slice", "sliced", "sliced-through-a-buffer-smaller-than-the-table",
+                              "a-table-of-chunks"])
 def test_send_batch_reads_back_byte_for_byte(bootstrap: str, topic_factory: Callable[..., str],
                                              readback: Readback, monkeypatch: pytest.MonkeyPatch,
-                                             slice_bytes: int | None, buffer_memory: int | None) -> None:
+                                             slice_bytes: int | None, buffer_memory: int | None,
+                                             chunked: bool) -> None:
     if slice_bytes is not None:  # a large input is encoded in slices (bounded memory): same records, same order
         monkeypatch.setattr(arrow_send, "_SLICE_BYTES", slice_bytes)
     topic = topic_factory(partitions=4)
@@ -81,6 +85,13 @@ def test_send_batch_reads_back_byte_for_byte(bootstrap: str, topic_factory: Call
         "timestamp": pa.array([1_600_000_000_000 + i for i in range(n)], pa.int64()),
         "ignored": pa.array(range(n)),
     })
+    if chunked:  # a table as files or concatenations give it: chunks (of other bounds per column) sent piecewise
+        cuts = {"value": [0, 1000, 1003, 3000, n], "key": [0, 2500, n], "timestamp": [0, 1, n]}
+        for name, bounds in cuts.items():
+            col = table.column(name)
+            pieces = [col.slice(a, b - a) for a, b in zip(bounds, bounds[1:], strict=False)]
+            table = table.set_column(table.schema.get_field_index(name), name, pa.chunked_array(pieces))
+        assert table.column("value").num_chunks == 4
     # buffer.memory 128 KiB: the table (~600 KB) streams through a buffer a fifth of its size.
     options = {} if buffer_memory is None else {"buffer.memory": buffer_memory, "max.block.ms": 30_000}
     with producer(bootstrap, **options) as p:
