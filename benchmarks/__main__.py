@@ -38,8 +38,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="tiny scale: checks the scripts work, measures nothing")
     p.add_argument("--only", default=",".join(GROUPS), help=f"comma-separated groups of {GROUPS}")
-    p.add_argument("--rounds", type=int,
-                   help="rounds per comparison (default 3; at least 5 for the main Spark and the 200-task ones)")
+    p.add_argument("--rounds", type=int, help="rounds per comparison (default 3; at least 5 for the main Spark, "
+                                              "200-task and one-large-table ones)")
     p.add_argument("--rows", type=int, help="rows of the main encoder and Spark workload (default 10,000,000)")
     p.add_argument("--producer-rows", type=int,
                    help="rows of the main producer workload (default: --rows / 10, see README)")

@@ -63,7 +63,6 @@ SINK_ALO_NO_REUSE = "pykafka-sink at_least_once, producerReuse=false"  # a new p
 SEND_WRITER = "Arrow writer + send"
 JSON_VALUE_SIZE = 1000
 TWO_TASK_CONTENDERS = (SPARK_BUILTIN, NOOP_WRITER, SINK_ALO, SINK_EOS)
-GUARANTEE_ROUNDS = 5  # the least rounds of the main and 200-task comparisons (guarantee_rounds)
 
 
 def dataframe(ctx: Context, w: Workload) -> Any:
@@ -197,12 +196,6 @@ def small_task_contenders(ctx: Context, w: Workload, df: Any) -> list[Contender]
                                         markers_ok=True), unavailable=why)]
 
 
-def guarantee_rounds(ctx: Context) -> int:
-    """Rounds of the comparisons that measure the guarantees against each other or the do-nothing writer: the main
-    one ("exactly_once >= 0.9x at_least_once", which issue 16 asks as a median of 5 rounds) and 200 small tasks
-    (their rounds spanned 0.6-1.1x in 3-round runs). At least ``GUARANTEE_ROUNDS``; ``--quick`` keeps its own."""
-    return ctx.rounds if ctx.quick else max(ctx.rounds, GUARANTEE_ROUNDS)
-
 
 def compare_small_tasks(ctx: Context, w: Workload, title: str, rounds: int) -> Comparison:
     ctx.fresh_spark(worker_reuse=True)
@@ -309,7 +302,7 @@ def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]], with_se
         sets: Sequence[str]) -> list[Comparison]:
     """The Spark workloads named in ``sets`` (``__main__.SPARK_SETS``): main (the base workload), two (its rows in 2
     Spark partitions), small (many small tasks), micro (micro-batches), json (1 KB JSON events), sweep (``sweep``)."""
-    comps = ([compare(ctx, base, f"spark {base.value_size} B {base.codec}", with_send, rounds=guarantee_rounds(ctx))]
+    comps = ([compare(ctx, base, f"spark {base.value_size} B {base.codec}", with_send, rounds=ctx.target_rounds())]
              if "main" in sets else [])
     if "two" in sets:  # the same rows in 2 Spark partitions (one task per core), into the same 12-partition topic
         two = base.with_(partitions=2, topic_partitions=base.partitions)
@@ -323,7 +316,7 @@ def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]], with_se
         small = base.with_(partitions=tasks, topic_partitions=base.partitions,
                            rows=tasks * (max(1, base.rows // 1000) if ctx.quick else rows_per_task))
         comps.append(compare_small_tasks(ctx, small, small_tasks_title(tasks, small.rows // tasks),
-                                         guarantee_rounds(ctx) if tasks == 200 else ctx.rounds))
+                                         ctx.target_rounds() if tasks == 200 else ctx.rounds))
     if "micro" in sets:
         micro = base.with_(partitions=50, topic_partitions=base.partitions, rows=50 * 100)
         comps.append(compare_micro_batches(ctx, micro, MICRO_BATCH_TITLE))
