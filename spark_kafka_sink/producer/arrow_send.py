@@ -46,12 +46,26 @@ from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, encode_arrow_b
 from spark_kafka_sink.protocol.murmur2 import binary_buffers
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE
 
-__all__ = ["BatchSendResult", "PartitionWriteStats", "ArrowSender", "row_slices"]
+__all__ = ["BatchSendResult", "PartitionWriteStats", "ArrowSender", "row_slices", "fill_bytes"]
 
 I64 = npt.NDArray[np.int64]
 _RECORD_OVERHEAD = 40  # upper bound of a record's varints and attributes (length, deltas, key/value lengths...)
 _HEADER_OVERHEAD = 10  # varint lengths of one header's key and value
-_SLICE_BYTES = 2 << 20  # rows encoded per step; large enough that the per-call overhead stays below 1%
+_SLICE_BYTES = 2 << 20  # rows encoded per step (by size bound); large enough that the per-call overhead stays below 1%
+# An input up to this many slices (size bound) is encoded in one step, so that a fill_bytes input fills its
+# batches. (4 MiB slices for every input took the memory benchmark's worker from +65 to +73-84 MB.)
+_WHOLE_SLICES = 2
+
+
+def fill_bytes(batch_size: int, partitions: int) -> int:
+    """Arrow bytes of input that give each of a topic's ``partitions`` about one batch: what a caller holding many
+    small inputs (Spark's 10,000-row batches) should hand ``send_batch`` at once. Each send_batch call closes its
+    batches, so 1.2 MB calls into 12 partitions made ~100 KB batches however large batch.size was. 90% of
+    batch.size a partition (an unevenly spread partition must not spill a tiny second batch), and at most 3/4 of
+    what is encoded in one step (a row's size bound is ~1.26x its Arrow bytes at 100 B values). A/B, 1,000,000 rows
+    of 100 B, lz4, 256 KiB batches, 12 partitions, alternating rounds: two 10,000-row batches a call took 0.56
+    instead of 0.64 us/row of client CPU (-12%), four 0.60 instead of 0.69."""
+    return max(1, min(int(0.9 * batch_size * partitions), _WHOLE_SLICES * _SLICE_BYTES * 3 // 4))
 
 
 @dataclass(frozen=True)
@@ -288,7 +302,8 @@ class ArrowSender:
         # memory are then a slice's size, not the input's, on top of buffer.memory (a 10k-row Spark batch of
         # 1 KB values is 10 MB).
         for cols in checked:
-            for lo, hi in row_slices(cols.size, _SLICE_BYTES):
+            whole = _WHOLE_SLICES * _SLICE_BYTES
+            for lo, hi in row_slices(cols.size, whole if int(cols.size.sum()) <= whole else _SLICE_BYTES):
                 part = cols if (lo, hi) == (0, len(cols.size)) else cols.slice(lo, hi)
                 for name, rows in self._groups(topic, part):
                     self._send_topic(name, rows, part, started, futures, sizes, interceptors)

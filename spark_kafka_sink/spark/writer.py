@@ -32,6 +32,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamWriter
 from pyspark.sql.types import StructType
 
 from spark_kafka_sink.errors import ConfigError, KafkaError
+from spark_kafka_sink.producer.arrow_send import fill_bytes
 from spark_kafka_sink.spark.commit import (
     KafkaCommitMessage,
     PartitionWrite,
@@ -218,6 +219,14 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
     futures: list[Future[Any]] = []
     checked = 0  # futures before this index completed successfully
     first = True
+    # Input batches go to send_batch together, up to fill_bytes: each call closes its batches, so one 10,000-row
+    # Spark batch a call made ~100 KB batches into 12 partitions however large batch.size was (topic option only:
+    # with a topic column, rows of any topic, each batch goes alone). Batches of fill_bytes / 2 or more go alone,
+    # as before.
+    topic = options.topic
+    held: list[pa.RecordBatch] = []
+    held_bytes = 0
+    limit: int | None = None  # fill_bytes, once a second input batch shows the task has more than one
     for batch in batches:  # (not enumerate: its reused result tuple held the last batch while the next was read)
         if batch.num_rows == 0:
             continue
@@ -233,15 +242,35 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
             half = records.num_rows // 2
             futures.append(producer.send_batch(options.topic, records.slice(0, half)))
             futures.append(producer.send_batch(options.topic, records.slice(half)))
-        else:
+        elif first:
             futures.append(producer.send_batch(options.topic, records))
+        else:
+            if limit is None:
+                limit = fill_bytes(producer.config.batch_size, partition_count(topic)) if topic is not None else 0
+            size = records.nbytes
+            if held and held_bytes + size > limit:
+                futures.append(producer.send_batch(options.topic, _joined(held)))
+                held, held_bytes = [], 0
+            held.append(records)
+            held_bytes += size
+            if held_bytes + size > limit:
+                # Another batch like this one would not fit: send now rather than hold these while Spark reads
+                # it (a 10 MB batch of 1 KB values held through the next read was +10 MB of peak memory).
+                futures.append(producer.send_batch(options.topic, _joined(held)))
+                held, held_bytes = [], 0
         first = False
-        del batch, records  # hold one input batch at a time, not this one while Spark reads the next
+        del batch, records  # hold no more than ``held``, not this one while Spark reads the next
         # Fail fast: a send that already failed (record too large, unknown topic ...) stops the task now.
         while checked < len(futures) and futures[checked].done():
             futures[checked].result()
             checked += 1
+    if held:
+        futures.append(producer.send_batch(options.topic, _joined(held)))
     return futures
+
+
+def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch | pa.Table:
+    return batches[0] if len(batches) == 1 else pa.Table.from_batches(batches)
 
 
 def _collect(futures: list[Future[Any]], timeout_s: float) -> tuple[PartitionWrite, ...]:

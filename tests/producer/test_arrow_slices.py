@@ -71,7 +71,7 @@ def _chunked(rows_per_chunk: int, chunks: int, value_size: int = 100) -> pa.Tabl
 
 def test_a_table_of_large_chunks_goes_chunk_by_chunk_without_a_copy() -> None:
     # Combining the chunks copied the whole table (a third of send_batch's time for a 2-chunk 248 MB table).
-    table = _chunked(20_000, 3)  # ~2.3 MB a chunk, above the 2 MB slice
+    table = _chunked(20_000, 3)  # ~2.3 MB a chunk, above the 2 MiB slice
     pieces = arrow_send._pieces(table)
     assert [p.num_rows for p in pieces] == [20_000] * 3
     for piece, chunk in zip(pieces, table.column("value").chunks, strict=True):
