@@ -249,14 +249,14 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
                 limit = fill_bytes(producer.config.batch_size, partition_count(topic)) if topic is not None else 0
             size = records.nbytes
             if held and held_bytes + size > limit:
-                futures.append(producer.send_batch(options.topic, _joined(held)))
+                futures.append(producer.send_batch(options.topic, pa.Table.from_batches(held)))
                 held, held_bytes = [], 0
             held.append(records)
             held_bytes += size
             if held_bytes + size > limit:
                 # Another batch like this one would not fit: send now rather than hold these while Spark reads
                 # it (a 10 MB batch of 1 KB values held through the next read was +10 MB of peak memory).
-                futures.append(producer.send_batch(options.topic, _joined(held)))
+                futures.append(producer.send_batch(options.topic, pa.Table.from_batches(held)))
                 held, held_bytes = [], 0
         first = False
         del batch, records  # hold no more than ``held``, not this one while Spark reads the next
@@ -265,12 +265,8 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
             futures[checked].result()
             checked += 1
     if held:
-        futures.append(producer.send_batch(options.topic, _joined(held)))
+        futures.append(producer.send_batch(options.topic, pa.Table.from_batches(held)))
     return futures
-
-
-def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch | pa.Table:
-    return batches[0] if len(batches) == 1 else pa.Table.from_batches(batches)
 
 
 def _collect(futures: list[Future[Any]], timeout_s: float) -> tuple[PartitionWrite, ...]:
