@@ -49,3 +49,19 @@ def offsets(bootstrap: str) -> Callable[[str], dict[int, int]]:
         return end_offsets(bootstrap, topic)
 
     return get
+
+
+@pytest.fixture
+def sent_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The row count of every ``KafkaProducer.send_batch`` call in this test, in call order (the calls still send)."""
+    from spark_kafka_sink.producer import KafkaProducer
+
+    sent: list[int] = []
+    send_batch = KafkaProducer.send_batch
+
+    def recording(self: KafkaProducer, topic: str | None, data: Any) -> Any:
+        sent.append(data.num_rows)
+        return send_batch(self, topic, data)
+
+    monkeypatch.setattr(KafkaProducer, "send_batch", recording)
+    return sent

@@ -15,7 +15,6 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import StringType, StructField, StructType
 
-from spark_kafka_sink.producer import KafkaProducer
 from spark_kafka_sink.producer.arrow_send import fill_bytes
 from spark_kafka_sink.spark.options import SinkOptions
 from spark_kafka_sink.spark.schema import plan_columns
@@ -42,23 +41,11 @@ def _batches(count: int, topic_column: str | None = None) -> Iterator[pa.RecordB
         yield pa.RecordBatch.from_pydict(columns)
 
 
-def _recording(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    sent: list[int] = []
-    send_batch = KafkaProducer.send_batch
-
-    def recording(self: KafkaProducer, topic: str | None, data: Any) -> Any:
-        sent.append(data.num_rows)
-        return send_batch(self, topic, data)
-
-    monkeypatch.setattr(KafkaProducer, "send_batch", recording)
-    return sent
-
-
 @pytest.mark.broker
 def test_input_batches_go_two_at_a_time_into_a_12_partition_topic(
         bootstrap: str, topic_factory: Callable[..., str], readback: Callable[..., list[ConsumedRecord]],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    sent = _recording(monkeypatch)
+        sent_rows: list[int]) -> None:
+    sent = sent_rows
     topic = topic_factory(partitions=12)
     options = SinkOptions.parse({"kafka.bootstrap.servers": bootstrap, "topic": topic, "producerReuse": "false"},
                                 streaming=False)
@@ -79,9 +66,9 @@ def test_input_batches_go_two_at_a_time_into_a_12_partition_topic(
 @pytest.mark.broker
 def test_with_a_topic_column_each_input_batch_goes_alone(
         bootstrap: str, topic_factory: Callable[..., str], readback: Callable[..., list[ConsumedRecord]],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        sent_rows: list[int]) -> None:
     # Rows may name any topic: there is no one partition count to fill, so nothing is held.
-    sent = _recording(monkeypatch)
+    sent = sent_rows
     topic = topic_factory(partitions=12)
     schema = StructType([*SCHEMA.fields, StructField("topic", StringType())])
     options = SinkOptions.parse({"kafka.bootstrap.servers": bootstrap, "producerReuse": "false"}, streaming=False)

@@ -148,20 +148,11 @@ def test_a_task_whose_producer_was_fenced_fails_and_its_retry_writes_exactly_onc
 
 def test_a_tasks_first_large_batch_goes_out_in_two_halves_in_order(
         bootstrap: str, topic_factory: Callable[..., str], readback: Callable[..., list[ConsumedRecord]],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        sent_rows: list[int]) -> None:
     """A task's first Arrow batch of >= 512 KiB goes as two halves (for a small task, whose input is that one batch,
     the broker writes the first half while the second is encoded); later batches, and small ones, go whole. Nothing
     is read ahead: each input batch is freed before the next is read. Every row lands once, in input order."""
-    from spark_kafka_sink.producer import KafkaProducer
-
-    sent: list[int] = []
-    send_batch = KafkaProducer.send_batch
-
-    def recording(self: KafkaProducer, topic: str | None, data: Any) -> Any:
-        sent.append(data.num_rows)
-        return send_batch(self, topic, data)
-
-    monkeypatch.setattr(KafkaProducer, "send_batch", recording)
+    sent = sent_rows
     topic = topic_factory(partitions=2)
     plan = plan_columns(StructType([StructField("key", StringType()), StructField("value", StringType())]), topic)
     options = SinkOptions.parse({"kafka.bootstrap.servers": bootstrap, "topic": topic, "producerReuse": "false"},
