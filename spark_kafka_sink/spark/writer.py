@@ -246,7 +246,8 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
             futures.append(producer.send_batch(options.topic, records))
         else:
             if limit is None:
-                limit = fill_bytes(producer.config.batch_size, partition_count(topic)) if topic is not None else 0
+                limit = (fill_bytes(int(options.producer_options["batch.size"]), partition_count(topic))
+                         if topic is not None else 0)
             size = records.nbytes
             if held and held_bytes + size > limit:
                 futures.append(producer.send_batch(options.topic, pa.Table.from_batches(held)))

@@ -191,7 +191,8 @@ def test_failed_task_aborts_its_transaction_and_closes(fake: list[FakeProducer])
 
     with pytest.raises(RuntimeError, match="upstream failed"):
         write_partition(opts, plan_columns(SCHEMA, "t"), failing())
-    assert fake[0].calls == ["init", "begin", "send:t:2", "send:t:3", "abort", "close"]
+    # The second batch was held to go with the next one (test_input_coalescing) when the input failed: never sent.
+    assert fake[0].calls == ["init", "begin", "send:t:2", "abort", "close"]
 
 
 def test_at_least_once_task_has_no_transaction(fake: list[FakeProducer]) -> None:
