@@ -151,11 +151,12 @@ class _Columns:
                         cut(self.headers), self.timestamp[lo:hi], self.size[lo:hi])
 
 
-def row_slices(size: I64, limit: int) -> list[tuple[int, int]]:
-    """Consecutive row ranges of at most ``limit`` bytes each (a larger row alone), covering every row."""
+def row_slices(size: I64, limit: int, whole: int = 0) -> list[tuple[int, int]]:
+    """Consecutive row ranges of at most ``limit`` bytes each (a larger row alone), covering every row; one range
+    when all rows add up to at most ``whole`` (or ``limit``)."""
     n = len(size)
     cum = np.cumsum(size)
-    if not n or int(cum[-1]) <= limit:
+    if not n or int(cum[-1]) <= max(limit, whole):
         return [(0, n)]
     out = []
     lo = 0
@@ -302,8 +303,7 @@ class ArrowSender:
         # memory are then a slice's size, not the input's, on top of buffer.memory (a 10k-row Spark batch of
         # 1 KB values is 10 MB).
         for cols in checked:
-            whole = _WHOLE_SLICES * _SLICE_BYTES
-            for lo, hi in row_slices(cols.size, whole if int(cols.size.sum()) <= whole else _SLICE_BYTES):
+            for lo, hi in row_slices(cols.size, _SLICE_BYTES, whole=_WHOLE_SLICES * _SLICE_BYTES):
                 part = cols if (lo, hi) == (0, len(cols.size)) else cols.slice(lo, hi)
                 for name, rows in self._groups(topic, part):
                     self._send_topic(name, rows, part, started, futures, sizes, interceptors)

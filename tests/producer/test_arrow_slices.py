@@ -18,6 +18,9 @@ from spark_kafka_sink.producer.partitioner import Partitioner
 def test_row_slices_cover_every_row_in_order_within_the_limit() -> None:
     size = np.array([40, 40, 40, 200, 10, 10, 10, 90], np.int64)
     assert row_slices(size, 100) == [(0, 2), (2, 3), (3, 4), (4, 7), (7, 8)]
+    # up to ``whole`` bytes in all (440 here), one range; above it, the slices again
+    assert row_slices(size, 100, whole=440) == [(0, 8)]
+    assert row_slices(size, 100, whole=439) == [(0, 2), (2, 3), (3, 4), (4, 7), (7, 8)]
 
 
 def test_small_input_is_one_slice_and_empty_input_too() -> None:
