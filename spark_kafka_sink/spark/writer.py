@@ -219,14 +219,7 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
     futures: list[Future[Any]] = []
     checked = 0  # futures before this index completed successfully
     first = True
-    # Input batches go to send_batch together, up to fill_bytes: each call closes its batches, so one 10,000-row
-    # Spark batch a call made ~100 KB batches into 12 partitions however large batch.size was (topic option only:
-    # with a topic column, rows of any topic, each batch goes alone). Batches of fill_bytes / 2 or more go alone,
-    # as before.
-    topic = options.topic
-    held: list[pa.RecordBatch] = []
-    held_bytes = 0
-    limit: int | None = None  # fill_bytes, once a second input batch shows the task has more than one
+    held: _HeldBatches | None = None  # made once a second input batch shows the task has more than one
     for batch in batches:  # (not enumerate: its reused result tuple held the last batch while the next was read)
         if batch.num_rows == 0:
             continue
@@ -240,34 +233,54 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
             # batches pays one more encoder call and Produce. Nothing is read ahead to know which case it is: a
             # look-ahead held a second input batch for the whole task (~10 MB more at 1 KB values).
             half = records.num_rows // 2
-            futures.append(producer.send_batch(options.topic, records.slice(0, half)))
-            futures.append(producer.send_batch(options.topic, records.slice(half)))
+            ready: list[pa.RecordBatch | pa.Table] = [records.slice(0, half), records.slice(half)]
         elif first:
-            futures.append(producer.send_batch(options.topic, records))
+            ready = [records]
         else:
-            if limit is None:
-                limit = (fill_bytes(int(options.producer_options["batch.size"]), partition_count(topic))
-                         if topic is not None else 0)
-            size = records.nbytes
-            if held and held_bytes + size > limit:
-                futures.append(producer.send_batch(options.topic, pa.Table.from_batches(held)))
-                held, held_bytes = [], 0
-            held.append(records)
-            held_bytes += size
-            if held_bytes + size > limit:
-                # Another batch like this one would not fit: send now rather than hold these while Spark reads
-                # it (a 10 MB batch of 1 KB values held through the next read was +10 MB of peak memory).
-                futures.append(producer.send_batch(options.topic, pa.Table.from_batches(held)))
-                held, held_bytes = [], 0
+            if held is None:
+                topic = options.topic  # with a topic column (rows of any topic) nothing is held
+                held = _HeldBatches(0 if topic is None else
+                                    fill_bytes(int(options.producer_options["batch.size"]), partition_count(topic)))
+            ready = held.add(records)
+        futures.extend(producer.send_batch(options.topic, data) for data in ready)
         first = False
-        del batch, records  # hold no more than ``held``, not this one while Spark reads the next
+        del batch, records, ready  # hold no more than ``held``, not this one while Spark reads the next
         # Fail fast: a send that already failed (record too large, unknown topic ...) stops the task now.
         while checked < len(futures) and futures[checked].done():
             futures[checked].result()
             checked += 1
-    if held:
-        futures.append(producer.send_batch(options.topic, pa.Table.from_batches(held)))
+    if held is not None:
+        futures.extend(producer.send_batch(options.topic, data) for data in held.rest())
     return futures
+
+
+class _HeldBatches:
+    """Consecutive input batches held to go to send_batch together, up to ``limit`` bytes: each call closes its
+    batches, so one 10,000-row Spark batch a call made ~100 KB batches into 12 partitions however large batch.size
+    was. A batch of half the limit or more goes alone, as before."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._batches: list[pa.RecordBatch] = []
+        self._bytes = 0
+
+    def add(self, records: pa.RecordBatch) -> list[pa.Table]:
+        """Hold ``records``; returns what to send now, in input order."""
+        size = records.nbytes
+        out = self.rest() if self._batches and self._bytes + size > self._limit else []
+        self._batches.append(records)
+        self._bytes += size
+        if self._bytes + size > self._limit:
+            # Another batch like this one would not fit: send now rather than hold these while Spark reads it (a
+            # 10 MB batch of 1 KB values held through the next read was +10 MB of peak memory).
+            out += self.rest()
+        return out
+
+    def rest(self) -> list[pa.Table]:
+        """What is held, as one table (none if nothing is); holds nothing after."""
+        out = [pa.Table.from_batches(self._batches)] if self._batches else []
+        self._batches, self._bytes = [], 0
+        return out
 
 
 def _collect(futures: list[Future[Any]], timeout_s: float) -> tuple[PartitionWrite, ...]:
