@@ -46,7 +46,7 @@ from spark_kafka_sink.protocol.messages import PRODUCE
 from spark_kafka_sink.protocol.record_batch import Record, encode_batch
 from spark_kafka_sink.testing.broker import KafkaCluster
 from spark_kafka_sink.testing.broker_jars import broker_lib, fetch_jars, require_java
-from tests.conftest import ConsumedRecord, create_topic, pause_process, read_topic
+from tests.conftest import ConsumedRecord, create_topic, pause_process, read_topic, wait_for
 
 pytestmark = pytest.mark.broker
 
@@ -94,13 +94,11 @@ def producer_ids_expiring_after(bootstrap: str, expiration_ms: int) -> Iterator[
 
     alter(AlterConfigOpType.SET, str(expiration_ms))
     try:
-        deadline = time.monotonic() + 60
-        while True:  # until the broker reports it applied
+        def applied() -> bool:
             (future,) = admin.describe_configs([ConfigResource(ResourceType.BROKER, "1")]).values()
-            if future.result(timeout=30)[name].value == str(expiration_ms):
-                break
-            assert time.monotonic() < deadline, f"the broker never applied {name}={expiration_ms}"
-            time.sleep(0.1)  # poll interval of a condition wait
+            return bool(future.result(timeout=30)[name].value == str(expiration_ms))
+
+        wait_for(f"the broker to apply {name}={expiration_ms}", applied, timeout=60)
         yield
     finally:
         alter(AlterConfigOpType.DELETE, None)

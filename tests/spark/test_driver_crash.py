@@ -23,7 +23,7 @@ import pytest
 
 from spark_kafka_sink.spark.commit import TEST_PAUSE_ENV
 from spark_kafka_sink.testing.broker_jars import REPO_ROOT
-from tests.conftest import ConsumedRecord
+from tests.conftest import ConsumedRecord, wait_for
 from tests.spark.conftest import end_offsets
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
@@ -59,8 +59,9 @@ def kill_when_paused(proc: subprocess.Popen[str], marker: Path, timeout: float =
             proc.wait(0.1)  # the poll interval of a condition wait
         except subprocess.TimeoutExpired:
             pass
-    while len(marker.read_text().split()) < 2:  # the marker exists: its two words are being written
-        time.sleep(0.01)  # poll interval of a condition wait
+    # The marker exists: its two words are being written.
+    wait_for("the pause marker's two words", lambda: len(marker.read_text().split()) >= 2, timeout=30,
+             interval=0.01)
     paused_pid, write_id = (int(word) for word in marker.read_text().split())
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(60)

@@ -6,7 +6,6 @@ own that looks for expired transactions every 200 ms instead of every 10 s.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -18,7 +17,7 @@ from spark_kafka_sink.spark.options import SinkOptions
 from spark_kafka_sink.spark.schema import plan_columns
 from spark_kafka_sink.spark.writer import write_partition
 from spark_kafka_sink.testing.broker import KafkaCluster
-from tests.conftest import create_topic, read_topic
+from tests.conftest import create_topic, read_topic, wait_for
 from tests.spark.conftest import end_offsets
 
 pytestmark = [pytest.mark.broker]
@@ -45,10 +44,8 @@ def test_commit_after_the_transaction_timeout_fails_and_says_why(fast_expiry_boo
     assert message.has_transaction
 
     # The coordinator aborts the expired transaction: its abort marker takes offset 2, after the two records.
-    deadline = time.monotonic() + 60
-    while end_offsets(bootstrap, topic)[0] < 3:
-        assert time.monotonic() < deadline, "the broker did not abort the expired transaction within 60 s"
-        time.sleep(0.1)  # polling interval of the condition above
+    wait_for("the broker to abort the expired transaction", lambda: end_offsets(bootstrap, topic)[0] >= 3,
+             timeout=60)
 
     with pytest.raises(TransactionCommitError) as info:
         commit_write(options, [message])
