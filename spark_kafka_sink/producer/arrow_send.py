@@ -402,12 +402,22 @@ def _result(futures: list[Future[BatchMetadata]], sizes: list[int]) -> Future[Ba
         if error is not None:
             out.set_exception(error)
             return
-        stats: dict[tuple[str, int], PartitionWriteStats] = {}
+        # Summed per partition on plain lists, one PartitionWriteStats each at the end: a dataclass and a merge
+        # per batch were ~6% of the sender thread's time at 16 KiB batches (this runs on it).
+        totals: dict[tuple[str, int], list[int]] = {}
         for md, size in zip(f.result(), sizes, strict=False):
-            one = PartitionWriteStats(md.record_count, size, md.base_offset, md.last_offset)
             key = (md.topic, md.partition)
-            stats[key] = stats[key].merge(one) if key in stats else one
-        out.set_result(BatchSendResult(stats))
+            total = totals.get(key)
+            if total is None:
+                totals[key] = [md.record_count, size, md.base_offset, md.last_offset]
+                continue
+            total[0] += md.record_count
+            total[1] += size
+            if md.base_offset != NO_OFFSET:
+                total[2] = md.base_offset if total[2] == NO_OFFSET else min(total[2], md.base_offset)
+            if md.last_offset != NO_OFFSET:
+                total[3] = max(total[3], md.last_offset)
+        out.set_result(BatchSendResult({key: PartitionWriteStats(*total) for key, total in totals.items()}))
 
     gathered.add_done_callback(done)
     return out
