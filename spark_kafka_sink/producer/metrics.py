@@ -44,7 +44,8 @@ class WindowedStat:
         self.lifetime_total = 0.0
 
     def record(self, value: float, now_ms: int) -> None:
-        self._expire(now_ms)
+        # No expiry here (reads expire; the list is trimmed to num_samples when a window starts): the sender records
+        # a few values per batch, and rebuilding the sample list each time was ~1 us of its ~1.3.
         if not self._samples or now_ms >= self._samples[-1].start_ms + self.window_ms:
             self._samples.append(_Sample(now_ms))
             del self._samples[: -self.num_samples]
