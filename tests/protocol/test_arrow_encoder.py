@@ -173,6 +173,24 @@ def test_segments_force_batch_starts(max_bytes: int) -> None:
         encode_arrow_batches(pa.array([b"a"]), timestamp_ms=np.array([1]), max_batch_bytes=100, segment_starts=[1])
 
 
+@pytest.mark.parametrize("max_bytes", [200, 16384])
+def test_segments_of_equal_rows_fill_their_batches(max_bytes: int) -> None:
+    """Within each segment, equal rows go in batches as full as the greedy split makes them: the same count each,
+    only a segment's last batch holds fewer. (Equal rows take a closed-form split; the reference count comes from
+    the greedy one, which one longer row at the end brings into play.)"""
+    value, key = pa.array([b"v" * 100] * 2000), pa.array([b"k" * 16] * 2000)
+    greedy = encode_arrow_batches(pa.array([b"v" * 100] * 2000 + [b"v" * 150]), key=pa.array([b"k" * 16] * 2001),
+                                  timestamp_ms=np.full(2001, 42), max_batch_bytes=max_bytes)
+    per = greedy[0].record_count
+    segments = [0, 1, 70, 71, 300, 1999]
+    batches = encode_arrow_batches(value, key=key, timestamp_ms=np.full(2000, 42), max_batch_bytes=max_bytes,
+                                   segment_starts=np.array(segments))
+    bounds = [*segments, 2000]
+    expected = [min(per, end - start) for first, end in zip(bounds, bounds[1:], strict=False)
+                for start in range(first, end, per)]
+    assert [b.record_count for b in batches] == expected
+
+
 def test_decodes_back() -> None:
     rows = random_rows(5, 100, headers=True)
     for b in encode(rows, 5000, Codec.LZ4):
