@@ -136,10 +136,12 @@ def test_timestamp_span_limit() -> None:
         encode_arrow_batches(pa.array([b"a", b"b"]), timestamp_ms=np.array([-(2**62), 2**62]), max_batch_bytes=100)
 
 
-def test_large_types_timestamp_type_and_several_join_groups() -> None:
+@pytest.mark.parametrize("headers", [True, False])  # without headers each join starts a byte early, ends on a tail
+@pytest.mark.parametrize("ordered", [False, True])  # read through ``order`` (one concatenation, a take per join)
+def test_large_types_timestamp_type_and_several_join_groups(headers: bool, ordered: bool) -> None:
     # One join covers at most 4 MiB of records: ~11 MiB in all gives several joins of many small batches each, and
     # a lone 5 MiB record gives a batch larger than a join's budget.
-    rows = random_rows(11, 300, headers=True)
+    rows = random_rows(11, 300, headers=headers)
     for i in range(0, 300, 50):
         rows[i] = (rows[i][0], bytes([i % 251]) * (1 << 20), rows[i][2], rows[i][3])
     rows[125] = (rows[125][0], b"\xab" * (5 << 20), rows[125][2], rows[125][3])
@@ -151,10 +153,11 @@ def test_large_types_timestamp_type_and_several_join_groups() -> None:
         timestamp_ms=pa.chunked_array([when]),
         headers=large_headers,
         max_batch_bytes=1500,
+        order=list(range(299, -1, -1)) if ordered else None,
     )
     assert len(batches) > 20
     assert sum(b.uncompressed_size for b in batches) > 2 * (4 << 20)
-    check(rows, batches, 1500)
+    check(rows[::-1] if ordered else rows, batches, 1500)
 
 
 @pytest.mark.parametrize("max_bytes", [200, 16384])
