@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -51,14 +50,8 @@ def launch(job: str, args: list[str], tmp_path: Path, pause: str | None = None) 
 def kill_when_paused(proc: subprocess.Popen[str], marker: Path, timeout: float = 240.0) -> int:
     """Wait until the driver's commit reached its pause point, then SIGKILL the whole driver process group.
     Returns the writeId (streaming: the micro-batch) whose commit was paused."""
-    deadline = time.monotonic() + timeout
-    while not marker.exists():
-        assert proc.poll() is None, f"the job ended (status {proc.returncode}) before reaching its pause point"
-        assert time.monotonic() < deadline, "the job did not reach its pause point"
-        try:
-            proc.wait(0.1)  # the poll interval of a condition wait
-        except subprocess.TimeoutExpired:
-            pass
+    wait_for("the job to reach its pause point", lambda: marker.exists() or proc.poll() is not None, timeout)
+    assert marker.exists(), f"the job ended (status {proc.returncode}) before reaching its pause point"
     # The marker exists: its two words are being written.
     wait_for("the pause marker's two words", lambda: len(marker.read_text().split()) >= 2, timeout=30,
              interval=0.01)
@@ -66,9 +59,7 @@ def kill_when_paused(proc: subprocess.Popen[str], marker: Path, timeout: float =
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(60)
     # The paused commit runs in a Python worker outside the JVM: it dies with its daemon once the JVM is gone.
-    while _alive(paused_pid):
-        assert time.monotonic() < deadline + 60, f"the paused commit worker {paused_pid} outlived the driver"
-        time.sleep(0.1)  # poll interval of a condition wait
+    wait_for(f"the paused commit worker {paused_pid} to end with the driver", lambda: not _alive(paused_pid), 60)
     return write_id
 
 
@@ -165,14 +156,15 @@ def test_foreach_batch_driver_killed_then_restarted(bootstrap: str, topic_factor
 
 
 def wait_until_nothing_open(bootstrap: str, topic: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
+    def nothing_open() -> bool:
         try:
             assert_nothing_open(bootstrap, topic)
-            return
         except AssertionError:
-            assert time.monotonic() < deadline, f"the broker did not abort {topic}'s open transactions"
-            time.sleep(0.5)  # poll interval of a condition wait (the broker's abort check runs every few seconds)
+            return False
+        return True
+
+    # Polled every 0.5 s: the broker's abort check runs every few seconds.
+    wait_for(f"the broker to abort {topic}'s open transactions", nothing_open, timeout, interval=0.5)
 
 
 def test_re_run_after_the_transaction_timeout_rewrites_only_what_the_broker_aborted(
@@ -208,10 +200,8 @@ def test_a_slow_write_does_not_hold_up_another_prefix(bootstrap: str, topic_fact
 
     slow, marker = launch("batch_to_kafka.py", args(slow_prefix), tmp_path, pause="after-plan")
     try:
-        deadline = time.monotonic() + 240
-        while not marker.exists():
-            assert slow.poll() is None and time.monotonic() < deadline, "write A did not reach its pause point"
-            time.sleep(0.1)  # poll interval of a condition wait
+        wait_for("write A to reach its pause point", lambda: marker.exists() or slow.poll() is not None, 240)
+        assert marker.exists(), f"write A ended (status {slow.returncode}) before reaching its pause point"
         finish(launch("batch_to_kafka.py", args(fast_prefix), tmp_path)[0])
         assert slow.poll() is None  # A is still paused with its transactions open: B did not wait for it
     finally:
