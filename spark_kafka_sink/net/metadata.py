@@ -156,8 +156,9 @@ class Metadata:
 
     def leader_for(self, topic: str, partition: int) -> int | None:
         """The leader's node id, or None (unknown topic/partition, no leader, or a leader we have no address for)."""
-        with self._lock:
-            part = self.partition(topic, partition)
+        with self._lock:  # (partition() inlined: the sender asks twice per partition per round)
+            info = self._topics.get(topic)
+            part = None if info is None else info.partitions.get(partition)
             if part is None or part.leader_id is None or part.leader_id not in self._brokers:
                 return None
             return part.leader_id

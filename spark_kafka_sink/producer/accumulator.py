@@ -24,7 +24,8 @@ expiry, abort): ``ProducerBatch.on_complete`` calls ``_on_batch_complete``, whic
 Locks. Order: a partition's lock may be held when taking ``_lock`` (or, in ``before_drain``, the transaction
 manager's lock), never the reverse; no lock is held while blocking in the pool or completing futures.
 * ``_PartitionQueue.lock`` guards that partition's deque and every append into its open batch;
-* ``_lock`` guards ``_queues`` (insertions; lookups are plain dict reads), ``_muted``, ``_flushes_in_progress``
+* ``_lock`` guards ``_queues`` (insertions; lookups are plain dict reads), ``_muted`` (written by the sender thread
+  only, which may read it unlocked), ``_flushes_in_progress``
   and writes of ``_closed`` (a bool, read without the lock);
 * ``_incomplete`` guards itself (a leaf lock, taken under a partition's lock when a batch is queued);
 * ``_drain_index`` and ``_next_batch_expiry_ms`` are owned by the sender thread (ready / drain / expiry run there).
@@ -258,6 +259,8 @@ class RecordAccumulator:
             self._muted.add(tp)
 
     def unmute(self, tp: TopicPartition) -> None:
+        if tp not in self._muted:  # the common case, read unlocked: only the sender thread writes _muted
+            return
         with self._lock:
             self._muted.discard(tp)
 

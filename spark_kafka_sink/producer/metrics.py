@@ -1,7 +1,7 @@
 """Producer metrics with the Java client's names: thread-safe, windowed like Kafka's ``Sensor``/``SampledStat``.
 
     metrics = ProducerMetrics()
-    metrics.record_batch_sent(records=100, size_bytes=8000, now_ms=now)      # sender, per batch in a request
+    metrics.record_batches_sent(records=[100, 90], sizes=[8000, 7200], now_ms=now)  # sender, a request's batches
     metrics.record_request(records=300, latency_ms=12, now_ms=now)          # sender, per produce response
     metrics.record_retry(records, now_ms) / record_error(records, now_ms) / record_throttle(ms, now_ms)
     metrics.add_gauge("buffer-available-bytes", lambda: pool.available_memory)
@@ -55,6 +55,19 @@ class WindowedStat:
         sample.maximum = max(sample.maximum, value)
         self.lifetime_count += 1
         self.lifetime_total += value
+
+    def record_all(self, values: list[int], now_ms: int) -> None:
+        """``record`` each of ``values`` (non-empty), at the cost of one."""
+        if not self._samples or now_ms >= self._samples[-1].start_ms + self.window_ms:
+            self._samples.append(_Sample(now_ms))
+            del self._samples[: -self.num_samples]
+        sample = self._samples[-1]
+        total = sum(values)
+        sample.count += len(values)
+        sample.total += total
+        sample.maximum = max(sample.maximum, max(values))
+        self.lifetime_count += len(values)
+        self.lifetime_total += total
 
     def _expire(self, now_ms: int) -> None:
         # As Kafka's SampledStat: a sample is obsolete num_samples windows after it started.
@@ -121,10 +134,13 @@ class ProducerMetrics:
         with self._lock:
             self._gauges[name] = read
 
-    def record_batch_sent(self, records: int, size_bytes: int, now_ms: int) -> None:
+    def record_batches_sent(self, records: list[int], sizes: list[int], now_ms: int) -> None:
+        """The batches of one request: ``records[i]`` records in ``sizes[i]`` bytes each (one lock per request)."""
+        if not records:
+            return
         with self._lock:
-            self._records_sent.record(records, now_ms)
-            self._batch_bytes.record(size_bytes, now_ms)
+            self._records_sent.record_all(records, now_ms)
+            self._batch_bytes.record_all(sizes, now_ms)
 
     def record_request(self, records: int, latency_ms: float, now_ms: int) -> None:
         with self._lock:

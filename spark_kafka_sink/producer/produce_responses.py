@@ -56,7 +56,7 @@ from spark_kafka_sink.producer.accumulator import RecordAccumulator
 from spark_kafka_sink.producer.batch import ProducerBatch
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.metrics import ProducerMetrics
-from spark_kafka_sink.producer.record_metadata import NO_OFFSET, NO_TIMESTAMP, TopicPartition
+from spark_kafka_sink.producer.record_metadata import NO_OFFSET, NO_TIMESTAMP
 from spark_kafka_sink.producer.sender_client import ClientAnswer, SenderClient
 from spark_kafka_sink.producer.transactions import TransactionManager, broker_error, fenced_error
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
@@ -75,7 +75,7 @@ class ProduceContext:
     """The ``context`` of a Produce request: where it went and the batch of each partition it carries."""
 
     node_id: int
-    batches: dict[TopicPartition, ProducerBatch]
+    batches: dict[tuple[str, int], ProducerBatch]  # keyed by each batch's TopicPartition (a plain tuple finds it)
 
 
 class ProduceResponseHandler:
@@ -116,18 +116,21 @@ class ProduceResponseHandler:
             for batch in context.batches.values():
                 self._complete(batch, NO_ERROR, NO_OFFSET, NO_TIMESTAMP, -1, None, [], context, now_ms)
             return
-        answered: set[TopicPartition] = set()
+        answered: set[tuple[str, int]] = set()
+        batches = context.batches
         for topic in body["responses"]:
+            name = topic["name"]
             for p in topic["partition_responses"]:
-                tp = TopicPartition(topic["name"], p["index"])
-                mine = context.batches.get(tp)
+                mine = batches.get((name, p["index"]))  # cheaper to build than a TopicPartition, and equal
                 if mine is None:
                     continue  # not ours: a confused broker; the missing ones are handled below
-                answered.add(tp)
+                answered.add(mine.tp)
                 self._complete(mine, p["error_code"], p["base_offset"], p.get("log_append_time_ms", -1),
                                p.get("log_start_offset", -1), p.get("error_message"), p.get("record_errors") or [],
                                context, now_ms)
-        for tp, batch in context.batches.items():
+        if len(answered) == len(batches):
+            return
+        for tp, batch in batches.items():
             if tp not in answered:
                 self._complete(batch, NetworkExceptionError.code, NO_OFFSET, NO_TIMESTAMP, -1,
                                "the Produce response did not mention this partition", [], context, now_ms)

@@ -189,8 +189,8 @@ class Sender:
         self._client.send(node, PRODUCE, body, now_ms, expect_response=self._config.acks != 0,
                           max_version=max_version, context=context)
         if self._metrics is not None:
-            for batch in batches:
-                self._metrics.record_batch_sent(batch.record_count, batch.size_in_bytes, now_ms)
+            self._metrics.record_batches_sent([b.record_count for b in batches], [b.size_in_bytes for b in batches],
+                                              now_ms)
 
     # ------------------------------------------------------------------------------------------ transactions
 

@@ -31,12 +31,25 @@ def test_windowed_stat_avg_max_rate_and_expiry() -> None:
     assert young.rate(100) == pytest.approx(40 / 1.0)  # a first burst spans at least (num_samples - 1) windows
 
 
+def test_record_all_is_recording_each_value() -> None:
+    one_by_one, at_once = WindowedStat(window_ms=1000, num_samples=2), WindowedStat(window_ms=1000, num_samples=2)
+    for values, now_ms in (([10, 30], 0), ([5], 500), ([20, 7, 1], 1200)):  # the last starts a second window
+        for v in values:
+            one_by_one.record(v, now_ms)
+        at_once.record_all(values, now_ms)
+    for now_ms in (1200, 1500, 2100):
+        for read in ("avg", "max", "rate", "count_rate"):
+            assert getattr(at_once, read)(now_ms) == getattr(one_by_one, read)(now_ms), (read, now_ms)
+    assert (at_once.lifetime_count, at_once.lifetime_total) == (one_by_one.lifetime_count, 73)
+
+
 def test_snapshot_has_java_names() -> None:
     m = ProducerMetrics(window_ms=1000, num_samples=2)
     available = [1000]
     m.add_gauge("buffer-available-bytes", lambda: available[0])
-    m.record_batch_sent(records=10, size_bytes=800, now_ms=0)
-    m.record_batch_sent(records=30, size_bytes=1600, now_ms=100)
+    m.record_batches_sent(records=[10, 20], sizes=[800, 1600], now_ms=0)  # one request of two batches
+    m.record_batches_sent(records=[10], sizes=[1200], now_ms=100)
+    m.record_batches_sent(records=[], sizes=[], now_ms=100)  # nothing sent: no sample
     m.record_request(records=40, latency_ms=12, now_ms=100)
     m.record_request(records=20, latency_ms=4, now_ms=200)
     m.record_retry(5, 200)
@@ -46,7 +59,7 @@ def test_snapshot_has_java_names() -> None:
     snap = m.snapshot(1000)
     assert set(METRIC_NAMES) | {"buffer-available-bytes"} == set(snap)
     assert snap["record-send-total"] == 40 and snap["record-send-rate"] == pytest.approx(40.0)
-    assert snap["byte-total"] == 2400 and snap["byte-rate"] == pytest.approx(2400.0)
+    assert snap["byte-total"] == 3600 and snap["byte-rate"] == pytest.approx(3600.0)
     assert (snap["batch-size-avg"], snap["batch-size-max"]) == (1200, 1600)
     assert snap["records-per-request-avg"] == 30 and snap["request-total"] == 2
     assert (snap["request-latency-avg"], snap["request-latency-max"]) == (8, 12)
@@ -65,7 +78,7 @@ def test_metrics_are_thread_safe() -> None:
     def work() -> None:
         barrier.wait()
         for i in range(2000):
-            m.record_batch_sent(1, 10, i)
+            m.record_batches_sent([1], [10], i)
 
     threads = [threading.Thread(target=work) for _ in range(4)]
     for t in threads:

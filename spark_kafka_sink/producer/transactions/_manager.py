@@ -57,6 +57,7 @@ from spark_kafka_sink.producer.transactions._handlers import (
 from spark_kafka_sink.producer.transactions._queue import RequestQueue
 from spark_kafka_sink.producer.transactions._sequences import (
     NO_PRODUCER_ID_AND_EPOCH,
+    NO_SEQUENCE,
     ProducerIdAndEpoch,
     SequenceBook,
     SequencedBatch,
@@ -518,8 +519,9 @@ class TransactionManager:
         with self._lock:
             entry = self._sequences.entry_at_drain(batch, self._producer)
             want = (entry.producer.producer_id, entry.producer.epoch, entry.base_sequence)
-        if (batch.producer_id, batch.producer_epoch, batch.base_sequence) != want:
-            if batch.has_sequence:
+        stamped = batch.producer_state
+        if stamped != want:
+            if stamped[2] != NO_SEQUENCE:
                 batch.reset_producer_state()
             batch.set_producer_state(*want, self.is_transactional)
 

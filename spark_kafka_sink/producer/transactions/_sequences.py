@@ -115,6 +115,9 @@ class StampableBatch(SequencedBatch, Protocol):
     @property
     def has_sequence(self) -> bool: ...
 
+    @property
+    def producer_state(self) -> tuple[int, int, int]: ...  # (producer_id, producer_epoch, base_sequence)
+
     def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int,
                            transactional: bool) -> None: ...
 

@@ -77,11 +77,17 @@ ATTR_CONTROL = 0x20
 #   headers        per header: keyLength varint, key UTF-8, valueLength varint (-1 = null), value
 
 
+_BATCH_LENGTH_STRUCT = struct.Struct(">i")
+_BATCH_LENGTH_AT = FIELD_OFFSET["batch_length"]
+_MAGIC_AT = FIELD_OFFSET["magic"]
+
+
 def check_batch_frame(batch: bytes | bytearray | memoryview) -> None:
+    # Runs for every batch the sender stamps: constants resolved once, not per call.
     if len(batch) < HEADER_SIZE:
         raise ProtocolError(f"a record batch is at least {HEADER_SIZE} bytes, got {len(batch)}")
-    (length,) = struct.unpack_from(">i", batch, FIELD_OFFSET["batch_length"])
+    (length,) = _BATCH_LENGTH_STRUCT.unpack_from(batch, _BATCH_LENGTH_AT)
     if length + LOG_OVERHEAD != len(batch):
         raise ProtocolError(f"batchLength {length} does not match a {len(batch)}-byte batch")
-    if batch[FIELD_OFFSET["magic"]] != MAGIC:
-        raise ProtocolError(f"record batch magic {batch[FIELD_OFFSET['magic']]}, expected {MAGIC}")
+    if batch[_MAGIC_AT] != MAGIC:
+        raise ProtocolError(f"record batch magic {batch[_MAGIC_AT]}, expected {MAGIC}")

@@ -25,6 +25,9 @@ __all__ = [
     "producer_state_header",
 ]
 
+_PRODUCER_STATE_AT = FIELD_OFFSET["producer_id"]  # (producerEpoch and baseSequence follow it)
+_CRC_AT = FIELD_OFFSET["crc"]
+
 
 def producer_state_header(
     batch: bytes | bytearray | memoryview,
@@ -36,13 +39,14 @@ def producer_state_header(
     """The 61-byte header ``batch`` gets with this producer state (CRC recomputed over the unchanged records).
     Sending it followed by ``memoryview(batch)[HEADER_SIZE:]`` avoids copying the records."""
     check_batch_frame(batch)
-    header = bytearray(memoryview(batch)[:HEADER_SIZE])
+    view = memoryview(batch)
+    header = bytearray(view[:HEADER_SIZE])
     (attributes,) = ATTRIBUTES_STRUCT.unpack_from(header, CRC_START)
     attributes = (attributes | ATTR_TRANSACTIONAL) if transactional else (attributes & ~ATTR_TRANSACTIONAL)
     ATTRIBUTES_STRUCT.pack_into(header, CRC_START, attributes)
-    PRODUCER_STATE_STRUCT.pack_into(header, FIELD_OFFSET["producer_id"], producer_id, producer_epoch, base_sequence)
-    crc = crc32c.crc32c(memoryview(batch)[HEADER_SIZE:], crc32c.crc32c(memoryview(header)[CRC_START:]))
-    CRC_STRUCT.pack_into(header, FIELD_OFFSET["crc"], crc)
+    PRODUCER_STATE_STRUCT.pack_into(header, _PRODUCER_STATE_AT, producer_id, producer_epoch, base_sequence)
+    crc = crc32c.crc32c(view[HEADER_SIZE:], crc32c.crc32c(memoryview(header)[CRC_START:]))
+    CRC_STRUCT.pack_into(header, _CRC_AT, crc)
     return bytes(header)
 
 
