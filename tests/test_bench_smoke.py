@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.harness import Contender, Sample, Target, run_comparison
+from benchmarks.profile_sender import measure as measure_sender
 from benchmarks.report import format_table, markdown_table
 from benchmarks.workload import Workload, arrow_table, python_chunks
 from tests.conftest import wait_for
@@ -199,3 +200,9 @@ def test_each_spark_comparison_can_start_on_new_python_workers() -> None:
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert set(out["again"]) & set(out["first"])  # without a restart, Spark reuses its Python workers
     assert not set(out["fresh"]) & set(out["first"] + out["again"])
+
+
+def test_profile_sender_runs_the_real_sender_until_every_batch_is_acknowledged() -> None:
+    # measure() raises if a batch ends without the scripted broker's offset or the sender stops making progress.
+    queue_us, sender_us = measure_sender(value_size=100, batches=2, partitions=3, rounds=1)
+    assert queue_us > 0 and sender_us > 0
