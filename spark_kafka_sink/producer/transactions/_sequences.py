@@ -40,7 +40,7 @@ import bisect
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from spark_kafka_sink.errors import OutOfOrderSequenceNumberError, UnknownProducerIdError, error_for_code
 from spark_kafka_sink.producer.record_metadata import TopicPartition
@@ -68,9 +68,9 @@ def increment_sequence(sequence: int, increment: int) -> int:
     return (sequence + increment) % _SEQUENCE_MODULUS
 
 
-@dataclass(frozen=True, slots=True)
-class ProducerIdAndEpoch:
-    """A producer id and its epoch; ``producer_id == -1`` means "none yet"."""
+class ProducerIdAndEpoch(NamedTuple):
+    """A producer id and its epoch; ``producer_id == -1`` means "none yet". (A NamedTuple: the sender compares
+    one several times per batch, and a dataclass's ``__eq__`` is Python code.)"""
 
     producer_id: int = -1
     epoch: int = -1
