@@ -1,12 +1,13 @@
 """The producer engine, shaped like the Java KafkaProducer.
 
 Public API: :class:`KafkaProducer` (``send`` / ``send_batch`` / ``flush`` / ``close`` / transactions),
-:class:`RecordMetadata`, :class:`BatchSendResult` / :class:`PartitionWriteStats` (what ``send_batch`` wrote), and
+:class:`RecordMetadata`, :class:`BatchSendResult` / :class:`PartitionWriteStats` (what ``send_batch`` wrote),
+:class:`PreparedBatch` (``prepare_batch`` / ``send_prepared``), and
 for ending transactions from another process (the Spark driver): :class:`TransactionIdentity`,
 :func:`end_transaction`, :func:`fence_transactional_id`, and :class:`CoordinatorSession` for many of them.
 """
 
-from spark_kafka_sink.producer.arrow_send import BatchSendResult, PartitionWriteStats
+from spark_kafka_sink.producer.arrow_send import BatchSendResult, PartitionWriteStats, PreparedBatch
 from spark_kafka_sink.producer.producer import KafkaProducer
 from spark_kafka_sink.producer.record_metadata import RecordMetadata
 from spark_kafka_sink.producer.transactions import (
@@ -21,6 +22,7 @@ __all__ = [
     "RecordMetadata",
     "BatchSendResult",
     "PartitionWriteStats",
+    "PreparedBatch",
     "TransactionIdentity",
     "CoordinatorSession",
     "end_transaction",

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +46,7 @@ from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, encode_arrow_b
 from spark_kafka_sink.protocol.murmur2 import binary_buffers
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE
 
-__all__ = ["BatchSendResult", "PartitionWriteStats", "ArrowSender", "row_slices", "fill_bytes"]
+__all__ = ["BatchSendResult", "PartitionWriteStats", "PreparedBatch", "ArrowSender", "row_slices", "fill_bytes"]
 
 I64 = npt.NDArray[np.int64]
 _RECORD_OVERHEAD = 40  # upper bound of a record's varints and attributes (length, deltas, key/value lengths...)
@@ -272,6 +272,23 @@ def _take(arr: pa.Array | None, idx: pa.Array | None) -> pa.Array | None:
     return arr if arr is None or idx is None else arr.take(idx)
 
 
+_Encoded = tuple[TopicPartition, list[EncodedBatch]]  # one partition's encoded batches, in row order
+
+
+class PreparedBatch:
+    """An input to ``send_batch`` checked, partitioned and encoded by one producer, not yet queued
+    (``KafkaProducer.prepare_batch``; ``send_prepared`` queues it, once)."""
+
+    def __init__(self, sender: ArrowSender, parts: list[_Encoded]) -> None:
+        self.sender = sender
+        self.parts = parts
+        self.sent = False
+
+    @property
+    def records(self) -> int:
+        return sum(e.record_count for _, batches in self.parts for e in batches)
+
+
 class ArrowSender:
     """The send_batch engine of one KafkaProducer (see the module docstring)."""
 
@@ -294,7 +311,42 @@ class ArrowSender:
 
     def send(self, topic: str | None, data: pa.RecordBatch | pa.Table, interceptors: Any = None
              ) -> Future[BatchSendResult]:
-        # Every piece is checked before anything is queued; row numbers in errors count from the input's start.
+        started = monotonic_ms()
+        futures: list[Future[BatchMetadata]] = []
+        sizes: list[int] = []
+        # A large input goes in slices: the sorted copy, the joined records and the batches waiting for buffer
+        # memory are then a slice's size, not the input's, on top of buffer.memory (a 10k-row Spark batch of
+        # 1 KB values is 10 MB).
+        for encoded in self._encode_slices(topic, data, started):
+            self._queue(encoded, started, futures, sizes, interceptors)
+            # Each slice goes out while the next one is encoded. (Woken only at the end, the sender slept through
+            # the whole call, up to its 1 s poll timeout, and a table larger than buffer.memory stalled.)
+            self._wakeup()
+        return _result(futures, sizes)
+
+    def prepare(self, topic: str | None, data: pa.RecordBatch | pa.Table) -> PreparedBatch:
+        """What ``send`` does before queueing (checks, partitioning, encoding), for :meth:`send_prepared` later."""
+        started = monotonic_ms()
+        return PreparedBatch(self, [part for encoded in self._encode_slices(topic, data, started) for part in encoded])
+
+    def send_prepared(self, prepared: PreparedBatch, interceptors: Any = None) -> Future[BatchSendResult]:
+        if prepared.sender is not self:
+            raise ValueError("this PreparedBatch was prepared by another producer (its batches are encoded for that "
+                             "producer's settings): prepare it with this one")
+        if prepared.sent:
+            raise ValueError("this PreparedBatch was sent already: a second send would duplicate its records")
+        prepared.sent = True
+        started = monotonic_ms()
+        futures: list[Future[BatchMetadata]] = []
+        sizes: list[int] = []
+        self._queue(prepared.parts, started, futures, sizes, interceptors)
+        self._wakeup()
+        return _result(futures, sizes)
+
+    def _encode_slices(self, topic: str | None, data: pa.RecordBatch | pa.Table, started: int
+                       ) -> Iterator[list[_Encoded]]:
+        """The input's batches, encoded one slice at a time (each as (topic-partition, batches) pairs)."""
+        # Every piece is checked before anything is encoded; row numbers in errors count from the input's start.
         checked: list[_Columns] = []
         first_row = 0
         for piece in _pieces(data):
@@ -302,21 +354,11 @@ class ArrowSender:
             self._check_sizes(cols, first_row)
             checked.append(cols)
             first_row += piece.num_rows
-        started = monotonic_ms()
-        futures: list[Future[BatchMetadata]] = []
-        sizes: list[int] = []
-        # A large input goes in slices: the sorted copy, the joined records and the batches waiting for buffer
-        # memory are then a slice's size, not the input's, on top of buffer.memory (a 10k-row Spark batch of
-        # 1 KB values is 10 MB).
         for cols in checked:
             for lo, hi in row_slices(cols.size, _SLICE_BYTES, whole=_WHOLE_SLICES * _SLICE_BYTES):
                 part = cols if (lo, hi) == (0, len(cols.size)) else cols.slice(lo, hi)
-                for name, rows in self._groups(topic, part):
-                    self._send_topic(name, rows, part, started, futures, sizes, interceptors)
-                # Each slice goes out while the next one is encoded. (Woken only at the end, the sender slept
-                # through the whole call, up to its 1 s poll timeout, and a table larger than buffer.memory stalled.)
-                self._wakeup()
-        return _result(futures, sizes)
+                yield [encoded for name, rows in self._groups(topic, part)
+                       for encoded in self._encode_topic(name, rows, part, started)]
 
     def _check_sizes(self, cols: _Columns, first_row: int) -> None:
         too_big = np.flatnonzero(cols.size > self._max_record)
@@ -344,8 +386,7 @@ class ArrowSender:
         return [(names[i], pa.array(order[bounds[i]:bounds[i + 1]])) for i in range(len(names))
                 if bounds[i + 1] > bounds[i]]
 
-    def _send_topic(self, topic: str, rows: pa.Array | None, cols: _Columns, started: int,
-                    futures: list[Future[BatchMetadata]], sizes: list[int], interceptors: Any) -> None:
+    def _encode_topic(self, topic: str, rows: pa.Array | None, cols: _Columns, started: int) -> list[_Encoded]:
         max_block = self._config.max_block_ms
         num_partitions, available = self._partition_info(topic, max(0, max_block - (monotonic_ms() - started)))
         row_idx = None if rows is None else np.asarray(rows)
@@ -374,6 +415,7 @@ class ArrowSender:
         # Batches come out in row order and never span two segments: batch -> partition by where it starts.
         owner = np.searchsorted(seg_starts, [e.first_row for e in encoded], side="right") - 1
         cuts = np.searchsorted(owner, np.arange(len(present) + 1), side="left").tolist()
+        out: list[_Encoded] = []
         for i, partition in enumerate(present.tolist()):
             seg = int(seg_starts[i])
             # first_row stays relative to the partition's rows, as when each partition was encoded on its own.
@@ -381,7 +423,14 @@ class ArrowSender:
             if seg:  # (the constructor directly: dataclasses.replace costs ~8 us a batch)
                 mine = [EncodedBatch(e.data, e.record_count, e.first_row - seg, e.base_timestamp, e.max_timestamp,
                                      e.uncompressed_size, e.has_crc) for e in mine]
-            tp = TopicPartition(topic, partition)
+            out.append((TopicPartition(topic, partition), mine))
+        return out
+
+    def _queue(self, encoded: list[_Encoded], started: int, futures: list[Future[BatchMetadata]],
+               sizes: list[int], interceptors: Any) -> None:
+        """Queue encoded batches, partition by partition (each waits up to what is left of max.block.ms)."""
+        max_block = self._config.max_block_ms
+        for tp, mine in encoded:
             if self._transactional and self._tm is not None:
                 self._tm.maybe_add_partition(tp)
             remaining = max(0, max_block - (monotonic_ms() - started))

@@ -8,6 +8,10 @@
     p = KafkaProducer({..., "transactional.id": "job-3"})
     p.init_transactions(); p.begin_transaction(); p.send(...); p.commit_transaction()   # or abort_transaction()
 
+    p.start_init_transactions()                 # the coordinator round trips run while...
+    prepared = p.prepare_batch("t", table)      # ...this thread encodes (no transaction needed yet)
+    p.init_transactions(); p.begin_transaction(); p.send_prepared(prepared)
+
 Pieces (one per module, as in the Java client): ``ProducerConfig`` (validated once), ``NetworkClient`` + metadata
 cache, ``BufferPool`` (buffer.memory), ``RecordAccumulator``, ``Partitioner``, ``TransactionManager`` (idempotence,
 transactions), ``Sender`` on a daemon ``SenderThread``, ``InterceptorChain``, ``ProducerMetrics``.
@@ -60,7 +64,7 @@ from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.connection import monotonic_ms
 from spark_kafka_sink.net.security import check_security, handshakes_for
 from spark_kafka_sink.producer.accumulator import RecordAccumulator
-from spark_kafka_sink.producer.arrow_send import ArrowSender, BatchSendResult, PartitionWriteStats
+from spark_kafka_sink.producer.arrow_send import ArrowSender, BatchSendResult, PartitionWriteStats, PreparedBatch
 from spark_kafka_sink.producer.buffer_pool import BufferPool
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.interceptors import InterceptorChain, ProducerRecord
@@ -228,6 +232,25 @@ class KafkaProducer:
             data = self._interceptors.on_send_batch(topic or "", data)
         return self._arrow.send(topic, data, self._interceptors if self._interceptors else None)
 
+    def prepare_batch(self, topic: str | None, data: pa.RecordBatch | pa.Table) -> PreparedBatch:
+        """Do what ``send_batch`` does before queueing -- checks (the same errors), partitioning, encoding -- and
+        return the result for :meth:`send_prepared`, for a caller with CPU to spend while it waits: e.g. encode a
+        task's first rows while ``start_init_transactions`` is on the wire. Needs no transaction; may block up to
+        max.block.ms for the topic's metadata. Holds its encoded batches until sent (outside buffer.memory)."""
+        self._ensure_open()
+        self._raise_if_fatal()
+        if self._interceptors:
+            data = self._interceptors.on_send_batch(topic or "", data)
+        return self._arrow.prepare(topic, data)
+
+    def send_prepared(self, prepared: PreparedBatch) -> Future[BatchSendResult]:
+        """Queue what :meth:`prepare_batch` of this producer encoded (once), as ``send_batch`` would have."""
+        self._ensure_open()
+        self._raise_if_fatal()
+        if self._tm is not None:
+            self._tm.fail_if_not_ready_for_send()
+        return self._arrow.send_prepared(prepared, self._interceptors if self._interceptors else None)
+
     def _record_size(self, key: bytes | None, value: bytes | None,
                      headers: tuple[tuple[str, bytes | None], ...]) -> int:
         """The record's size in a batch of its own; raises RecordTooLargeError if it can never be sent. An upper
@@ -344,6 +367,14 @@ class KafkaProducer:
         self._ensure_open()
         self._await(self._transactional("init_transactions()").initialize_transactions(), timeout_s,
                     "init_transactions()")
+
+    def start_init_transactions(self) -> None:
+        """Start ``init_transactions`` and return at once: its round trips (FindCoordinator, InitProducerId) run on
+        the sender thread while the caller works; ``init_transactions()`` then waits for that same start (and raises
+        what it met). Nothing can be sent before that wait and ``begin_transaction``."""
+        self._ensure_open()
+        self._transactional("init_transactions()").initialize_transactions()
+        self._thread.wakeup()
 
     def begin_transaction(self) -> None:
         self._ensure_open()

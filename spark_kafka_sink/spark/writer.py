@@ -7,11 +7,13 @@ at_least_once: an idempotent producer sends every Arrow batch with ``send_batch`
 for every acknowledgement before the task returns: a returned message means every row is in Kafka.
 
 exactly_once: transactional.id ``<prefix>-<partitionId>`` (a kept producer switches to it). ``init_transactions``
-fences any earlier attempt of this partition (its open transaction is aborted), then one transaction holds all the
-partition's rows; the task flushes and returns the transaction's identity WITHOUT committing: the driver commits
-all of them in ``commit()``. A task that fails aborts its own transaction on the way out (a killed one cannot: the
-next attempt's fencing, or the driver's ``abort()``, ends it). That includes an attempt Spark failed upstream while
-its worker still ran: its input ends early but cleanly, which ``task_input`` tells apart from a complete input.
+fences any earlier attempt of this partition (its open transaction is aborted) -- started before the first rows
+are encoded and waited for before they are queued, so its round trips overlap the encoding -- then one transaction
+holds all the partition's rows; the task flushes and returns the transaction's identity WITHOUT committing: the
+driver commits all of them in ``commit()``. A task that fails aborts its own transaction on the way out (a killed
+one cannot: the next attempt's fencing, or the driver's ``abort()``, ends it). That includes an attempt Spark failed
+upstream while its worker still ran: its input ends early but cleanly, which ``task_input`` tells apart from a
+complete input.
 
 Speculative execution is refused with exactly_once: a speculative copy of a task would fence the original's
 transaction after the driver may already have accepted the original's message, so the commit would fail.
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -142,10 +144,18 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
         producer = KafkaProducer(options.producer_config(transactional_id))
     finished = False
     try:
+        begin: Callable[[], None] | None = None
         if transactional_id is not None:
-            producer.init_transactions()  # fences and aborts an earlier attempt of this partition
-            producer.begin_transaction()
-        futures = _send_all(producer, options, plan, batches, digest)
+            # FindCoordinator and InitProducerId (which fences and aborts an earlier attempt of this partition) go
+            # out now and run on the sender thread while this thread encodes the task's first rows; those are
+            # queued only once they ended and the transaction began (``begin``, called by _send_all).
+            producer.start_init_transactions()
+
+            def begin() -> None:
+                producer.init_transactions()
+                producer.begin_transaction()
+
+        futures = _send_all(producer, options, plan, batches, digest, begin)
         if input_was_cut_off():
             # A failed task attempt whose worker still ran: never leave its transaction open (see task_input).
             raise TaskInputCutOffError(
@@ -208,7 +218,10 @@ def _first_then(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterat
 
 
 def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch],
-              digest: RowDigest | None) -> list[Future[Any]]:
+              digest: RowDigest | None, begin: Callable[[], None] | None = None) -> list[Future[Any]]:
+    """Send every input batch; returns their futures. ``begin`` (exactly_once: wait for init_transactions, begin the
+    transaction) is called once before anything is queued: after the first rows are encoded, or at the end if the
+    input has none."""
     counts: dict[str, int] = {}
 
     def partition_count(topic: str) -> int:
@@ -242,6 +255,12 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
                 held = _HeldBatches(0 if topic is None else
                                     fill_bytes(int(options.producer_options["batch.size"]), partition_count(topic)))
             ready = held.add(records)
+        if begin is not None:
+            prepared = producer.prepare_batch(options.topic, ready.pop(0))  # encoded while the coordinator answers
+            begin()
+            begin = None
+            futures.append(producer.send_prepared(prepared))
+            del prepared
         futures.extend(producer.send_batch(options.topic, data) for data in ready)
         first = False
         del batch, records, ready  # hold no more than ``held``, not this one while Spark reads the next
@@ -249,6 +268,8 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
         while checked < len(futures) and futures[checked].done():
             futures[checked].result()
             checked += 1
+    if begin is not None:  # no rows (a retried attempt): still fence the earlier one and open the transaction
+        begin()
     if held is not None:
         futures.extend(producer.send_batch(options.topic, data) for data in held.rest())
     return futures

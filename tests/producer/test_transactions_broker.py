@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from spark_kafka_sink import KafkaProducer
-from spark_kafka_sink.errors import IllegalStateError, ProducerFencedError
+from spark_kafka_sink.errors import IllegalStateError, ProducerFencedError, SerializationError
 from spark_kafka_sink.producer import (
     CoordinatorSession,
     TransactionIdentity,
@@ -184,3 +184,47 @@ def test_switching_is_refused_with_records_unanswered_or_after_a_failure(
     finally:
         p.close(5)
         rival.close(5)
+
+
+def test_rows_encoded_while_init_transactions_is_on_the_wire_commit_like_send_batch(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Callable[..., Any]) -> None:
+    # The Spark sink's task start: the coordinator round trips go out, the first rows are encoded meanwhile, and
+    # are queued only after init_transactions and begin_transaction. They must land as send_batch's would: same
+    # partitions (murmur2 of the key), committed, and only once.
+    topic = topic_factory(partitions=3)
+    keys = [b"k%d" % i for i in range(300)]
+    table = pa.table({"key": keys, "value": [b"v%d" % i for i in range(300)]})
+    with producer(bootstrap, **{"transactional.id": f"tx-{uuid.uuid4().hex}"}) as p:
+        p.start_init_transactions()
+        prepared = p.prepare_batch(topic, table)
+        assert prepared.records == 300
+        with pytest.raises(IllegalStateError):
+            p.send_prepared(prepared)  # no transaction yet: nothing may be queued
+        p.init_transactions(30)  # waits for the initialization started above
+        p.begin_transaction()
+        result = p.send_prepared(prepared).result(30)
+        with pytest.raises(ValueError, match="sent already"):
+            p.send_prepared(prepared)
+        p.commit_transaction(30)
+    assert result.records == 300
+    with producer(bootstrap) as plain:
+        later = plain.send_batch(topic, table).result(30)  # where send_batch puts the same rows, after them
+    got = readback(topic)
+    first_later = {partition: stats.first_offset for (_, partition), stats in later.partitions.items()}
+    prepared_rows = [r for r in got if r.offset < first_later.get(r.partition, 1 << 62)]
+    sent_rows = [r for r in got if r.offset >= first_later.get(r.partition, 1 << 62)]
+    rows = list(zip(keys, table.column("value").to_pylist(), strict=True))
+    assert sorted((r.key, r.value) for r in prepared_rows) == sorted(rows)  # each row once, committed
+    assert {r.key: r.partition for r in prepared_rows} == {r.key: r.partition for r in sent_rows}
+
+
+def test_a_prepared_batch_goes_only_to_the_producer_that_encoded_it(
+        bootstrap: str, topic_factory: Callable[..., str]) -> None:
+    topic = topic_factory(partitions=1)
+    with producer(bootstrap) as a, producer(bootstrap, **{"compression.type": "none"}) as b:
+        prepared = a.prepare_batch(topic, pa.table({"value": [b"x"]}))
+        with pytest.raises(ValueError, match="another producer"):
+            b.send_prepared(prepared)
+        with pytest.raises(SerializationError, match="value"):
+            a.prepare_batch(topic, pa.table({"other": [b"x"]}))  # send_batch's checks, before anything is queued
+        assert a.send_prepared(prepared).result(30).records == 1

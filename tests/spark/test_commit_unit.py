@@ -64,6 +64,9 @@ class FakeProducer:
     offset: int = 0
     fail_send: bool = False
 
+    def start_init_transactions(self) -> None:
+        self.calls.append("start-init")
+
     def init_transactions(self) -> None:
         self.calls.append("init")
 
@@ -75,6 +78,18 @@ class FakeProducer:
 
     def send_batch(self, topic: str | None, data: pa.RecordBatch) -> Future[_Result]:
         self.calls.append(f"send:{topic}:{data.num_rows}")
+        return self._sent(topic, data)
+
+    def prepare_batch(self, topic: str | None, data: pa.RecordBatch) -> tuple[str | None, pa.RecordBatch]:
+        self.calls.append(f"prepare:{topic}:{data.num_rows}")
+        return topic, data
+
+    def send_prepared(self, prepared: tuple[str | None, pa.RecordBatch]) -> Future[_Result]:
+        topic, data = prepared
+        self.calls.append(f"send-prepared:{topic}:{data.num_rows}")
+        return self._sent(topic, data)
+
+    def _sent(self, topic: str | None, data: pa.RecordBatch) -> Future[_Result]:
         if self.fail_send:
             raise KafkaTimeoutError("boom")
         fut: Future[_Result] = Future()
@@ -160,7 +175,9 @@ def batches(*sizes: int) -> Iterator[pa.RecordBatch]:
 def test_exactly_once_task_does_not_commit(fake: list[FakeProducer]) -> None:
     opts = SinkOptions.parse(EO, streaming=False)
     msg = write_partition(opts, plan_columns(SCHEMA, "t"), batches(3, 0, 2))
-    assert fake[0].calls == ["init", "begin", "send:t:3", "send:t:2", "flush"]  # kept, never committed
+    # The coordinator round trips start first and run while the first rows are encoded; nothing is queued before
+    # they ended and the transaction began. Kept, never committed.
+    assert fake[0].calls == ["start-init", "prepare:t:3", "init", "begin", "send-prepared:t:3", "send:t:2", "flush"]
     assert fake[0].config["transactional.id"] == "p-0"
     assert (msg.transactional_id, msg.producer_id, msg.producer_epoch) == ("p-0", 42, 3)
     assert msg.transaction_version == 2  # the driver ends it with EndTxn v5
@@ -175,11 +192,13 @@ def test_exactly_once_tasks_of_a_worker_share_a_producer_under_their_own_ids(
     write_partition(opts, plan_columns(SCHEMA, "t"), batches(2))  # Spark partition 0 (p-0)
     monkeypatch.setattr(writer_module, "_task_context", lambda: (4, 0, None, False, False))
     msg = write_partition(opts, plan_columns(SCHEMA, "t"), batches(1))
-    assert len(fake) == 1 and fake[0].calls[-5:] == ["switch:p-4", "init", "begin", "send:t:1", "flush"]
+    assert len(fake) == 1 and fake[0].calls[-7:] == ["switch:p-4", "start-init", "prepare:t:1", "init", "begin",
+                                                     "send-prepared:t:1", "flush"]
     assert msg.transactional_id == "p-4" and not msg.new_producer
     off = SinkOptions.parse({**EO, "producerReuse": "false"}, streaming=False)
     write_partition(off, plan_columns(SCHEMA, "t"), batches(1))
-    assert len(fake) == 2 and fake[1].calls == ["init", "begin", "send:t:1", "flush", "close"]
+    assert len(fake) == 2 and fake[1].calls == ["start-init", "prepare:t:1", "init", "begin", "send-prepared:t:1",
+                                                "flush", "close"]
 
 
 def test_failed_task_aborts_its_transaction_and_closes(fake: list[FakeProducer]) -> None:
@@ -192,7 +211,7 @@ def test_failed_task_aborts_its_transaction_and_closes(fake: list[FakeProducer])
     with pytest.raises(RuntimeError, match="upstream failed"):
         write_partition(opts, plan_columns(SCHEMA, "t"), failing())
     # The second batch was held to go with the next one (test_input_coalescing) when the input failed: never sent.
-    assert fake[0].calls == ["init", "begin", "send:t:2", "abort", "close"]
+    assert fake[0].calls == ["start-init", "prepare:t:2", "init", "begin", "send-prepared:t:2", "abort", "close"]
 
 
 def test_at_least_once_task_has_no_transaction(fake: list[FakeProducer]) -> None:
@@ -309,7 +328,7 @@ def test_empty_retry_still_fences_earlier_attempts(fake: list[FakeProducer], mon
 
     monkeypatch.setattr(writer_module, "_task_context", lambda: (5, 1, None, False, False))
     msg = write_partition(SinkOptions.parse(EO, streaming=False), plan_columns(SCHEMA, "t"), batches(0))
-    assert fake[0].calls == ["init", "begin", "flush"] and msg.transactional_id == "p-5"
+    assert fake[0].calls == ["start-init", "init", "begin", "flush"] and msg.transactional_id == "p-5"
     assert not msg.has_transaction  # nothing to commit: the driver sends no EndTxn for it
 
 

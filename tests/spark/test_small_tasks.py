@@ -16,6 +16,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from spark_kafka_sink.errors import RecordTooLargeError
 from spark_kafka_sink.spark.commit import KafkaCommitMessage, commit_write
 from spark_kafka_sink.spark.datasource import KafkaSinkDataSource
 from spark_kafka_sink.spark.options import SinkOptions
@@ -184,3 +185,22 @@ def test_a_tasks_first_large_batch_goes_out_in_two_halves_in_order(
         by_key.setdefault(record.key, []).append(int(record.value.split(b"-")[0]))
     assert sorted(i for rows in by_key.values() for i in rows) == list(range(19_002))
     assert all(rows == sorted(rows) for rows in by_key.values())  # each key's rows in input order
+
+
+def test_an_exactly_once_task_whose_first_rows_cannot_be_sent_leaves_nothing_open(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Callable[..., list[ConsumedRecord]]) -> None:
+    """The first rows are encoded while init_transactions is on the wire: a row that can never be sent fails the
+    task there, before anything is queued. Nothing reaches the log, and the retry of the partition (same
+    transactional id) writes and commits at once."""
+    topic = topic_factory(partitions=2)
+    options = SinkOptions.parse({"kafka.bootstrap.servers": bootstrap, "topic": topic,
+                                 "deliveryGuarantee": "exactly_once", "transactionalIdPrefix": f"t-{uuid.uuid4().hex}",
+                                 "kafka.max.request.size": "100000"}, streaming=False)
+    plan = plan_columns(StructType([StructField("key", StringType()), StructField("value", StringType())]), topic)
+    too_large = pa.RecordBatch.from_pydict({"key": ["a", "b"], "value": ["x", "y" * 200_000]})
+    with pytest.raises(RecordTooLargeError, match="row 1 is up to"):
+        write_partition(options, plan, iter([too_large]))
+    assert readback(topic, isolation="read_uncommitted") == []
+    retry = write_partition(options, plan, iter([pa.RecordBatch.from_pydict({"key": ["a"], "value": ["x"]})]))
+    commit_write(options, [retry])
+    assert [r.value for r in readback(topic)] == [b"x"]
