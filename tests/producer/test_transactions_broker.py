@@ -23,6 +23,7 @@ from spark_kafka_sink.producer import (
     end_transaction,
     fence_transactional_id,
 )
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.broker
 
@@ -216,6 +217,45 @@ def test_rows_encoded_while_init_transactions_is_on_the_wire_commit_like_send_ba
     rows = list(zip(keys, table.column("value").to_pylist(), strict=True))
     assert sorted((r.key, r.value) for r in prepared_rows) == sorted(rows)  # each row once, committed
     assert {r.key: r.partition for r in prepared_rows} == {r.key: r.partition for r in sent_rows}
+
+
+def test_init_transactions_waits_for_the_started_initialization_even_once_it_is_over(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Callable[..., Any]) -> None:
+    # The coordinator may answer before the caller finished encoding: init_transactions() must then return (the
+    # initialization it started is done), not try to start another one from READY. After a switch, the started
+    # initialization belongs to the old id: the new id is initialized anew (its own producer id).
+    topic = topic_factory(partitions=1)
+    with producer(bootstrap, **{"transactional.id": f"tx-{uuid.uuid4().hex}"}) as p:
+        p.start_init_transactions()
+        wait_for("the producer id", lambda: has_producer_id(p))
+        p.init_transactions(30)
+        first = p.transaction_identity()
+        p.begin_transaction()
+        p.send(topic, b"one")
+        p.commit_transaction(30)
+        with pytest.raises(IllegalStateError, match="READY"):
+            p.start_init_transactions()  # a second initialization of the same id is refused, as init's
+        p.switch_transactional_id(f"tx-{uuid.uuid4().hex}")
+        p.start_init_transactions()
+        wait_for("the second id's producer id", lambda: has_producer_id(p))
+        second = p.transaction_identity()
+        third_id = f"tx-{uuid.uuid4().hex}"
+        p.switch_transactional_id(third_id)  # the second id's start, never waited for, goes with it
+        p.init_transactions(30)
+        third = p.transaction_identity()
+        assert third.transactional_id == third_id and third.producer_id not in (first.producer_id,
+                                                                                  second.producer_id)
+        p.begin_transaction()
+        p.send(topic, b"two")
+        p.commit_transaction(30)
+    assert [r.value for r in readback(topic)] == [b"one", b"two"]
+
+
+def has_producer_id(p: KafkaProducer) -> bool:
+    try:
+        return p.transaction_identity().producer_id >= 0
+    except IllegalStateError:
+        return False
 
 
 def test_a_prepared_batch_goes_only_to_the_producer_that_encoded_it(
