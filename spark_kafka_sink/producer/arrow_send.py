@@ -15,6 +15,7 @@ sticky runs) -> one stable ``argsort`` orders rows by partition, keeping their o
 copy) with ``segment_starts`` where each partition begins (batch.size each) ->
 ``accumulator.append_encoded`` per partition. The result
 future completes with :class:`BatchSendResult` once every batch was acknowledged (or with the first failure).
+``prepare`` stops before the queueing (a :class:`PreparedBatch`), ``send_prepared`` does it later (once).
 
 Bad input raises SerializationError (or RecordTooLargeError) naming the column / row before anything is queued.
 Threads: called on the caller's thread; the result callbacks run on the sender thread.
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -312,17 +313,7 @@ class ArrowSender:
     def send(self, topic: str | None, data: pa.RecordBatch | pa.Table, interceptors: Any = None
              ) -> Future[BatchSendResult]:
         started = monotonic_ms()
-        futures: list[Future[BatchMetadata]] = []
-        sizes: list[int] = []
-        # A large input goes in slices: the sorted copy, the joined records and the batches waiting for buffer
-        # memory are then a slice's size, not the input's, on top of buffer.memory (a 10k-row Spark batch of
-        # 1 KB values is 10 MB).
-        for encoded in self._encode_slices(topic, data, started):
-            self._queue(encoded, started, futures, sizes, interceptors)
-            # Each slice goes out while the next one is encoded. (Woken only at the end, the sender slept through
-            # the whole call, up to its 1 s poll timeout, and a table larger than buffer.memory stalled.)
-            self._wakeup()
-        return _result(futures, sizes)
+        return self._send_encoded(self._encode_slices(topic, data, started), started, interceptors)
 
     def prepare(self, topic: str | None, data: pa.RecordBatch | pa.Table) -> PreparedBatch:
         """What ``send`` does before queueing (checks, partitioning, encoding), for :meth:`send_prepared` later."""
@@ -336,11 +327,20 @@ class ArrowSender:
         if prepared.sent:
             raise ValueError("this PreparedBatch was sent already: a second send would duplicate its records")
         prepared.sent = True
-        started = monotonic_ms()
+        return self._send_encoded([prepared.parts], monotonic_ms(), interceptors)
+
+    def _send_encoded(self, slices: Iterable[list[_Encoded]], started: int, interceptors: Any
+                      ) -> Future[BatchSendResult]:
         futures: list[Future[BatchMetadata]] = []
         sizes: list[int] = []
-        self._queue(prepared.parts, started, futures, sizes, interceptors)
-        self._wakeup()
+        # A large input goes in slices: the sorted copy, the joined records and the batches waiting for buffer
+        # memory are then a slice's size, not the input's, on top of buffer.memory (a 10k-row Spark batch of
+        # 1 KB values is 10 MB).
+        for encoded in slices:
+            self._queue(encoded, started, futures, sizes, interceptors)
+            # Each slice goes out while the next one is encoded. (Woken only at the end, the sender slept through
+            # the whole call, up to its 1 s poll timeout, and a table larger than buffer.memory stalled.)
+            self._wakeup()
         return _result(futures, sizes)
 
     def _encode_slices(self, topic: str | None, data: pa.RecordBatch | pa.Table, started: int
