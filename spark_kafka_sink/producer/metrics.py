@@ -44,12 +44,7 @@ class WindowedStat:
         self.lifetime_total = 0.0
 
     def record(self, value: float, now_ms: int) -> None:
-        # No expiry here (reads expire; the list is trimmed to num_samples when a window starts): the sender records
-        # a few values per batch, and rebuilding the sample list each time was ~1 us of its ~1.3.
-        if not self._samples or now_ms >= self._samples[-1].start_ms + self.window_ms:
-            self._samples.append(_Sample(now_ms))
-            del self._samples[: -self.num_samples]
-        sample = self._samples[-1]
+        sample = self._sample_at(now_ms)
         sample.count += 1
         sample.total += value
         sample.maximum = max(sample.maximum, value)
@@ -58,16 +53,21 @@ class WindowedStat:
 
     def record_all(self, values: list[int], now_ms: int) -> None:
         """``record`` each of ``values`` (non-empty), at the cost of one."""
-        if not self._samples or now_ms >= self._samples[-1].start_ms + self.window_ms:
-            self._samples.append(_Sample(now_ms))
-            del self._samples[: -self.num_samples]
-        sample = self._samples[-1]
+        sample = self._sample_at(now_ms)
         total = sum(values)
         sample.count += len(values)
         sample.total += total
         sample.maximum = max(sample.maximum, max(values))
         self.lifetime_count += len(values)
         self.lifetime_total += total
+
+    def _sample_at(self, now_ms: int) -> _Sample:
+        # No expiry here (reads expire; the list is trimmed to num_samples when a window starts): the sender records
+        # a few values per batch, and rebuilding the sample list each time was ~1 us of its ~1.3.
+        if not self._samples or now_ms >= self._samples[-1].start_ms + self.window_ms:
+            self._samples.append(_Sample(now_ms))
+            del self._samples[: -self.num_samples]
+        return self._samples[-1]
 
     def _expire(self, now_ms: int) -> None:
         # As Kafka's SampledStat: a sample is obsolete num_samples windows after it started.
