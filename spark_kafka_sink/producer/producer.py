@@ -137,10 +137,6 @@ class KafkaProducer:
         # written by any sending thread; whole-tuple dict writes are atomic, and a stale entry is only recomputed.
         self._partition_cache: dict[str, tuple[int, frozenset[int], int, list[int] | None]] = {}
         self._close_lock = threading.Lock()
-        # start_init_transactions' initialization, for the next init_transactions() to wait for (it may be over by
-        # then: the transaction manager would refuse to start another one from READY). Guarded by _init_lock.
-        self._init_lock = threading.Lock()
-        self._started_init: Future[None] | None = None
         self._closed = False  # guarded by _close_lock
         # Only the sender thread touches the client from here on.
         self._thread.start()
@@ -367,21 +363,18 @@ class KafkaProducer:
 
     def init_transactions(self, timeout_s: float | None = None) -> None:
         """Find the coordinator and get a producer id/epoch for transactional.id: fences older producers with the
-        same id and aborts what they left open. ``timeout_s`` defaults to max.block.ms."""
+        same id and aborts what they left open. ``timeout_s`` defaults to max.block.ms. After a timeout, call it
+        again: it waits for the same round trips (no other transactional call is accepted until one returns)."""
         self._ensure_open()
-        tm = self._transactional("init_transactions()")
-        with self._init_lock:
-            started, self._started_init = self._started_init, None
-        self._await(started or tm.initialize_transactions(), timeout_s, "init_transactions()")
+        self._await(self._transactional("init_transactions()").initialize_transactions(), timeout_s,
+                    "init_transactions()")
 
     def start_init_transactions(self) -> None:
         """Start ``init_transactions`` and return at once: its round trips (FindCoordinator, InitProducerId) run on
         the sender thread while the caller works; the next ``init_transactions()`` waits for this start (and raises
         what it met), even if it is over by then. Nothing can be sent before that call and ``begin_transaction``."""
         self._ensure_open()
-        started = self._transactional("init_transactions()").initialize_transactions()
-        with self._init_lock:
-            self._started_init = started
+        self._transactional("init_transactions()").initialize_transactions()
         self._thread.wakeup()
 
     def begin_transaction(self) -> None:
@@ -390,7 +383,8 @@ class KafkaProducer:
 
     def commit_transaction(self, timeout_s: float | None = None) -> None:
         """Flush, then commit. Raises the abortable error if a send failed (call ``abort_transaction``), or a
-        fatal one (ProducerFencedError...: close the producer)."""
+        fatal one (ProducerFencedError...: close the producer). After a timeout, call it again: it waits for the
+        same commit, and nothing else (abort included) is accepted until one call returns."""
         self._ensure_open()
         started = time.monotonic()
         future = self._transactional("commit_transaction()").begin_commit()
@@ -419,8 +413,6 @@ class KafkaProducer:
             raise IllegalStateError(f"switch_transactional_id({transactional_id!r}): records are still queued: "
                                     "flush() first")
         tm.switch_transactional_id(transactional_id)
-        with self._init_lock:
-            self._started_init = None  # the old id's: the new one is initialized anew
         self.config = dataclasses.replace(self.config, transactional_id=transactional_id)
 
     def transaction_identity(self) -> TransactionIdentity:

@@ -398,7 +398,7 @@ def test_acks_zero_without_idempotence_completes_on_send() -> None:
 
 def init_transactional(rig: Rig) -> None:
     assert rig.tm is not None
-    rig.tm.initialize_transactions()
+    initialized = rig.tm.initialize_transactions()
     rig.step()
     find = rig.client.take(FIND_COORDINATOR)
     assert find.body["key_type"] == 1
@@ -410,6 +410,7 @@ def init_transactional(rig: Rig) -> None:
     rig.client.respond(init, {"error_code": NO_ERROR, "producer_id": 50, "producer_epoch": 1})
     rig.step()
     assert rig.tm.state is TxnState.READY
+    assert initialized.result(0) is None  # waited for, as init_transactions() does
 
 
 def add_partitions_answer(request: FakeRequest, code: int) -> dict[str, Any]:

@@ -162,21 +162,22 @@ _READY, _ABORTABLE, _FATAL, _SWITCH = _S.READY, _S.ABORTABLE_ERROR, _S.FATAL_ERR
 OUTCOMES: dict[TxnState, dict[TxnState, str]] = {
     _S.UNINITIALIZED: {_INIT: "moves", _BEGIN: "init first", _COMMIT: "illegal", _ABORT: "illegal",
                        _READY: "illegal", _ABORTABLE: "ignored", _FATAL: "moves", _SWITCH: "illegal"},
-    _S.INITIALIZING: {_INIT: "recall", _BEGIN: "illegal", _COMMIT: "busy", _ABORT: "busy",
+    _S.INITIALIZING: {_INIT: "recall", _BEGIN: "busy", _COMMIT: "busy", _ABORT: "busy",
                       _READY: "moves", _ABORTABLE: "ignored", _FATAL: "moves", _SWITCH: "busy"},
     _S.READY: {_INIT: "illegal", _BEGIN: "moves", _COMMIT: "illegal", _ABORT: "illegal",
                _READY: "illegal", _ABORTABLE: "ignored", _FATAL: "moves", _SWITCH: "moves"},
     _S.IN_TRANSACTION: {_INIT: "illegal", _BEGIN: "illegal", _COMMIT: "moves", _ABORT: "moves",
                         _READY: "illegal", _ABORTABLE: "moves", _FATAL: "moves", _SWITCH: "moves"},
-    _S.COMMITTING_TRANSACTION: {_INIT: "busy", _BEGIN: "illegal", _COMMIT: "recall", _ABORT: "busy",
+    _S.COMMITTING_TRANSACTION: {_INIT: "busy", _BEGIN: "busy", _COMMIT: "recall", _ABORT: "busy",
                                 _READY: "moves", _ABORTABLE: "moves", _FATAL: "moves", _SWITCH: "busy"},
-    _S.ABORTING_TRANSACTION: {_INIT: "busy", _BEGIN: "illegal", _COMMIT: "busy", _ABORT: "recall",
+    _S.ABORTING_TRANSACTION: {_INIT: "busy", _BEGIN: "busy", _COMMIT: "busy", _ABORT: "recall",
                               _READY: "moves", _ABORTABLE: "ignored", _FATAL: "moves", _SWITCH: "busy"},
     _S.ABORTABLE_ERROR: {_INIT: "failed", _BEGIN: "failed", _COMMIT: "failed", _ABORT: "moves",
                          _READY: "illegal", _ABORTABLE: "moves", _FATAL: "moves", _SWITCH: "failed"},
     _S.FATAL_ERROR: {_INIT: "failed", _BEGIN: "failed", _COMMIT: "failed", _ABORT: "failed",
                      _READY: "illegal", _ABORTABLE: "ignored", _FATAL: "moves", _SWITCH: "failed"},
 }
+RUNNING_CALL = {_INIT: r"init_transactions\(\)", _COMMIT: r"commit_transaction\(\)", _ABORT: r"abort_transaction\(\)"}
 # Moves the table allows that no user call makes: the epoch bump after an abort (tested by the flows below).
 INTERNAL_MOVES = {(_S.ABORTING_TRANSACTION, _S.INITIALIZING)}
 
@@ -213,7 +214,7 @@ def test_public_calls_follow_the_transition_table(source: TxnState, target: TxnS
     elif outcome == "recall":
         assert running is not None and call(tm) is running
     elif outcome == "busy":
-        with pytest.raises(IllegalStateError, match=f"a {source.name} call is still in progress"):
+        with pytest.raises(IllegalStateError, match=rf"the last {RUNNING_CALL[source]} call is still in progress"):
             call(tm)
     elif outcome == "failed":
         assert error_before is not None
@@ -228,6 +229,62 @@ def test_public_calls_follow_the_transition_table(source: TxnState, target: TxnS
         call(tm)
     assert state(tm) is source
     assert tm.last_error is error_before
+
+
+def test_a_call_made_again_gets_its_first_result_until_a_caller_waited_for_it() -> None:
+    # Java's rule: a call that timed out (or was only started) is answered later; made again, it returns that
+    # answer instead of starting over (which READY would refuse), and every other call is refused until then.
+    tm = transactional()
+    started = tm.initialize_transactions()
+    with pytest.raises(TimeoutError):
+        started.result(0)  # the caller gave up waiting: not acknowledged
+    answer(tm, next_req(tm), {"error_code": 0, "node_id": 7, "host": "h", "port": 1})
+    answer(tm, next_req(tm), {"error_code": 0, "producer_id": 42, "producer_epoch": 3})
+    assert tm.state is TxnState.READY and started.done()
+    with pytest.raises(IllegalStateError, match=r"the last init_transactions\(\) call ended, but no caller has "):
+        tm.begin_transaction()
+    again = tm.initialize_transactions()
+    assert again is started and again.result(0) is None
+    with pytest.raises(IllegalStateError, match="READY"):
+        tm.initialize_transactions()  # waited for: a new call starts afresh, and READY refuses it
+    tm.begin_transaction()
+    add_partitions(tm, TP)
+    committing = tm.begin_commit()
+    answer(tm, next_req(tm), {"error_code": 0})
+    assert tm.state is TxnState.READY
+    with pytest.raises(IllegalStateError, match=r"commit_transaction\(\) call ended"):
+        tm.begin_abort()
+    assert tm.begin_commit() is committing
+    with pytest.raises(IllegalStateError, match=r"commit_transaction\(\)"):
+        tm.begin_transaction()
+    assert committing.exception(0) is None  # exception() waits as well as result()
+    tm.begin_transaction()
+    assert state(tm) is TxnState.IN_TRANSACTION
+
+
+def test_a_call_that_failed_is_acknowledged_by_the_wait_that_raised_it() -> None:
+    tm = ready_transactional()
+    tm.begin_transaction()
+    add_partitions(tm, TP)
+    committing = tm.begin_commit()
+    answer(tm, next_req(tm), {"error_code": TransactionAbortableError.code})
+    with pytest.raises(TransactionAbortableError):
+        committing.result(0)
+    assert tm.state is TxnState.ABORTABLE_ERROR
+    aborting = tm.begin_abort()  # the failed commit was seen: the abort is a new call
+    assert aborting is not committing
+
+
+def test_switching_ids_drops_a_finished_call_of_the_old_id_but_not_a_running_one() -> None:
+    tm = transactional()
+    tm.initialize_transactions()
+    with pytest.raises(IllegalStateError, match=r"init_transactions\(\) call is still in progress"):
+        tm.switch_transactional_id("tx-2")
+    answer(tm, next_req(tm), {"error_code": 0, "node_id": 7, "host": "h", "port": 1})
+    answer(tm, next_req(tm), {"error_code": 0, "producer_id": 42, "producer_epoch": 3})
+    tm.switch_transactional_id("tx-2")  # the old id's finished start, never waited for, goes with it
+    fresh = tm.initialize_transactions()
+    assert not fresh.done() and tm.state is TxnState.INITIALIZING
 
 
 def test_user_calls_out_of_order_raise_illegal_state() -> None:

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from spark_kafka_sink import KafkaProducer
-from spark_kafka_sink.errors import IllegalStateError, ProducerFencedError, SerializationError
+from spark_kafka_sink.errors import IllegalStateError, KafkaTimeoutError, ProducerFencedError, SerializationError
 from spark_kafka_sink.producer import (
     CoordinatorSession,
     TransactionIdentity,
@@ -248,6 +248,33 @@ def test_init_transactions_waits_for_the_started_initialization_even_once_it_is_
         p.begin_transaction()
         p.send(topic, b"two")
         p.commit_transaction(30)
+    assert [r.value for r in readback(topic)] == [b"one", b"two"]
+
+
+def test_init_and_commit_that_timed_out_are_made_again_and_wait_for_their_first_round_trips(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Callable[..., Any]) -> None:
+    # The Java client's rule: "call it again to keep waiting" must hold even when the answer came in between.
+    topic = topic_factory(partitions=1)
+    with producer(bootstrap, **{"transactional.id": f"tx-{uuid.uuid4().hex}"}) as p:
+        with pytest.raises(KafkaTimeoutError, match=r"init_transactions\(\) did not complete"):
+            p.init_transactions(0)  # two round trips cannot be over at once
+        with pytest.raises(IllegalStateError, match=r"init_transactions\(\) call"):
+            p.begin_transaction()  # not before init_transactions() returned
+        wait_for("the producer id", lambda: has_producer_id(p))
+        p.init_transactions(30)  # the answer came while nobody waited: this call returns it
+        first = p.transaction_identity()
+        p.begin_transaction()
+        p.send(topic, b"one")
+        with pytest.raises(KafkaTimeoutError):
+            p.commit_transaction(0)
+        wait_for("the commit", lambda: [r.value for r in readback(topic)] == [b"one"])
+        with pytest.raises(IllegalStateError, match=r"the last commit_transaction\(\) call ended"):
+            p.abort_transaction(5)  # the commit must be made again first, as in Java
+        p.commit_transaction(30)  # returns the commit that happened, does not start another
+        p.begin_transaction()
+        p.send(topic, b"two")
+        p.commit_transaction(30)
+        assert p.transaction_identity().producer_id == first.producer_id
     assert [r.value for r in readback(topic)] == [b"one", b"two"]
 
 

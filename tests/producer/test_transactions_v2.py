@@ -55,10 +55,11 @@ def test_epoch_exhaustion_gives_a_new_producer_id_with_epoch_0_and_fresh_sequenc
     tm.stamp(b)
     assert (b.producer_id, b.producer_epoch, b.base_sequence) == (42, 3, 0)
     tm.batch_succeeded(b, 0)
-    tm.begin_commit()
+    committed = tm.begin_commit()
     end = next_req(tm)
     answer(tm, end, decode_response_body(END_TXN, 5, end_txn_v5_answer(0, 77, 0)), version=5)
     assert (tm.producer_id_and_epoch.producer_id, tm.producer_id_and_epoch.epoch) == (77, 0)
+    assert committed.result(0) is None
     tm.begin_transaction()
     tm.maybe_add_partition(TP)
     nxt = batch(TP)
@@ -111,10 +112,11 @@ def test_a_transaction_keeps_the_version_it_began_with() -> None:
     tm.observe_features({"transaction.version": 2})  # finalized mid-transaction: this one stays on TV1
     assert tm.transaction_version == 1 and tm.produce_max_version == 11
     add_partitions(tm, TP)
-    tm.begin_commit()
+    committed = tm.begin_commit()
     end = next_req(tm)
     assert end.max_version == 4
     answer(tm, end, {"error_code": 0}, version=4)
+    assert committed.result(0) is None
     assert tm.producer_id_and_epoch.epoch == 3  # TV1 never bumps at the end
     tm.begin_transaction()
     assert tm.transaction_version == 2

@@ -61,7 +61,7 @@ from spark_kafka_sink.protocol.messages import (
 )
 
 __all__ = [
-    "RequestKind", "Coordinator", "TxnHost", "TxnRequest", "FindCoordinatorHandler", "InitProducerIdHandler",
+    "RequestKind", "Coordinator", "CallResult", "TxnHost", "TxnRequest", "FindCoordinatorHandler", "InitProducerIdHandler",
     "AddPartitionsToTxnHandler", "EndTxnHandler", "find_coordinator_body", "end_txn_body",
     "FIND_COORDINATOR_KEY_TYPE_TRANSACTION", "MAX_END_TXN_VERSION", "MAX_ADD_PARTITIONS_VERSION",
     "MAX_TRANSACTIONAL_PRODUCE_VERSION", "TV2_END_TXN_VERSION", "TV2_PRODUCE_VERSION", "end_txn_version_range",
@@ -97,6 +97,27 @@ class RequestKind(enum.Enum):
     ADD_PARTITIONS = 2
     END_TXN = 3
     EPOCH_BUMP = 4  # InitProducerId with the current id/epoch, after an abort
+
+
+class CallResult(Future[None]):
+    """The outcome of a user call (init / commit / abort), as the Java client's ``TransactionalRequestResult``: it
+    is *acknowledged* once a caller waited for it to the end (``result()`` or ``exception()`` returned or raised
+    the call's own error), not when it merely finished. Until then a repeated call returns this same result, even
+    after it is over, so a call that timed out and is made again waits for the answer it started; another call
+    is refused (the manager's ``_cached_result``)."""
+
+    acknowledged = False  # set by the waiting thread, read under the manager's lock: a bool, stale by a hair only
+
+    def result(self, timeout: float | None = None) -> None:
+        error = self.exception(timeout)  # raises TimeoutError only when the wait ran out
+        if error is not None:
+            raise error
+        return None
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        error = super().exception(timeout)
+        self.acknowledged = True
+        return error
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +157,7 @@ class TxnHost(Protocol):
 
     def partitions_added(self, partitions: frozenset[TopicPartition]) -> None: ...
 
-    def complete_transaction(self, result: Future[None] | None,
+    def complete_transaction(self, result: CallResult | None,
                              next_producer: ProducerIdAndEpoch | None = None) -> None:
         """EndTxn succeeded; ``result`` is the commit/abort call's future, completed once the producer is ready;
         ``next_producer``: the id/epoch an EndTxn v5 answer gives for the next transaction."""
@@ -169,7 +190,7 @@ class TxnRequest(abc.ABC):
     """
 
     def __init__(self, host: TxnHost, kind: RequestKind, api: ApiSpec, max_version: int, *, to_coordinator: bool,
-                 result: Future[None] | None = None) -> None:
+                 result: CallResult | None = None) -> None:
         self.kind = kind
         self.api = api
         self.max_version = max_version
@@ -255,7 +276,7 @@ class InitProducerIdHandler(TxnRequest):
         txn_id = host.transactional_id
         kind = RequestKind.EPOCH_BUMP if bump and txn_id is not None else RequestKind.INIT_PRODUCER_ID
         super().__init__(host, kind, INIT_PRODUCER_ID, INIT_PRODUCER_ID.max_version, to_coordinator=txn_id is not None,
-                         result=Future())
+                         result=CallResult())
         self._transactional_id = txn_id
         self._current = host.producer_id_and_epoch if bump else NO_PRODUCER_ID_AND_EPOCH
         self._concurrent_backoff_ms = _FIRST_ADD_PARTITIONS_BACKOFF_MS  # next wait after CONCURRENT_TRANSACTIONS
@@ -338,7 +359,7 @@ class EndTxnHandler(TxnRequest):
     def __init__(self, host: TxnHost, *, commit: bool, transaction_version: int = 1) -> None:
         # A cluster that finalized TV2 serves EndTxn v5, so the negotiated version is v5 exactly.
         super().__init__(host, RequestKind.END_TXN, END_TXN, end_txn_version_range(transaction_version)[1],
-                         to_coordinator=True, result=Future())
+                         to_coordinator=True, result=CallResult())
         self.commit = commit
 
     def build(self, version: int) -> dict[str, Any]:

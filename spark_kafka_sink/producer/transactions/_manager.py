@@ -47,6 +47,7 @@ from spark_kafka_sink.producer.transactions._handlers import (
     MAX_TRANSACTIONAL_PRODUCE_VERSION,
     TV2_PRODUCE_VERSION,
     AddPartitionsToTxnHandler,
+    CallResult,
     Coordinator,
     EndTxnHandler,
     FindCoordinatorHandler,
@@ -101,7 +102,8 @@ class TransactionManager:
         # and the version of the open (or last) transaction, fixed at begin so one transaction never mixes flows.
         self._cluster_transaction_version = 0
         self._transaction_version = 1
-        self._pending_result: tuple[TxnState, Future[None]] | None = None  # user call in progress, for re-calls
+        # The last init/commit/abort call whose outcome no caller has waited for yet (see _cached_result).
+        self._pending_result: tuple[TxnState, CallResult] | None = None
 
     # ----------------------------------------------------------------------------------------- queries
 
@@ -193,6 +195,7 @@ class TransactionManager:
     def begin_transaction(self) -> None:
         self._require_transactional("begin_transaction()")
         with self._lock:
+            self._cached_result(TxnState.IN_TRANSACTION)  # raises while an init/commit/abort was not waited for
             self._raise_if_failed()
             if self._state is TxnState.UNINITIALIZED:
                 raise IllegalStateError("call init_transactions() before begin_transaction()")
@@ -223,22 +226,26 @@ class TransactionManager:
             self._new_partitions.clear()  # nothing more will be sent to them
             return self._begin_completing(commit=False)
 
-    def _begin_completing(self, commit: bool) -> Future[None]:
+    def _begin_completing(self, commit: bool) -> CallResult:
         if self._new_partitions:
             self._requests.push(self._add_partitions_request())
         end = EndTxnHandler(self, commit=commit, transaction_version=self._transaction_version)
         self._requests.push(end)
         return self._remember(end)
 
-    def _cached_result(self, state: TxnState) -> Future[None] | None:
-        if self._pending_result is not None and not self._pending_result[1].done():
-            if self._pending_result[0] is state:
-                return self._pending_result[1]
-            raise IllegalStateError(f"a {self._pending_result[0].name} call is still in progress; retry it first")
-        self._pending_result = None
-        return None
+    def _cached_result(self, state: TxnState) -> CallResult | None:
+        """Java's rule for a call made again: the last init/commit/abort call's result, until a caller waited for
+        it, is returned to the same call (even once it is over: a call that timed out waits for the answer it
+        started, not a second round) and refuses any other call; once waited for, it is forgotten."""
+        pending = self._pending_result
+        if pending is None or pending[1].acknowledged:
+            self._pending_result = None
+            return None
+        if pending[0] is state:
+            return pending[1]
+        raise _unwaited_call_error(*pending)
 
-    def _remember(self, req: TxnRequest) -> Future[None]:
+    def _remember(self, req: TxnRequest) -> CallResult:
         assert req.result is not None  # every user-visible request carries one
         self._pending_result = (self._state, req.result)
         return req.result
@@ -292,7 +299,10 @@ class TransactionManager:
         error) and changes nothing."""
         self._require_transactional("switch_transactional_id()")
         with self._lock:
-            self._cached_result(TxnState.UNINITIALIZED)  # raises while an init/commit/abort call still runs
+            pending = self._pending_result
+            if pending is not None and not pending[1].done():
+                raise _unwaited_call_error(*pending)
+            self._pending_result = None  # a finished call's outcome goes with the old id
             self._raise_if_failed()
             busy = [what for what, pending in (
                 ("a coordinator request", bool(self._requests) or self._requests.in_flight is not None),
@@ -448,7 +458,7 @@ class TransactionManager:
             self._pending_partitions -= partitions
             self._transaction_started = True
 
-    def complete_transaction(self, result: Future[None] | None,
+    def complete_transaction(self, result: CallResult | None,
                              next_producer: ProducerIdAndEpoch | None = None) -> None:
         """EndTxn succeeded (or was not needed). TV2 (``next_producer``, from EndTxn v5): the coordinator bumped the
         epoch -- or, with the epoch exhausted, gave a new producer id with epoch 0 -- and the producer adopts it,
@@ -608,6 +618,17 @@ def _fresh(error: KafkaError) -> KafkaError:
     clone = copy.copy(error)
     clone.__traceback__ = None
     return clone
+
+
+_CALL_NAMES = {TxnState.INITIALIZING: "init_transactions()", TxnState.COMMITTING_TRANSACTION: "commit_transaction()",
+               TxnState.ABORTING_TRANSACTION: "abort_transaction()"}
+
+
+def _unwaited_call_error(state: TxnState, result: CallResult) -> IllegalStateError:
+    call = _CALL_NAMES[state]
+    progress = "is still in progress" if not result.done() else "ended, but no caller has waited for it"
+    return IllegalStateError(f"the last {call} call {progress} (it timed out, or was only started): call {call} "
+                             "again and let it return first")
 
 
 def _fail(result: Future[None], error: BaseException) -> None:
