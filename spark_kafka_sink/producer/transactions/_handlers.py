@@ -61,8 +61,8 @@ from spark_kafka_sink.protocol.messages import (
 )
 
 __all__ = [
-    "RequestKind", "Coordinator", "CallResult", "TxnHost", "TxnRequest", "FindCoordinatorHandler", "InitProducerIdHandler",
-    "AddPartitionsToTxnHandler", "EndTxnHandler", "find_coordinator_body", "end_txn_body",
+    "RequestKind", "Coordinator", "CallResult", "TxnHost", "TxnRequest", "FindCoordinatorHandler",
+    "InitProducerIdHandler", "AddPartitionsToTxnHandler", "EndTxnHandler", "find_coordinator_body", "end_txn_body",
     "FIND_COORDINATOR_KEY_TYPE_TRANSACTION", "MAX_END_TXN_VERSION", "MAX_ADD_PARTITIONS_VERSION",
     "MAX_TRANSACTIONAL_PRODUCE_VERSION", "TV2_END_TXN_VERSION", "TV2_PRODUCE_VERSION", "end_txn_version_range",
 ]
