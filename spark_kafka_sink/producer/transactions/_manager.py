@@ -180,7 +180,7 @@ class TransactionManager:
     # ----------------------------------------------------------------------------------------- user calls
 
     def initialize_transactions(self) -> Future[None]:
-        """Start FindCoordinator + InitProducerId; re-calling while it runs returns the same future."""
+        """Start FindCoordinator + InitProducerId; made again before a caller waited for it: the same future."""
         self._require_transactional("init_transactions()")
         with self._lock:
             cached = self._cached_result(TxnState.INITIALIZING)
