@@ -195,7 +195,7 @@ class TransactionManager:
     def begin_transaction(self) -> None:
         self._require_transactional("begin_transaction()")
         with self._lock:
-            self._cached_result(TxnState.IN_TRANSACTION)  # raises while an init/commit/abort was not waited for
+            self._cached_result(None)  # raises while an init/commit/abort was not waited for
             self._raise_if_failed()
             if self._state is TxnState.UNINITIALIZED:
                 raise IllegalStateError("call init_transactions() before begin_transaction()")
@@ -233,10 +233,11 @@ class TransactionManager:
         self._requests.push(end)
         return self._remember(end)
 
-    def _cached_result(self, state: TxnState) -> CallResult | None:
+    def _cached_result(self, state: TxnState | None) -> CallResult | None:
         """Java's rule for a call made again: the last init/commit/abort call's result, until a caller waited for
-        it, is returned to the same call (even once it is over: a call that timed out waits for the answer it
-        started, not a second round) and refuses any other call; once waited for, it is forgotten."""
+        it, is returned to the same call (``state``, the one it moves to; None: a call with no result of its own)
+        even once it is over (a call that timed out waits for the answer it started, not a second round), and
+        refuses any other call; once waited for, it is forgotten."""
         pending = self._pending_result
         if pending is None or pending[1].acknowledged:
             self._pending_result = None
@@ -299,9 +300,9 @@ class TransactionManager:
         error) and changes nothing."""
         self._require_transactional("switch_transactional_id()")
         with self._lock:
-            pending = self._pending_result
-            if pending is not None and not pending[1].done():
-                raise _unwaited_call_error(*pending)
+            last_call = self._pending_result
+            if last_call is not None and not last_call[1].done():
+                raise _unwaited_call_error(*last_call)
             self._pending_result = None  # a finished call's outcome goes with the old id
             self._raise_if_failed()
             busy = [what for what, pending in (
