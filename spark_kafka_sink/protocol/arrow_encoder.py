@@ -92,7 +92,12 @@ def _sizes(u: U64) -> I64:
     lo, hi = int(u.min()), int(u.max())
     if hi < 0x80 or lo == hi:  # one size for all (the common case): no per-value search
         return np.full(len(u), int(np.searchsorted(_VARINT_LIMITS, np.uint64(hi), side="right")) + 1, np.int64)
-    return np.searchsorted(_VARINT_LIMITS, u, side="right").astype(np.int64) + 1
+    # 1 + the thresholds each value reaches, one comparison pass per threshold up to the largest value's: ~2 ns a
+    # value for the usual one or two, against ~13 for a per-value searchsorted (offset deltas are never uniform).
+    sizes = np.ones(len(u), np.int64)
+    for limit in _VARINT_LIMITS[: int(np.searchsorted(_VARINT_LIMITS, np.uint64(hi), side="right"))]:
+        sizes += u >= limit
+    return sizes
 
 
 def _put(buf: npt.NDArray[np.uint8], pos: I64, u: U64, sizes: I64, least: int, width: int) -> None:
