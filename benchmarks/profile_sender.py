@@ -36,7 +36,7 @@ from spark_kafka_sink.producer.sender_client import RequestBody
 from spark_kafka_sink.producer.transactions import TransactionManager
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, encode_arrow_batches
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
-from spark_kafka_sink.protocol.framing import decode_response, encode_request, encode_response
+from spark_kafka_sink.protocol.framing import decode_response, encode_request_parts, encode_response
 from spark_kafka_sink.protocol.messages import INIT_PRODUCER_ID, PRODUCE, ApiSpec
 
 __all__ = ["main", "measure"]
@@ -103,7 +103,7 @@ class _ScriptedClient:
                                                    "producer_id": _PRODUCER_ID, "producer_epoch": 0}))
             return request
         assert api is PRODUCE, api.name
-        encode_request(api, version, self._correlation_id, "bench", payload)  # the client's framing
+        encode_request_parts(api, version, self._correlation_id, "bench", payload)  # the client's framing
         (topic,) = payload["topic_data"]
         partitions = tuple(p["index"] for p in topic["partition_data"])
         frame = self._frames.get(partitions)

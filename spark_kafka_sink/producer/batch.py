@@ -53,7 +53,14 @@ from spark_kafka_sink.producer.record_metadata import (
     TopicPartition,
 )
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch
-from spark_kafka_sink.protocol.record_batch import BatchBuilder, Header, decode_batch, with_crc, with_producer_state
+from spark_kafka_sink.protocol.record_batch import (
+    HEADER_SIZE,
+    BatchBuilder,
+    Header,
+    crc_header,
+    decode_batch,
+    producer_state_header,
+)
 
 __all__ = ["BatchState", "ProducerBatch", "NO_PRODUCER_ID", "NO_SEQUENCE", "gather_batch_futures"]
 
@@ -139,8 +146,9 @@ class ProducerBatch:
         self._producer_epoch = -1
         self._base_sequence = NO_SEQUENCE
         self._transactional = False
-        self._payload: bytes | None = None  # _built with the producer state applied; cached so retries match
-        self._restamped = False  # _built is a stamped copy (the encoder's bytes were let go)
+        # The header sent in front of _built's records when it differs from _built's own (producer state stamped,
+        # or the CRC the encoder left out); None: _built goes as it is. Cached so that retries send identical bytes.
+        self._header: bytes | None = None
         self._error: BaseException | None = None
         # True once the futures fired and on_complete ran (so memory is back when a flush returns). The Event is
         # made only when someone waits before that (a flush): building one per batch cost ~10 us of the caller's
@@ -313,7 +321,7 @@ class ProducerBatch:
                     f"{self._producer_epoch} sequence {self._base_sequence}; a retry resends identical bytes "
                     "(call reset_producer_state() after an epoch bump or sequence reset)")
             self._producer_id, self._producer_epoch, self._base_sequence, self._transactional = state
-            self._payload = None
+            self._header = None
 
     def reset_producer_state(self) -> None:
         """Forget the stamped state (the epoch was bumped or sequences reset); the next drain stamps anew."""
@@ -322,35 +330,38 @@ class ProducerBatch:
                 raise IllegalStateError(f"reset the producer state of an in-flight batch of {self.tp}")
             self._producer_id, self._producer_epoch = NO_PRODUCER_ID, -1
             self._base_sequence, self._transactional = NO_SEQUENCE, False
-            self._payload = None
+            self._header = None
 
     def payload(self) -> bytes:
-        """The bytes to send: the built batch with the producer state applied. Identical on every call."""
+        """The bytes to send, in one piece (a copy of the records unless the built batch goes as it is)."""
+        return b"".join(self.payload_parts())  # (the built batch itself when it goes as it is)
+
+    def payload_parts(self) -> tuple[bytes | memoryview, ...]:
+        """The bytes to send, as buffers to write one after another: the built batch as it is, or a 61-byte header
+        (producer state stamped, CRC computed) and a view of the built batch's records. The records are never
+        copied: an in-flight batch holds one copy of them, and the sender writes them to the socket from where
+        the encoder put them. Identical on every call."""
         with self._lock:
-            if self._built is None:
-                raise IllegalStateError(f"payload of an {self._state.name} batch of {self.tp}: close it first")
-            if self._payload is None:
-                if self._producer_id == NO_PRODUCER_ID and not self._transactional:
-                    # Bulk batches of an idempotent producer are encoded without a CRC (the stamp below computes
-                    # it); without idempotence nothing stamps them, so the CRC is computed here.
-                    if self._restamped:
-                        self._payload = with_producer_state(self._built, NO_PRODUCER_ID, -1, NO_SEQUENCE, False)
-                    else:
-                        sealed = self._encoded is None or self._encoded.has_crc
-                        self._payload = self._built if sealed else with_crc(self._built)
-                else:
-                    self._payload = with_producer_state(self._built, self._producer_id, self._producer_epoch,
-                                                        self._base_sequence, self._transactional)
-                    # The stamped copy replaces the built bytes (a new stamp rewrites its header as well): an
-                    # in-flight batch holds one copy of its records, not two (~5 MB at 5 requests in flight).
-                    self._built = self._payload
-                    self._restamped = True
-                    encoded = self._encoded
-                    if encoded is not None:  # (a NamedTuple's _replace costs ~1 us more than this)
-                        self._encoded = EncodedBatch(self._payload, encoded.record_count, encoded.first_row,
-                                                     encoded.base_timestamp, encoded.max_timestamp,
-                                                     encoded.uncompressed_size, True)
-            return self._payload
+            return self._parts()
+
+    def _parts(self) -> tuple[bytes | memoryview, ...]:
+        # Caller holds _lock.
+        built = self._built
+        if built is None:
+            raise IllegalStateError(f"payload of an {self._state.name} batch of {self.tp}: close it first")
+        header = self._header
+        if header is None:
+            if self._producer_id == NO_PRODUCER_ID and not self._transactional:
+                # Bulk batches of an idempotent producer are encoded without a CRC (the stamp computes it); without
+                # idempotence nothing stamps them, so the CRC is computed here.
+                if self._encoded is None or self._encoded.has_crc:
+                    return (built,)
+                header = crc_header(built)
+            else:
+                header = producer_state_header(built, self._producer_id, self._producer_epoch, self._base_sequence,
+                                               self._transactional)
+            self._header = header
+        return header, memoryview(built)[HEADER_SIZE:]
 
     # ------------------------------------------------------------------------------------------ splitting
 
@@ -362,7 +373,7 @@ class ProducerBatch:
             if self._built is None or self._state is not BatchState.IN_FLIGHT:
                 raise IllegalStateError(f"split a {self._state.name} batch of {self.tp}: only an answered one")
             # What was sent (CRC set: a bulk batch's built bytes may have none yet).
-            built, transactional = self._payload or self._built, self._transactional
+            built, transactional = b"".join(self._parts()), self._transactional
         records = decode_batch(built).records
         parts: list[ProducerBatch] = []
         futures = self._record_futures

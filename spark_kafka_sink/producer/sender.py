@@ -175,7 +175,9 @@ class Sender:
         by_topic: dict[str, list[dict[str, Any]]] = {}
         context = ProduceContext(node, {})
         for batch in batches:
-            by_topic.setdefault(batch.tp.topic, []).append({"index": batch.tp.partition, "records": batch.payload()})
+            # The records as buffers (header, records view): written to the socket without being copied.
+            by_topic.setdefault(batch.tp.topic, []).append({"index": batch.tp.partition,
+                                                            "records": batch.payload_parts()})
             context.batches[batch.tp] = batch
         tm = self._tm
         body = {

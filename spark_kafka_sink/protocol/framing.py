@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "RequestHeader",
     "encode_request",
+    "encode_request_parts",
     "decode_response",
     "peek_correlation_id",
     "decode_request",
@@ -67,7 +68,15 @@ def encode_request(
     api: ApiSpec, version: int, correlation_id: int, client_id: str | None, body: Mapping[str, Any]
 ) -> bytes:
     """A complete request frame: int32 size, request header (v1 or v2), body."""
-    buf = bytearray(4)  # room for the size prefix, filled in at the end: the body is built in place, copied once
+    return b"".join(encode_request_parts(api, version, correlation_id, client_id, body))
+
+
+def encode_request_parts(
+    api: ApiSpec, version: int, correlation_id: int, client_id: str | None, body: Mapping[str, Any]
+) -> list[bytes | bytearray | memoryview]:
+    """The same frame as ``encode_request``, as buffers to write one after another: a Produce request's records
+    stay where they are (a gathering write sends them without a copy); any other request is one buffer."""
+    buf = bytearray(4)  # room for the size prefix, filled in at the end: the body is built in place
     try:
         buf += _REQUEST_HEADER.pack(api.key, version, correlation_id)
     except struct.error:
@@ -76,12 +85,12 @@ def encode_request(
     if api.request_header_version(version) >= 2:
         buf += _EMPTY_TAGGED_FIELDS  # we send no header tags
     parts = produce_request_parts(version, body) if api is PRODUCE and api.supports(version) else None
-    if parts is not None:  # the hot path: records are copied once, by the join
+    if parts is not None:  # the hot path: records are referenced, not copied
         _SIZE.pack_into(buf, 0, len(buf) - 4 + sum(map(len, parts)))
-        return b"".join((buf, *parts))
+        return [buf, *parts]
     write_request_body(buf, api, version, body)  # checks the version is one we implement
     _SIZE.pack_into(buf, 0, len(buf) - 4)
-    return bytes(buf)
+    return [bytes(buf)]
 
 
 def peek_correlation_id(payload: bytes | bytearray | memoryview) -> int:

@@ -189,8 +189,9 @@ class FakeClient:
 
 
 def batches_of(request: FakeRequest) -> dict[tuple[str, int], DecodedBatch]:
-    """The record batch of each partition in a Produce request, decoded."""
-    return {(t["name"], p["index"]): decode_batch(p["records"])
+    """The record batch of each partition in a Produce request, decoded (the sender hands it over in pieces: the
+    stamped header, then a view of the records)."""
+    return {(t["name"], p["index"]): decode_batch(b"".join(p["records"]))
             for t in request.body["topic_data"] for p in t["partition_data"]}
 
 

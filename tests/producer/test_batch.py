@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -10,7 +9,7 @@ from spark_kafka_sink.errors import DeliveryTimeoutError, IllegalStateError, Not
 from spark_kafka_sink.producer.batch import BatchState, ProducerBatch, gather_batch_futures
 from spark_kafka_sink.producer.record_metadata import BatchMetadata, RecordMetadata, TopicPartition
 from spark_kafka_sink.protocol.arrow_encoder import encode_arrow_batches
-from spark_kafka_sink.protocol.record_batch import Record, decode_batch, encode_batch
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, Record, decode_batch, encode_batch, with_crc
 
 TP = TopicPartition("t", 3)
 
@@ -164,10 +163,11 @@ def test_producer_state_applied_at_drain_and_retry_resends_identical_bytes() -> 
     decoded = decode_batch(stamped)
     assert (decoded.producer_id, decoded.producer_epoch, decoded.base_sequence) == (77, 2, 10)
     assert decoded.is_transactional and stamped != plain
+    header, _ = b.payload_parts()
     b.mark_in_flight(0)
     b.mark_retrying(1, 0)
     b.set_producer_state(77, 2, 10, transactional=True)  # the same state again: allowed, no change
-    assert b.payload() is stamped
+    assert b.payload_parts()[0] is header and b.payload() == stamped  # the stamp is kept, not made again
     with pytest.raises(IllegalStateError, match="identical bytes"):
         b.set_producer_state(77, 2, 15, transactional=True)
     b.reset_producer_state()  # epoch bump: sequences are reassigned
@@ -217,16 +217,28 @@ def test_bulk_batch_encoded_without_crc_is_sent_with_the_right_one(stamped: bool
     assert part.record_count == 4
 
 
-def test_a_stamped_bulk_batch_keeps_one_copy_and_restamps_or_unstamps_to_the_right_bytes() -> None:
+@pytest.mark.parametrize("checksum", [True, False], ids=["sealed", "no-crc"])
+def test_a_stamped_bulk_batch_sends_the_encoders_records_without_a_copy(checksum: bool) -> None:
     values = pa.array([f"v{i}".encode() for i in range(4)], pa.binary())
-    (encoded,) = encode_arrow_batches(values, timestamp_ms=pa.array([5] * 4, pa.int64()), max_batch_bytes=1 << 20)
+    (encoded,) = encode_arrow_batches(values, timestamp_ms=pa.array([5] * 4, pa.int64()), max_batch_bytes=1 << 20,
+                                      checksum=checksum)
     b = ProducerBatch.from_encoded(TP, encoded, 1000)
+    unstamped = b.payload_parts()
+    if checksum:  # sent as built
+        assert len(unstamped) == 1 and unstamped[0] is encoded.data
+    else:  # the CRC goes in a header of its own, the records are a view of the encoder's bytes
+        header, records = unstamped
+        assert isinstance(records, memoryview) and records.obj is encoded.data and len(header) == HEADER_SIZE
+        assert b.payload() == with_crc(encoded.data)
     b.set_producer_state(77, 2, 10, transactional=False)
+    header, records = b.payload_parts()
+    assert isinstance(records, memoryview) and records.obj is encoded.data  # the records are not copied
+    assert bytes(records) == encoded.data[HEADER_SIZE:] and len(header) == HEADER_SIZE
     stamped = b.payload()
-    held = sys.getrefcount(encoded.data)
-    assert held == 2  # only ``encoded`` (and getrefcount's argument) hold the original bytes now
+    assert decode_batch(stamped).producer_id == 77
     b.reset_producer_state()
-    assert b.payload() == encoded.data  # unstamped again: the encoder's bytes, CRC and all
+    # unstamped again: the encoder's bytes (with the CRC the encoder left out)
+    assert b.payload() == (encoded.data if checksum else with_crc(encoded.data))
     b.reset_producer_state()
     b.set_producer_state(77, 3, 0, transactional=True)
     decoded = decode_batch(b.payload())

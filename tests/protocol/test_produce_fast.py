@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from spark_kafka_sink.errors import ProtocolError
-from spark_kafka_sink.protocol.framing import decode_response, encode_request, encode_response
+from spark_kafka_sink.protocol.framing import decode_response, encode_request, encode_request_parts, encode_response
 from spark_kafka_sink.protocol.messages import PRODUCE, decode_response_body, encode_request_body, encode_response_body
 from spark_kafka_sink.protocol.messages.produce_fast import decode_produce_response, produce_request_parts
 
@@ -31,6 +31,32 @@ def test_request_bytes_equal_the_generic_codec(version: int, body: dict[str, Any
     parts = produce_request_parts(version, body)
     assert parts is not None
     assert b"".join(parts) == encode_request_body(PRODUCE, version, body)
+
+
+def _in_pieces(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with each records value as a tuple of buffers (a header, then a view of the rest), as the sender
+    hands over a stamped batch."""
+    def cut(records: bytes | None) -> Any:
+        return records if records is None else (records[:3], memoryview(records)[3:])
+
+    return {**body, "topic_data": [{"name": t["name"], "partition_data": [
+        {"index": p["index"], "records": cut(p["records"])} for p in t["partition_data"]]} for t in body["topic_data"]]}
+
+
+@pytest.mark.parametrize("version", [8, *FLEXIBLE])
+def test_records_in_pieces_encode_as_the_joined_bytes_and_are_not_copied(version: int) -> None:
+    body = _request("t")
+    pieces = _in_pieces(body)
+    # Both paths (the generic one at v8) give the bytes of the joined records.
+    assert encode_request_body(PRODUCE, version, pieces) == encode_request_body(PRODUCE, version, body)
+    assert encode_request(PRODUCE, version, 5, "c", pieces) == encode_request(PRODUCE, version, 5, "c", body)
+    frame = encode_request_parts(PRODUCE, version, 5, "c", pieces)
+    assert b"".join(frame) == encode_request(PRODUCE, version, 5, "c", body)
+    views = [p["records"][1] for t in pieces["topic_data"] for p in t["partition_data"] if p["records"]]
+    if version >= 9:  # the fast path references every records piece instead of copying it into the frame
+        assert all(any(part is view for part in frame) for view in views)
+    else:
+        assert len(frame) == 1
 
 
 @pytest.mark.parametrize("version", FLEXIBLE)

@@ -170,7 +170,9 @@ def _write_scalar(buf: bytearray, type_: str, v: Any, flexible: bool, where: str
         _write_length(buf, len(data), flexible, wide=False)
         buf += data
         return
-    # bytes and records: raw bytes, copied once into the buffer.
+    # bytes and records: raw bytes, copied once into the buffer. Records may come in pieces (a tuple of buffers).
+    if type_ == "records" and type(v) is tuple:
+        v = b"".join(v)
     if not isinstance(v, (bytes, bytearray, memoryview)):
         raise ValueError(f"{where}: expected bytes, got {type(v).__name__}")
     _write_length(buf, len(v) if not isinstance(v, memoryview) else v.nbytes, flexible, wide=True)

@@ -61,9 +61,11 @@ def _compact_string(s: str) -> bytes:
     return _uvarint(len(data) + 1) + data
 
 
-def produce_request_parts(version: int, body: Mapping[str, Any]) -> list[bytes] | None:
-    """The request body as a list of byte strings to join (records are referenced, not copied), or None when
-    ``version`` or ``body`` is not the plain shape the sender builds: then encode with the generic codec."""
+def produce_request_parts(version: int, body: Mapping[str, Any]) -> list[bytes | memoryview] | None:
+    """The request body as a list of buffers to write in order (records are referenced, not copied), or None when
+    ``version`` or ``body`` is not the plain shape the sender builds: then encode with the generic codec. A
+    partition's ``records`` is bytes, or a tuple of byte buffers (one batch in pieces, see
+    ``ProducerBatch.payload_parts``; the generic codec joins them)."""
     if version < FIRST_FLEXIBLE or type(body) is not dict:
         return None
     keys = body.keys()
@@ -73,8 +75,8 @@ def produce_request_parts(version: int, body: Mapping[str, Any]) -> list[bytes] 
     if (type(acks) is not int or acks not in _INT16 or type(timeout) is not int or timeout not in _INT32
             or type(topics) is not list or not (tid is None or type(tid) is str)):
         return None
-    parts = [_NULL if tid is None else _compact_string(tid), _ACKS_TIMEOUT.pack(acks, timeout),
-             _uvarint(len(topics) + 1)]
+    parts: list[bytes | memoryview] = [_NULL if tid is None else _compact_string(tid),
+                                       _ACKS_TIMEOUT.pack(acks, timeout), _uvarint(len(topics) + 1)]
     for topic in topics:
         if type(topic) is not dict or topic.keys() != _TOPIC_KEYS:
             return None
@@ -92,6 +94,8 @@ def produce_request_parts(version: int, body: Mapping[str, Any]) -> list[bytes] 
                 parts.append(_INDEX.pack(index) + _NULL + _NO_TAGS)
             elif type(records) is bytes:
                 parts += (_INDEX.pack(index) + _uvarint(len(records) + 1), records, _NO_TAGS)
+            elif type(records) is tuple:  # the batch in pieces (a stamped header, a view of the records)
+                parts += (_INDEX.pack(index) + _uvarint(sum(map(len, records)) + 1), *records, _NO_TAGS)
             else:
                 return None
         parts.append(_NO_TAGS)

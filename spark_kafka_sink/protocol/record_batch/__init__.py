@@ -7,6 +7,7 @@
     assemble_batches(records_sections, section_ends, record_counts, base_timestamps, max_timestamps, ...)
         -> list[bytes]                                                # many at once: the Arrow encoder's path
     with_crc(batch) -> bytes                                          # one assembled with checksum=False, sealed
+    crc_header(batch) -> bytes                           # just its sealed 61-byte header, for zero-copy sends
     with_producer_state(batch, producer_id, producer_epoch, base_sequence, transactional) -> bytes
     producer_state_header(batch, ...same...) -> bytes    # just the new 61-byte header, for zero-copy sends
     decode_batches(data, *, allow_truncated_tail=True) -> list[DecodedBatch]
@@ -25,6 +26,7 @@ from spark_kafka_sink.protocol.record_batch._encoder import (
     Record,
     assemble_batch,
     assemble_batches,
+    crc_header,
     encode_batch,
     encode_record,
     record_size,
@@ -64,6 +66,7 @@ __all__ = [
     "assemble_batch",
     "assemble_batches",
     "with_crc",
+    "crc_header",
     "with_producer_state",
     "producer_state_header",
     "decode_batches",

@@ -38,6 +38,7 @@ __all__ = [
     "assemble_batch",
     "assemble_batches",
     "with_crc",
+    "crc_header",
 ]
 
 # The header layout as a numpy record type, derived from HEADER_STRUCT and FIELD_OFFSET (declared in _format):
@@ -192,14 +193,20 @@ def assemble_batches(
     return [b"".join((raw[i * size:(i + 1) * size], p)) for i, p in enumerate(payloads)]
 
 
-def with_crc(batch: bytes | bytearray | memoryview) -> bytes:
-    """A copy of a built batch with its CRC computed (for batches assembled with ``checksum=False``)."""
+def crc_header(batch: bytes | bytearray | memoryview) -> bytes:
+    """The 61-byte header of a built batch with its CRC computed (for batches assembled with ``checksum=False``).
+    Sending it followed by ``memoryview(batch)[HEADER_SIZE:]`` avoids copying the records."""
     check_batch_frame(batch)
     view = memoryview(batch)
     header = bytearray(view[:HEADER_SIZE])
     CRC_STRUCT.pack_into(header, FIELD_OFFSET["crc"],
                          crc32c.crc32c(view[HEADER_SIZE:], crc32c.crc32c(memoryview(header)[CRC_START:])))
-    return b"".join((header, view[HEADER_SIZE:]))
+    return bytes(header)
+
+
+def with_crc(batch: bytes | bytearray | memoryview) -> bytes:
+    """A copy of a built batch with its CRC computed (for batches assembled with ``checksum=False``)."""
+    return b"".join((crc_header(batch), memoryview(batch)[HEADER_SIZE:]))
 
 
 def encode_batch(
