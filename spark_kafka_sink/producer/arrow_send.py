@@ -113,14 +113,18 @@ class BatchSendResult:
         return BatchSendResult(merged)
 
 
-def _column(data: pa.RecordBatch | pa.Table, name: str) -> pa.Array | None:
+def _column(data: pa.RecordBatch | pa.Table, name: str, *, chunks: bool = False) -> pa.Array | pa.ChunkedArray | None:
+    """``name``'s column as one array; ``chunks``: a column of several chunks stays chunked (the values: the
+    encoder concatenates them with its other pieces anyway, so combining them first was a second copy)."""
     if name not in data.schema.names:
         return None
     col = data.column(name)
     if isinstance(col, pa.ChunkedArray):
         # One chunk (a Spark batch; ``_pieces`` cuts any table into such): zero-copy; combine_chunks copies even a
         # single chunk. No chunk (a table of no rows): an empty array.
-        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+        if col.num_chunks == 1:
+            return col.chunk(0)
+        return col if chunks and col.num_chunks else col.combine_chunks()
     return col
 
 
@@ -129,10 +133,12 @@ def _bytes_like(t: pa.DataType) -> bool:
                 or pa.types.is_large_string(t) or pa.types.is_null(t))
 
 
-def _lengths(arr: pa.Array | None, n: int) -> I64:
+def _lengths(arr: pa.Array | pa.ChunkedArray | None, n: int) -> I64:
     """Bytes per row (0 where null), from the offsets (binary_length + fill_null + cast was ~5% of a call)."""
     if arr is None or pa.types.is_null(arr.type):
         return np.zeros(n, np.int64)
+    if isinstance(arr, pa.ChunkedArray):
+        return np.concatenate([_lengths(c, len(c)) for c in arr.chunks])
     offsets, _ = binary_buffers(arr)
     lengths: I64 = np.diff(offsets).astype(np.int64, copy=False)
     if arr.null_count:
@@ -142,7 +148,7 @@ def _lengths(arr: pa.Array | None, n: int) -> I64:
 
 @dataclass
 class _Columns:
-    value: pa.Array
+    value: pa.Array | pa.ChunkedArray  # chunked when the input piece was (see ``_column``)
     key: pa.Array | None
     topic: pa.Array | None
     partition: pa.Array | None
@@ -198,14 +204,15 @@ def _pieces(data: pa.RecordBatch | pa.Table) -> list[pa.RecordBatch | pa.Table]:
 
 
 def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch | pa.Table:
-    return batches[0] if len(batches) == 1 else pa.Table.from_batches(batches).combine_chunks()
+    # Not combined: the values stay in their chunks until the encoder's one concatenation (see ``_column``).
+    return batches[0] if len(batches) == 1 else pa.Table.from_batches(batches)
 
 
 def _validate(data: pa.RecordBatch | pa.Table, topic: str | None, first_row: int = 0) -> _Columns:
     """The columns of one contiguous piece (see ``_pieces``), checked; ``first_row``: the piece's first row in the
     input, for row numbers in errors."""
     n = data.num_rows
-    value = _column(data, "value")
+    value = _column(data, "value", chunks=True)
     if value is None:
         raise SerializationError(f"column 'value' is required (string or binary); the input has "
                                  f"{data.schema.names}")

@@ -161,10 +161,16 @@ def _glue(fields: list[_Field], n: int, binary_type: pa.DataType) -> pa.Array:
 # ---------------------------------------------------------------------------------------------- inputs
 
 
-def _binary(arr: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
-    """string/binary (any offset width) as a binary array, zero-copy where possible."""
+def _binary(arr: pa.Array | pa.ChunkedArray, what: str, *, chunks: bool = False) -> pa.Array | pa.ChunkedArray:
+    """string/binary (any offset width) as a binary array, zero-copy where possible. ``chunks``: a ChunkedArray
+    of several chunks stays one (each chunk viewed as binary), for a caller that concatenates it anyway."""
     if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+        if not chunks or arr.num_chunks < 2:
+            return _binary(arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0), what)
+        pieces = [_binary(c, what) for c in arr.chunks]
+        large = any(pa.types.is_large_binary(c.type) for c in pieces)
+        return pa.chunked_array([_as(c, pa.large_binary()) if large else c for c in pieces],
+                                pa.large_binary() if large else pa.binary())
     t = arr.type
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return arr
@@ -180,8 +186,10 @@ def _binary(arr: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
         raise TypeError(f"{what} must be binary or string, got {t}") from None
 
 
-def _lengths(arr: pa.Array, what: str) -> I64:
+def _lengths(arr: pa.Array | pa.ChunkedArray, what: str) -> I64:
     """Byte length per row, -1 where null."""
+    if isinstance(arr, pa.ChunkedArray):
+        return np.concatenate([_lengths(c, what) for c in arr.chunks]) if arr.num_chunks else np.zeros(0, np.int64)
     offsets, _ = binary_buffers(arr)
     lengths = np.diff(offsets)
     if arr.null_count:
@@ -191,7 +199,11 @@ def _lengths(arr: pa.Array, what: str) -> I64:
     return lengths
 
 
-def _as(arr: pa.Array, binary_type: pa.DataType) -> pa.Array:
+def _pieces(arr: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+
+
+def _as(arr: pa.Array | pa.ChunkedArray, binary_type: pa.DataType) -> pa.Array | pa.ChunkedArray:
     return arr if arr.type == binary_type else arr.cast(binary_type)
 
 
@@ -356,7 +368,10 @@ def encode_arrow_batches(
     turn): the columns are read through it, so a caller grouping rows need not copy them first. Positions
     (``segment_starts``, ``first_row``) then count in ``order``."""
     codec = codec_id(compression)
-    value_b = _binary(value, "value")
+    # With ``order`` every piece is concatenated once below: a column of several chunks (e.g. consecutive input
+    # batches held together) goes into that concatenation chunk by chunk instead of being combined first.
+    chunks = order is not None
+    value_b = _binary(value, "value", chunks=chunks)
     rows = len(value_b)  # input rows; n: rows encoded
     idx = None if order is None else np.asarray(order, np.int64)
     if idx is not None and len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= rows):
@@ -364,7 +379,7 @@ def encode_arrow_batches(
     n = rows if idx is None else len(idx)
     if n == 0:
         return []
-    key_b = _binary(key, "key") if key is not None else pa.nulls(rows, pa.binary())
+    key_b = _binary(key, "key", chunks=chunks) if key is not None else pa.nulls(rows, pa.binary())
     if len(key_b) != rows:
         raise ValueError(f"key has {len(key_b)} rows, value has {rows}")
     ts = _timestamps(timestamp_ms, rows)
@@ -432,7 +447,7 @@ def encode_arrow_batches(
     batch_bytes = np.diff(batch_end, prepend=0) + HEADER_SIZE
     # With ``order``, every piece is concatenated once (key, value and headers in input order, the glue in encode
     # order) and each group's take reads it through ``order``; without, each group concatenates its slices.
-    whole = None if idx is None else pa.concat_arrays(parts + tail_piece)
+    whole = None if idx is None else pa.concat_arrays([c for p in parts + tail_piece for c in _pieces(p)])
     out: list[EncodedBatch] = []
     b = 0
     while b < len(starts):

@@ -266,6 +266,34 @@ def test_order_reads_the_rows_through_it_as_if_taken_first(seed: int) -> None:
     assert {b.first_row for b in batches} >= set(segments)
 
 
+def _chunked(values: list[Any], value_type: pa.DataType, cuts: list[int]) -> pa.ChunkedArray:
+    bounds = [0, *cuts, len(values)]
+    return pa.chunked_array([pa.array(values[a:b], value_type) for a, b in zip(bounds, bounds[1:], strict=False)],
+                            value_type)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_chunked_columns_read_through_order(seed: int) -> None:
+    """Columns of several chunks (consecutive input batches held together, string as Spark hands them) go into
+    the encoder's one concatenation chunk by chunk: the same bytes as the rows taken first, and as one chunk."""
+    rng = random.Random(seed)
+    rows = random_rows(seed, rng.randrange(3, 300), headers=seed % 2 == 0)
+    order = sorted(range(len(rows)), key=lambda i: i % 4)
+    cuts = sorted(rng.sample(range(1, len(rows)), 2))
+    value_type = pa.string() if seed % 2 else pa.binary()
+    values = [None if r[1] is None else r[1].decode("latin-1") if seed % 2 else r[1] for r in rows]
+    value = _chunked(values, value_type, cuts)
+    key = _chunked([r[0] for r in rows], BINARY, cuts[:1])
+    common: dict[str, Any] = {"timestamp_ms": pa.array([r[2] for r in rows], pa.int64()),
+                              "headers": pa.array([r[3] for r in rows], HEADERS_TYPE), "max_batch_bytes": 1000,
+                              "order": order, "segment_starts": [0, len(order) // 4]}
+    batches = encode_arrow_batches(value, key=key, **common)
+    assert [b.data for b in batches] == [b.data for b in encode_arrow_batches(
+        value.combine_chunks(), key=key.combine_chunks(), **common)]
+    if seed % 2 == 0:
+        check([rows[i] for i in order], batches, 1000)
+
+
 def test_order_out_of_range_is_refused() -> None:
     with pytest.raises(ValueError, match="order"):
         encode_arrow_batches(pa.array([b"a", b"b"]), timestamp_ms=pa.array([1, 2], pa.int64()), max_batch_bytes=100,
