@@ -167,10 +167,8 @@ def _binary(arr: pa.Array | pa.ChunkedArray, what: str, *, chunks: bool = False)
     if isinstance(arr, pa.ChunkedArray):
         if not chunks or arr.num_chunks < 2:
             return _binary(arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0), what)
-        pieces = [_binary(c, what) for c in arr.chunks]
-        large = any(pa.types.is_large_binary(c.type) for c in pieces)
-        return pa.chunked_array([_as(c, pa.large_binary()) if large else c for c in pieces],
-                                pa.large_binary() if large else pa.binary())
+        pieces = [_binary(c, what) for c in arr.chunks]  # one input type, so one output type
+        return pa.chunked_array(pieces, pieces[0].type)
     t = arr.type
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return arr
