@@ -85,6 +85,11 @@ class ScratchBuffer:
     def __init__(self) -> None:
         self._buffer = np.empty(0, np.uint8)
 
+    @property
+    def size(self) -> int:
+        """Bytes held now."""
+        return len(self._buffer)
+
     def padded(self, data: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
         """``data`` followed by at least a block of readable bytes (what they hold does not matter: the bytes past
         a row's end are masked off, and words past its last are never read)."""
@@ -133,8 +138,10 @@ def bytes_hashes(arr: pa.Array, scratch: ScratchBuffer | None = None) -> npt.NDA
     n = len(offsets) - 1
     if n == 0:
         return np.zeros(0, _U64)
-    starts = offsets[:-1]
-    lengths = offsets[1:] - starts
+    # The rows' own bytes only: a slice of a larger array shares its whole data buffer, which is not copied.
+    first_byte, end_byte = int(offsets[0]), int(offsets[-1])
+    starts = offsets[:-1] - first_byte
+    lengths = np.diff(offsets)
     n_words = (lengths + 7) >> 3  # the last word of a row may be partial
     words = int(n_words.max())
     order = None
@@ -145,8 +152,8 @@ def bytes_hashes(arr: pa.Array, scratch: ScratchBuffer | None = None) -> npt.NDA
     running = np.searchsorted(-n_words, -np.arange(1, words + 2), side="right")
     # Rows are read 64 bytes at a time: one gather of a 64-byte block per row costs about what a gather of one
     # unaligned word does (~5 ns), so this reads 100-byte values ~3x faster than a gather per word.
-    padded = (scratch or ScratchBuffer()).padded(data)
-    blocks = np.ndarray(shape=(len(data) + 1,), dtype=np.dtype((np.void, _BLOCK_BYTES)), buffer=padded,
+    padded = (scratch or ScratchBuffer()).padded(data[first_byte:end_byte])
+    blocks = np.ndarray(shape=(end_byte - first_byte + 1,), dtype=np.dtype((np.void, _BLOCK_BYTES)), buffer=padded,
                         strides=(1,))  # a block at every byte
     tail_bits = (lengths & 7).astype(_U64) * _U64(8)
     masks = np.where(tail_bits == 0, _ALL_ONES, (_U64(1) << tail_bits) - _U64(1))  # a row's own bytes of its last word
