@@ -341,13 +341,16 @@ class NetworkClient:
         if self._closed:
             raise IllegalStateError("the network client is closed")
         responses, self._stash = self._stash, []
+        responses_waiting = False
         timeout_ms = min(timeout_ms, self._maybe_refresh_metadata(now_ms))
         for node in self._nodes.values():
             deadline = node.conn.next_deadline_ms()
             if deadline is not None:
                 timeout_ms = min(timeout_ms, deadline - now_ms)
-        if responses:
-            timeout_ms = 0  # someone is waiting for these already
+            if node.conn.has_completions:
+                responses_waiting = True
+        if responses or responses_waiting:
+            timeout_ms = 0  # someone is waiting for these already (an acks=0 request completes when sent)
         until_ms = now_ms + max(0, timeout_ms)
         while True:
             ready = self._selector.select(max(0, timeout_ms) / 1000)

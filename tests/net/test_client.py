@@ -216,6 +216,23 @@ def test_poll_keeps_waiting_while_a_large_request_is_only_being_written(clients:
     assert polls <= 2, polls  # one, unless the answer arrived in two reads (67 when every write returned)
 
 
+def test_an_acks_0_request_completes_at_the_next_poll_without_waiting(clients: list[NetworkClient]) -> None:
+    # Written as it is sent (the socket takes it at once), it is complete before the poll: the poll must not
+    # block for its timeout first.
+    with FakeBroker(serve({PRODUCE.key: lambda header, body: None})) as broker:
+        client = make_client((broker.host, broker.port))
+        clients.append(client)
+        fresh_metadata(client)
+        await_ready(client, -1)
+        request = client.send(-1, PRODUCE, {"acks": 0, "timeout_ms": 1000, "transactional_id": None,
+                                            "topic_data": []}, monotonic_ms(), expect_response=False)
+        start = time.monotonic()
+        got = client.poll(30_000, monotonic_ms())
+        waited = time.monotonic() - start
+        client.close()
+    assert [r.request for r in got] == [request] and waited < 5  # far below the 30 s poll timeout
+
+
 def test_connection_failure_backs_off_and_is_reported(clients: list[NetworkClient]) -> None:
     port = unused_port()
     client = make_client(("127.0.0.1", port), reconnect_backoff_ms=5_000, reconnect_backoff_max_ms=5_000)

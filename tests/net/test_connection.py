@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -272,6 +273,67 @@ def test_fire_and_forget_completes_when_written(conns: list[BrokerConnection]) -
         conn.close()
     assert done[0].request is request and done[0].body is None and done[0].error is None
     assert received == [PRODUCE.key]
+
+
+def test_a_request_is_written_when_it_is_sent_without_waiting_for_a_poll(conns: list[BrokerConnection]) -> None:
+    # The socket almost always takes a request at once: writing it then saves a selector round per request.
+    arrived = threading.Event()
+
+    def script(peer: Peer) -> None:
+        peer.serve_api_versions()
+        peer.read_request()
+        arrived.set()
+        peer.wait_closed()
+
+    with FakeBroker(script) as broker:
+        conn = make_conn(broker.port)
+        conns.append(conn)
+        connect_ready(conn)
+        metadata_request(conn)
+        assert arrived.wait(5), "the request stayed unsent until the connection was polled"
+        conn.close()
+
+
+def test_an_acks_0_request_written_when_sent_completes_at_the_next_poll_without_waiting(
+        conns: list[BrokerConnection]) -> None:
+    def script(peer: Peer) -> None:
+        peer.serve_api_versions()
+        peer.read_request()
+        peer.wait_closed()
+
+    with FakeBroker(script) as broker:
+        conn = make_conn(broker.port)
+        conns.append(conn)
+        connect_ready(conn)
+        request = conn.send(PRODUCE, 9, {"acks": 0, "timeout_ms": 1000, "topic_data": []}, monotonic_ms(),
+                            expect_response=False)
+        start = time.monotonic()
+        done = conn.poll(30_000, monotonic_ms())  # nothing else will happen: a blocking poll would wait 30 s
+        waited = time.monotonic() - start
+        conn.close()
+    assert [c.request for c in done] == [request] and waited < 5
+
+
+def test_a_write_error_when_a_request_is_sent_fails_the_connection_at_the_next_poll(
+        conns: list[BrokerConnection], monkeypatch: pytest.MonkeyPatch) -> None:
+    def script(peer: Peer) -> None:
+        peer.serve_api_versions()
+        peer.wait_closed()
+
+    with FakeBroker(script) as broker:
+        conn = make_conn(broker.port)
+        conns.append(conn)
+        connect_ready(conn)
+
+        def broken(sock: socket.socket) -> list[Any]:
+            raise ConnectionResetError(104, "Connection reset by peer")
+
+        monkeypatch.setattr(conn._requests, "write_to", broken)
+        request = metadata_request(conn)  # the send itself does not fail the connection ...
+        assert conn.state.name == "READY"
+        done = drive(conn, lambda d: len(d) == 1)  # ... the poll that meets the error again does
+    assert done[0].request is request and isinstance(done[0].error, KafkaConnectionError)
+    assert broker.address in str(done[0].error) and conn.state is S.DISCONNECTED
 
 
 # ---------------------------------------------------------------------------------------- failures
