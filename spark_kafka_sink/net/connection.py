@@ -397,6 +397,11 @@ class BrokerConnection:
                 mismatch = None if isinstance(self._sock, ssl.SSLSocket) else plaintext_reply_error(data, self.address)
                 self._fail(mismatch or ProtocolError(f"from {self.address}: {exc}"), now_ms, culprit_first=True)
                 return
+            if len(data) < _RECV_SIZE and not isinstance(self._sock, ssl.SSLSocket):
+                # The kernel gave all it had: another recv would only say so (a system call, and the GIL handed
+                # to the caller's thread, per answer). More arriving wakes the poll again. A TLS socket keeps
+                # reading: bytes it decrypted ahead wake no poll.
+                return
 
     def _on_frame(self, payload: bytes, now_ms: int) -> None:
         request = self._requests.match_response(peek_correlation_id(payload))

@@ -336,6 +336,48 @@ def test_a_write_error_when_a_request_is_sent_fails_the_connection_at_the_next_p
     assert broker.address in str(done[0].error) and conn.state is S.DISCONNECTED
 
 
+class _CountingSocket:
+    """A connected socket that counts its reads, and those that found nothing to read."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self.reads = self.empty_reads = 0
+
+    def recv(self, size: int) -> bytes:
+        self.reads += 1
+        try:
+            return self._sock.recv(size)
+        except BlockingIOError:
+            self.empty_reads += 1
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+def test_an_answer_is_read_without_a_read_that_finds_nothing(conns: list[BrokerConnection]) -> None:
+    # A short read means the kernel gave all it had: reading again would only fail with EAGAIN (a system call,
+    # and a GIL hand-over to the caller's thread, per answer).
+    def script(peer: Peer) -> None:
+        peer.serve_api_versions()
+        for _ in range(3):
+            header, _ = peer.read_request()
+            peer.respond(header, METADATA_ANSWER)
+        peer.wait_closed()
+
+    with FakeBroker(script) as broker:
+        conn = make_conn(broker.port)
+        conns.append(conn)
+        connect_ready(conn)
+        counting = _CountingSocket(conn._sock)  # type: ignore[arg-type]
+        conn._sock = counting  # type: ignore[assignment]
+        for _ in range(3):
+            metadata_request(conn)
+            drive(conn, lambda d: len(d) == 1)
+        conn.close()
+    assert counting.reads >= 3 and counting.empty_reads == 0
+
+
 # ---------------------------------------------------------------------------------------- failures
 
 
