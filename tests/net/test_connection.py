@@ -64,6 +64,26 @@ def connect_ready(conn: BrokerConnection) -> None:
     assert conn.state is S.READY, conn.last_error
 
 
+def ready_on(broker: FakeBroker, conns: list[BrokerConnection]) -> BrokerConnection:
+    """A connection to ``broker``, READY (closed at the test's end)."""
+    conn = make_conn(broker.port)
+    conns.append(conn)
+    connect_ready(conn)
+    return conn
+
+
+def reads_one_request(then: Callable[[], object] = lambda: None) -> Callable[[Peer], None]:
+    """A broker script: ApiVersions, then read one request without answering it, call ``then``, wait for the
+    close."""
+    def script(peer: Peer) -> None:
+        peer.serve_api_versions()
+        peer.read_request()
+        then()
+        peer.wait_closed()
+
+    return script
+
+
 def metadata_request(conn: BrokerConnection, **kwargs: Any) -> Any:
     return conn.send(METADATA, 12, {"topics": [], "allow_auto_topic_creation": False}, monotonic_ms(), **kwargs)
 
@@ -278,17 +298,8 @@ def test_fire_and_forget_completes_when_written(conns: list[BrokerConnection]) -
 def test_a_request_is_written_when_it_is_sent_without_waiting_for_a_poll(conns: list[BrokerConnection]) -> None:
     # The socket almost always takes a request at once: writing it then saves a selector round per request.
     arrived = threading.Event()
-
-    def script(peer: Peer) -> None:
-        peer.serve_api_versions()
-        peer.read_request()
-        arrived.set()
-        peer.wait_closed()
-
-    with FakeBroker(script) as broker:
-        conn = make_conn(broker.port)
-        conns.append(conn)
-        connect_ready(conn)
+    with FakeBroker(reads_one_request(then=arrived.set)) as broker:
+        conn = ready_on(broker, conns)
         metadata_request(conn)
         assert arrived.wait(5), "the request stayed unsent until the connection was polled"
         conn.close()
@@ -296,15 +307,8 @@ def test_a_request_is_written_when_it_is_sent_without_waiting_for_a_poll(conns: 
 
 def test_an_acks_0_request_written_when_sent_completes_at_the_next_poll_without_waiting(
         conns: list[BrokerConnection]) -> None:
-    def script(peer: Peer) -> None:
-        peer.serve_api_versions()
-        peer.read_request()
-        peer.wait_closed()
-
-    with FakeBroker(script) as broker:
-        conn = make_conn(broker.port)
-        conns.append(conn)
-        connect_ready(conn)
+    with FakeBroker(reads_one_request()) as broker:
+        conn = ready_on(broker, conns)
         request = conn.send(PRODUCE, 9, {"acks": 0, "timeout_ms": 1000, "topic_data": []}, monotonic_ms(),
                             expect_response=False)
         start = time.monotonic()
@@ -316,14 +320,8 @@ def test_an_acks_0_request_written_when_sent_completes_at_the_next_poll_without_
 
 def test_a_write_error_when_a_request_is_sent_fails_the_connection_at_the_next_poll(
         conns: list[BrokerConnection], monkeypatch: pytest.MonkeyPatch) -> None:
-    def script(peer: Peer) -> None:
-        peer.serve_api_versions()
-        peer.wait_closed()
-
-    with FakeBroker(script) as broker:
-        conn = make_conn(broker.port)
-        conns.append(conn)
-        connect_ready(conn)
+    with FakeBroker(reads_one_request()) as broker:
+        conn = ready_on(broker, conns)
 
         def broken(sock: socket.socket) -> list[Any]:
             raise ConnectionResetError(104, "Connection reset by peer")
@@ -366,9 +364,7 @@ def test_an_answer_is_read_without_a_read_that_finds_nothing(conns: list[BrokerC
         peer.wait_closed()
 
     with FakeBroker(script) as broker:
-        conn = make_conn(broker.port)
-        conns.append(conn)
-        connect_ready(conn)
+        conn = ready_on(broker, conns)
         counting = _CountingSocket(conn._sock)  # type: ignore[arg-type]
         conn._sock = counting  # type: ignore[assignment]
         for _ in range(3):
