@@ -16,7 +16,9 @@ States (an enum plus a transition table; any other move raises ``IllegalStateErr
   client), else the attempt fails with a ``KafkaConnectionError`` naming host:port.
 * Idle time: ``last_activity_ms`` is when the connection last connected, queued, wrote or read something; the
   network client closes connections idle for connections.max.idle.ms.
-* READY: :meth:`send` frames requests with increasing correlation ids. Responses must come back in request order:
+* READY: :meth:`send` frames requests with increasing correlation ids and writes a request at once when none
+  waits before it (what the socket does not take is written on "writable" events; a write error then is met
+  again, and fails the connection, in the next poll). Responses must come back in request order:
   any other correlation id is a ``ProtocolError`` and closes the connection. A request unanswered after its
   timeout (request.timeout.ms) fails with a retriable ``KafkaTimeoutError`` and, as in the Java client, the
   connection closes: every other pending request fails with a retriable ``KafkaConnectionError``. A request
@@ -303,7 +305,8 @@ class BrokerConnection:
 
     def send(self, api: ApiSpec, version: int, body: Mapping[str, Any], now_ms: int, *,
              expect_response: bool = True, timeout_ms: int | None = None, tag: Any = None) -> InFlightRequest:
-        """Queue one request (READY only); it is written by later I/O. Encoding errors raise here."""
+        """Queue one request (READY only) and write what the socket takes now if no request waits before it; the
+        rest is written by later I/O. Encoding errors raise here; a write error is left to the next poll."""
         if self.state is not ConnectionState.READY:
             raise IllegalStateError(f"cannot send {api.name} to {self.address}: the connection is "
                                     f"{self.state.name}, not READY")
