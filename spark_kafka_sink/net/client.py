@@ -341,16 +341,15 @@ class NetworkClient:
         if self._closed:
             raise IllegalStateError("the network client is closed")
         responses, self._stash = self._stash, []
-        responses_waiting = False
+        waiting = bool(responses)  # answers to return already (a stash, or an acks=0 request written when sent)
         timeout_ms = min(timeout_ms, self._maybe_refresh_metadata(now_ms))
         for node in self._nodes.values():
             deadline = node.conn.next_deadline_ms()
             if deadline is not None:
                 timeout_ms = min(timeout_ms, deadline - now_ms)
-            if node.conn.has_completions:
-                responses_waiting = True
-        if responses or responses_waiting:
-            timeout_ms = 0  # someone is waiting for these already (an acks=0 request completes when sent)
+            waiting = waiting or node.conn.has_completions
+        if waiting:
+            timeout_ms = 0  # someone is waiting for these already
         until_ms = now_ms + max(0, timeout_ms)
         while True:
             ready = self._selector.select(max(0, timeout_ms) / 1000)
