@@ -11,9 +11,10 @@ Columns, as Spark's Kafka sink (other columns are ignored)::
 
 Per topic: metadata (waits up to max.block.ms) -> ``Partitioner.partition_arrow`` (explicit, murmur2 keys,
 sticky runs) -> one stable ``argsort`` orders rows by partition, keeping their order -> one
-``encode_arrow_batches`` call for all partitions, reading the columns through that order (``order``; no sorted
-copy) with ``segment_starts`` where each partition begins (batch.size each) ->
-``accumulator.append_encoded`` per partition. The result
+``encode_arrow_batch_groups`` call for all partitions, reading the columns through that order (``order``; no
+sorted copy) with ``segment_starts`` where each partition begins (batch.size each) ->
+``accumulator.append_encoded`` per partition, a group of batches at a time. An input larger than ``_WHOLE_BYTES``
+goes in slices of ``_SLICE_BYTES`` taken in that order, cut where batches start (``_ordered_slices``). The result
 future completes with :class:`BatchSendResult` once every batch was acknowledged (or with the first failure).
 ``prepare`` stops before the queueing (a :class:`PreparedBatch`), ``send_prepared`` does it later (once).
 
@@ -23,7 +24,9 @@ Threads: called on the caller's thread; the result callbacks run on the sender t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
@@ -43,7 +46,7 @@ from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.partitioner import Partitioner
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET, BatchMetadata, TopicPartition
 from spark_kafka_sink.producer.transactions import TransactionManager
-from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, encode_arrow_batches
+from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, batch_starts, encode_arrow_batch_groups
 from spark_kafka_sink.protocol.murmur2 import binary_buffers
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE
 
@@ -53,20 +56,23 @@ I64 = npt.NDArray[np.int64]
 _RECORD_OVERHEAD = 40  # upper bound of a record's varints and attributes (length, deltas, key/value lengths...)
 _HEADER_OVERHEAD = 10  # varint lengths of one header's key and value
 _SLICE_BYTES = 2 << 20  # rows encoded per step (by size bound); large enough that the per-call overhead stays below 1%
-# An input up to this many slices (size bound) is encoded in one step, so that a fill_bytes input fills its
-# batches. (4 MiB slices for every input took the memory benchmark's worker from +65 to +73-84 MB.)
-_WHOLE_SLICES = 2
+# An input up to this many bytes (size bound) is encoded in one step, a group of batches at a time (see
+# encode_arrow_batch_groups), so that its batches fill: a 10,000-row Spark batch of 1 KB values (~10.5 MB) is one.
+# Larger ones go in slices of _SLICE_BYTES, in partition order. (4 MiB slices for every input took the memory
+# benchmark's worker from +65 to +73-84 MB.)
+_WHOLE_BYTES = 12 << 20
+# The most input fill_bytes asks a caller to join: the caller holds it, and the encoder a copy, while it is encoded.
+_FILL_CAP = 3 << 20
 
 
 def fill_bytes(batch_size: int, partitions: int) -> int:
     """Arrow bytes of input that give each of a topic's ``partitions`` about one batch: what a caller holding many
     small inputs (Spark's 10,000-row batches) should hand ``send_batch`` at once. Each send_batch call closes its
     batches, so 1.2 MB calls into 12 partitions made ~100 KB batches however large batch.size was. 90% of
-    batch.size a partition (an unevenly spread partition must not spill a tiny second batch), and at most 3/4 of
-    what is encoded in one step (a row's size bound is ~1.26x its Arrow bytes at 100 B values). A/B, 1,000,000 rows
-    of 100 B, lz4, 256 KiB batches, 12 partitions, alternating rounds: two 10,000-row batches a call took 0.56
-    instead of 0.64 us/row of client CPU (-12%), four 0.60 instead of 0.69."""
-    return max(1, min(int(0.9 * batch_size * partitions), _WHOLE_SLICES * _SLICE_BYTES * 3 // 4))
+    batch.size a partition (an unevenly spread partition must not spill a tiny second batch), and at most
+    ``_FILL_CAP``. A/B, 1,000,000 rows of 100 B, lz4, 256 KiB batches, 12 partitions, alternating rounds: two
+    10,000-row batches a call took 0.56 instead of 0.64 us/row of client CPU (-12%), four 0.60 instead of 0.69."""
+    return max(1, min(int(0.9 * batch_size * partitions), _FILL_CAP))
 
 
 @dataclass(frozen=True)
@@ -163,6 +169,12 @@ class _Columns:
         return _Columns(self.value.slice(lo, hi - lo), cut(self.key), cut(self.topic), cut(self.partition),
                         cut(self.headers), self.timestamp[lo:hi], self.size[lo:hi])
 
+    def take(self, rows: pa.Array) -> _Columns:
+        """These rows (indices), copied: the columns the encoder reads (topic and partition were used already)."""
+        idx = np.asarray(rows)
+        return _Columns(self.value.take(rows), _take(self.key, rows), None, None, _take(self.headers, rows),
+                        self.timestamp[idx], self.size[idx])
+
 
 def row_slices(size: I64, limit: int, whole: int = 0) -> list[tuple[int, int]]:
     """Consecutive row ranges of at most ``limit`` bytes each (a larger row alone), covering every row; one range
@@ -184,7 +196,8 @@ def row_slices(size: I64, limit: int, whole: int = 0) -> list[tuple[int, int]]:
 def _pieces(data: pa.RecordBatch | pa.Table) -> list[pa.RecordBatch | pa.Table]:
     """The input as contiguous pieces: a table of several chunks as its record batches (zero-copy; combining all
     its chunks copied the whole table, a third of one send_batch of a 2-chunk 248 MB table), consecutive small ones
-    joined up to ``_SLICE_BYTES`` (so many tiny chunks still fill batches); anything else whole."""
+    joined up to ``_SLICE_BYTES`` (so many tiny chunks still fill batches) but never past what is encoded in one
+    step (a large chunk after small ones starts a piece of its own); anything else whole."""
     if not isinstance(data, (pa.RecordBatch, pa.Table)):
         raise SerializationError(f"send_batch takes a pyarrow RecordBatch or Table, got {type(data).__name__}")
     if not isinstance(data, pa.Table) or not data.num_rows or all(c.num_chunks <= 1 for c in data.columns):
@@ -193,6 +206,9 @@ def _pieces(data: pa.RecordBatch | pa.Table) -> list[pa.RecordBatch | pa.Table]:
     group: list[pa.RecordBatch] = []
     group_bytes = 0
     for batch in data.to_batches():
+        if group and group_bytes + batch.nbytes > _WHOLE_BYTES:
+            out.append(_joined(group))
+            group, group_bytes = [], 0
         group.append(batch)
         group_bytes += batch.nbytes
         if group_bytes >= _SLICE_BYTES:
@@ -206,6 +222,23 @@ def _pieces(data: pa.RecordBatch | pa.Table) -> list[pa.RecordBatch | pa.Table]:
 def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch | pa.Table:
     # Not combined: the values stay in their chunks until the encoder's one concatenation (see ``_column``).
     return batches[0] if len(batches) == 1 else pa.Table.from_batches(batches)
+
+
+def _ordered_slices(size: I64, seg_starts: I64, limit: int) -> list[tuple[int, int]]:
+    """Row ranges (in partition order) of at most ``_SLICE_BYTES`` each to encode one at a time, cut where a
+    batch would start by the rows' size bound (at a partition's first row, or where the batch before reached
+    ``limit``, the records_limit); one range when all rows fit in ``_WHOLE_BYTES``. The bound overstates a record
+    (by ~25% at 100 B), so a slice's last batch may come out part-filled: about one such batch a slice, where
+    slicing in input order left one in every partition each slice (at 1 KB values and 12 partitions, ~140-row
+    batches where a 256 KiB batch of lz4-compressed JSON holds ~600)."""
+    n = len(size)
+    if not n or int(size.sum()) <= _WHOLE_BYTES:
+        return [(0, n)]
+    starts = batch_starts(size, max(1, limit - HEADER_SIZE), seg_starts)
+    bounds = np.append(starts, n)
+    cum = np.zeros(n + 1, np.int64)
+    np.cumsum(size, out=cum[1:])
+    return [(int(bounds[a]), int(bounds[b])) for a, b in row_slices(np.diff(cum[bounds]), _SLICE_BYTES)]
 
 
 def _validate(data: pa.RecordBatch | pa.Table, topic: str | None, first_row: int = 0) -> _Columns:
@@ -340,13 +373,19 @@ class ArrowSender:
                       ) -> Future[BatchSendResult]:
         futures: list[Future[BatchMetadata]] = []
         sizes: list[int] = []
-        # A large input goes in slices: the sorted copy, the joined records and the batches waiting for buffer
-        # memory are then a slice's size, not the input's, on top of buffer.memory (a 10k-row Spark batch of
-        # 1 KB values is 10 MB).
+        # The encoded batches come a group at a time (a large input in slices): the joined records and the batches
+        # waiting for buffer memory are then a group's size, not the input's, on top of buffer.memory.
+        unseen = 0  # bytes queued since the sender was last woken
         for encoded in slices:
+            before = len(sizes)
             self._queue(encoded, started, futures, sizes, interceptors)
-            # Each slice goes out while the next one is encoded. (Woken only at the end, the sender slept through
-            # the whole call, up to its 1 s poll timeout, and a table larger than buffer.memory stalled.)
+            unseen += sum(sizes[before:])
+            # What is queued goes out while the next slice is encoded. (Woken only at the end, the sender slept
+            # through the whole call, up to its 1 s poll timeout, and a table larger than buffer.memory stalled.)
+            if unseen >= self._config.max_request_size:
+                self._wakeup()
+                unseen = 0
+        if unseen:
             self._wakeup()
         return _result(futures, sizes)
 
@@ -362,10 +401,8 @@ class ArrowSender:
             checked.append(cols)
             first_row += piece.num_rows
         for cols in checked:
-            for lo, hi in row_slices(cols.size, _SLICE_BYTES, whole=_WHOLE_SLICES * _SLICE_BYTES):
-                part = cols if (lo, hi) == (0, len(cols.size)) else cols.slice(lo, hi)
-                yield [encoded for name, rows in self._groups(topic, part)
-                       for encoded in self._encode_topic(name, rows, part, started)]
+            for name, rows in self._groups(topic, cols):
+                yield from self._encode_topic(name, rows, cols, started)
 
     def _check_sizes(self, cols: _Columns, first_row: int) -> None:
         too_big = np.flatnonzero(cols.size > self._max_record)
@@ -393,7 +430,9 @@ class ArrowSender:
         return [(names[i], pa.array(order[bounds[i]:bounds[i + 1]])) for i in range(len(names))
                 if bounds[i + 1] > bounds[i]]
 
-    def _encode_topic(self, topic: str, rows: pa.Array | None, cols: _Columns, started: int) -> list[_Encoded]:
+    def _encode_topic(self, topic: str, rows: pa.Array | None, cols: _Columns, started: int
+                      ) -> Iterator[list[_Encoded]]:
+        """One topic's rows of a piece, partitioned, then encoded in slices taken in partition order."""
         max_block = self._config.max_block_ms
         num_partitions, available = self._partition_info(topic, max(0, max_block - (monotonic_ms() - started)))
         row_idx = None if rows is None else np.asarray(rows)
@@ -408,30 +447,54 @@ class ArrowSender:
         # The encoder reads the columns through the rows' order (partition by partition, input order within
         # each): no sorted copy of the columns (a take per column was ~10% of the caller's time).
         encode_order = row_idx if single else (order if row_idx is None else row_idx[order])
-        # One encoder call for the whole topic: the per-call overhead (~0.15 ms plus numpy set-up per array) paid
-        # once per partition was ~40% of send_batch's caller-thread time with 12 partitions and 10k-row inputs.
         present = np.flatnonzero(counts)
         seg_starts = np.concatenate([[0], np.cumsum(counts[present])[:-1]]).astype(np.int64)
-        encoded = encode_arrow_batches(
-            cols.value, key=cols.key, timestamp_ms=cols.timestamp, headers=cols.headers,
-            max_batch_bytes=self._acc.compression_ratio.records_limit(topic),
-            compression=self._config.compression_type,
-            transactional=self._transactional, segment_starts=seg_starts,
-            compression_level=self._config.effective_compression_level, checksum=not self._stamped,
-            order=encode_order)
-        # Batches come out in row order and never span two segments: batch -> partition by where it starts.
-        owner = np.searchsorted(seg_starts, [e.first_row for e in encoded], side="right") - 1
-        cuts = np.searchsorted(owner, np.arange(len(present) + 1), side="left").tolist()
-        out: list[_Encoded] = []
-        for i, partition in enumerate(present.tolist()):
-            seg = int(seg_starts[i])
-            # first_row stays relative to the partition's rows, as when each partition was encoded on its own.
-            mine = encoded[cuts[i]:cuts[i + 1]]
-            if seg:  # (the constructor directly: dataclasses.replace costs ~8 us a batch)
-                mine = [EncodedBatch(e.data, e.record_count, e.first_row - seg, e.base_timestamp, e.max_timestamp,
-                                     e.uncompressed_size, e.has_crc) for e in mine]
-            out.append((TopicPartition(topic, partition), mine))
-        return out
+        limit = self._acc.compression_ratio.records_limit(topic)
+        ordered_size = size if single else size[order]
+        slices = _ordered_slices(ordered_size, seg_starts, limit)
+        if len(slices) > 1 and isinstance(cols.value, pa.ChunkedArray):
+            cols = dataclasses.replace(cols, value=cols.value.combine_chunks())  # once, not in every slice's take
+        for lo, hi in slices:
+            if (lo, hi) == (0, len(ordered_size)):
+                # One encoder call for the whole topic: the per-call overhead (~0.15 ms plus numpy set-up per
+                # array) paid once per partition was ~40% of send_batch's caller-thread time with 12 partitions
+                # and 10k-row inputs.
+                yield from self._encode_rows(topic, cols, encode_order, seg_starts, present, limit)
+            else:
+                # Only this slice's rows, in partition order: a view of the input when they are consecutive in
+                # it, else a copy -- the encoder's concatenation of the columns then covers the slice, not the
+                # whole piece, each time.
+                part = (cols.slice(lo, hi) if encode_order is None
+                        else cols.take(pa.array(encode_order[lo:hi])))
+                within = int(np.searchsorted(seg_starts, lo, side="right")) - 1
+                starts = np.append(lo, seg_starts[(seg_starts > lo) & (seg_starts < hi)]) - lo
+                yield from self._encode_rows(topic, part, None, starts, present[within:within + len(starts)], limit,
+                                             first=lo - int(seg_starts[within]))
+
+    def _encode_rows(self, topic: str, cols: _Columns, order: npt.NDArray[np.int64] | None, seg_starts: I64,
+                     partitions: npt.NDArray[np.intp], limit: int, first: int = 0) -> Iterator[list[_Encoded]]:
+        """Encode ``cols`` (read through ``order``) whose rows for ``partitions[i]`` start at ``seg_starts[i]``,
+        a group of batches at a time; ``first``: rows of the first partition encoded before these (its batches'
+        first_row counts them)."""
+        for encoded in encode_arrow_batch_groups(
+                cols.value, key=cols.key, timestamp_ms=cols.timestamp, headers=cols.headers, max_batch_bytes=limit,
+                compression=self._config.compression_type, transactional=self._transactional,
+                segment_starts=seg_starts, compression_level=self._config.effective_compression_level,
+                checksum=not self._stamped, order=order):
+            # Batches come out in row order and never span two segments: batch -> partition by where it starts.
+            owner = np.searchsorted(seg_starts, [e.first_row for e in encoded], side="right") - 1
+            cuts = np.flatnonzero(np.diff(owner, prepend=-1, append=len(seg_starts))).tolist()
+            out: list[_Encoded] = []
+            for lo, hi in itertools.pairwise(cuts):
+                i = int(owner[lo])
+                shift = int(seg_starts[i]) - (first if i == 0 else 0)
+                mine = encoded[lo:hi]
+                # first_row stays relative to the partition's rows, as when each partition was encoded on its own.
+                if shift:  # (the constructor directly: dataclasses.replace costs ~8 us a batch)
+                    mine = [EncodedBatch(e.data, e.record_count, e.first_row - shift, e.base_timestamp,
+                                         e.max_timestamp, e.uncompressed_size, e.has_crc) for e in mine]
+                out.append((TopicPartition(topic, int(partitions[i])), mine))
+            yield out
 
     def _queue(self, encoded: list[_Encoded], started: int, futures: list[Future[BatchMetadata]],
                sizes: list[int], interceptors: Any) -> None:

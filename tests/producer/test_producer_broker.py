@@ -69,6 +69,7 @@ def test_send_batch_reads_back_byte_for_byte(bootstrap: str, topic_factory: Call
                                              chunked: bool) -> None:
     if slice_bytes is not None:  # a large input is encoded in slices (bounded memory): same records, same order
         monkeypatch.setattr(arrow_send, "_SLICE_BYTES", slice_bytes)
+        monkeypatch.setattr(arrow_send, "_WHOLE_BYTES", 2 * slice_bytes)
     topic = topic_factory(partitions=4)
     n = 5000
     rng = np.random.default_rng(1)

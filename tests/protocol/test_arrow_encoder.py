@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from spark_kafka_sink.protocol import arrow_encoder
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, encode_arrow_batches
 from spark_kafka_sink.protocol.compression import Codec
 from spark_kafka_sink.protocol.record_batch import Record, decode_batch, encode_batch
@@ -137,7 +138,7 @@ def test_timestamp_span_limit() -> None:
 
 
 @pytest.mark.parametrize("headers", [True, False])  # without headers each join starts a byte early, ends on a tail
-@pytest.mark.parametrize("ordered", [False, True])  # read through ``order`` (one concatenation, a take per join)
+@pytest.mark.parametrize("ordered", [False, True])  # read through ``order`` (above _CONCAT_BYTES: a take per join)
 def test_large_types_timestamp_type_and_several_join_groups(headers: bool, ordered: bool) -> None:
     # One join covers at most 4 MiB of records: ~11 MiB in all gives several joins of many small batches each, and
     # a lone 5 MiB record gives a batch larger than a join's budget.
@@ -246,7 +247,16 @@ def test_property_equal_reference(rows: list[Row], max_bytes: int) -> None:
     check(rows, encode(rows, max_bytes), max_bytes)
 
 
+@pytest.fixture(params=["concatenated once", "taken per join"])
+def through_order(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two ways the encoder reads columns through ``order``: a small input concatenated once, a large one
+    (above _CONCAT_BYTES, here every one) with each join group's rows taken from its columns."""
+    if request.param == "taken per join":
+        monkeypatch.setattr(arrow_encoder, "_CONCAT_BYTES", 0)
+
+
 @pytest.mark.parametrize("seed", range(6))
+@pytest.mark.usefixtures("through_order")
 def test_order_reads_the_rows_through_it_as_if_taken_first(seed: int) -> None:
     rng = random.Random(seed)
     rows = random_rows(seed, rng.randrange(1, 300), headers=seed % 2 == 0)
@@ -273,6 +283,7 @@ def _chunked(values: list[Any], value_type: pa.DataType, cuts: list[int]) -> pa.
 
 
 @pytest.mark.parametrize("seed", range(4))
+@pytest.mark.usefixtures("through_order")
 def test_chunked_columns_read_through_order(seed: int) -> None:
     """Columns of several chunks (consecutive input batches held together, string as Spark hands them) go into
     the encoder's one concatenation chunk by chunk: the same bytes as the rows taken first, and as one chunk."""

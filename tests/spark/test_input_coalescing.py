@@ -28,7 +28,7 @@ ROWS = 10_000  # Spark's default spark.sql.execution.arrow.maxRecordsPerBatch
 def test_fill_bytes_gives_each_partition_most_of_a_batch_and_stays_one_slice() -> None:
     assert fill_bytes(256 << 10, 12) == int(0.9 * (256 << 10) * 12)  # 2.83 MB: two 1.24 MB Spark batches
     assert fill_bytes(16 << 10, 12) == int(0.9 * (16 << 10) * 12)  # 177 KB: every Spark batch goes alone
-    assert fill_bytes(256 << 10, 200) == 3 << 20  # at most 3/4 of what is encoded in one step (2 slices)
+    assert fill_bytes(256 << 10, 200) == 3 << 20  # at most _FILL_CAP
     assert fill_bytes(1, 1) == 1
 
 
