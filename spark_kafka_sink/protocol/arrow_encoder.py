@@ -1,9 +1,10 @@
 """Vectorized Arrow -> RecordBatch v2 encoder: numpy for sizes and varints, Arrow's C++ string kernels for the
 byte copies, no per-row Python loop. Pure.
 
-    encode_arrow_batches(value, *, key=None, timestamp_ms, headers=None, max_batch_bytes,
-                         compression=Codec.NONE, transactional=False, segment_starts=None,
-                         compression_level=None) -> list[EncodedBatch]
+    encode_arrow_batch_groups(value, *, key=None, timestamp_ms, headers=None, max_batch_bytes,
+                              compression=Codec.NONE, transactional=False, segment_starts=None,
+                              compression_level=None, checksum=True, order=None) -> Iterator[list[EncodedBatch]]
+    encode_arrow_batches(...same...) -> list[EncodedBatch]       # every group's batches in one list
 
 One call costs ~0.15 ms plus the per-row work: to encode many partitions, sort the rows by partition and pass
 where each partition starts as ``segment_starts`` rather than calling once per partition.
@@ -32,9 +33,9 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, ParamSpec
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +50,7 @@ __all__ = ["EncodedBatch", "batch_starts", "encode_arrow_batch_groups", "encode_
 
 I64 = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
+_P = ParamSpec("_P")
 
 # One join covers at most this many output bytes: bounds the temporary buffer and keeps int32 offsets valid.
 _GROUP_BYTES = 4 << 20
@@ -498,22 +500,12 @@ def encode_arrow_batch_groups(
                        itertools.repeat(checksum)))
 
 
-def encode_arrow_batches(
-    value: pa.Array | pa.ChunkedArray,
-    *,
-    key: pa.Array | pa.ChunkedArray | None = None,
-    timestamp_ms: pa.Array | pa.ChunkedArray | npt.NDArray[Any],
-    headers: pa.Array | pa.ChunkedArray | None = None,
-    max_batch_bytes: int,
-    compression: int | str = Codec.NONE,
-    transactional: bool = False,
-    segment_starts: npt.ArrayLike | None = None,
-    compression_level: int | None = None,
-    checksum: bool = True,
-    order: npt.ArrayLike | None = None,
-) -> list[EncodedBatch]:
-    """Every batch of :func:`encode_arrow_batch_groups` (see there) in one list."""
-    return [batch for group in encode_arrow_batch_groups(
-        value, key=key, timestamp_ms=timestamp_ms, headers=headers, max_batch_bytes=max_batch_bytes,
-        compression=compression, transactional=transactional, segment_starts=segment_starts,
-        compression_level=compression_level, checksum=checksum, order=order) for batch in group]
+def _listed(groups: Callable[_P, Iterator[list[EncodedBatch]]]) -> Callable[_P, list[EncodedBatch]]:
+    def listed(*args: _P.args, **kwargs: _P.kwargs) -> list[EncodedBatch]:
+        return [batch for group in groups(*args, **kwargs) for batch in group]
+
+    return listed
+
+
+#: Every batch of :func:`encode_arrow_batch_groups` (same arguments) in one list.
+encode_arrow_batches = _listed(encode_arrow_batch_groups)
