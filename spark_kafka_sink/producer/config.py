@@ -157,12 +157,16 @@ class ProducerConfig:
 
     @property
     def effective_compression_level(self) -> int | None:
-        """compression.level if set, else compression.<codec>.level for the chosen codec; None: codec default."""
+        """compression.level if set, else compression.<codec>.level for the chosen codec; None: codec default.
+
+        compression.lz4.level reads as in the Java client: its default, 9, is lz4's fast mode (the Java client's
+        ``fastCompressor``), and only another level is LZ4-HC at that level. A configuration copied from Java that
+        spells the default out must not compress several times slower here."""
         if self.compression_level is not None:
             return self.compression_level
         per_codec = {
             "gzip": self.compression_gzip_level,
-            "lz4": self.compression_lz4_level,
+            "lz4": None if self.compression_lz4_level == _JAVA_LZ4_DEFAULT_LEVEL else self.compression_lz4_level,
             "zstd": self.compression_zstd_level,
         }.get(self.compression_type)
         return None if per_codec == -1 else per_codec
@@ -225,6 +229,8 @@ def _apply_cross_field_rules(v: dict[str, Any], explicit: set[str]) -> None:
 
 # Levels each codec's library accepts (snappy and none have no level: a level given for them is ignored, as in
 # librdkafka).
+# The Java client's compression.lz4.level default: lz4-java's fast compressor, not LZ4-HC level 9.
+_JAVA_LZ4_DEFAULT_LEVEL = 9
 _LEVEL_RANGES = {"gzip": (0, 9), "lz4": (0, 17), "zstd": (-131_072, 22)}
 
 

@@ -258,7 +258,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("compression.level", "int", _optional_int(-131_072, 22), None,
          "Level for the chosen codec (librdkafka's name); overrides compression.<codec>.level."),
     _opt("compression.gzip.level", "int", _optional_int(-1, 9), None, "gzip level 1-9 (-1/unset: default 6)."),
-    _opt("compression.lz4.level", "int", _optional_int(0, 17), None, "lz4 level (unset: fast mode)."),
+    _opt("compression.lz4.level", "int", _optional_int(0, 17), None,
+         "lz4 level, as in the Java client: unset or 9 (Java's default) is lz4's fast mode, "
+         "any other level LZ4-HC at that level (1 and 2 are fast mode here)."),
     _opt("compression.zstd.level", "int", _optional_int(-131_072, 22), None, "zstd level (unset: 3)."),
     # --- partitioning
     _opt("partitioner.class", "callable", _partitioner, None,

@@ -36,8 +36,8 @@ class Codec(enum.IntEnum):
 _NAMES = {c: c.name.lower() for c in Codec}
 _BY_NAME = {name: c for c, name in _NAMES.items()}
 
-# The Java client's default levels (compression.<codec>.level = -1 / 9 / 3). lz4 differs on purpose: Java's 9 is
-# LZ4-HC, several times slower; the fast mode (0) keeps the encoder from becoming the bottleneck. Pass a level to
+# The Java client's default levels (compression.<codec>.level = -1 / 9 / 3). Java's lz4 default (9) is lz4-java's
+# fast compressor, which is lz4's fast mode: level 0 here (python-lz4's levels 3 and up are LZ4-HC). Pass a level to
 # override.
 _GZIP_LEVEL = 6
 _LZ4_LEVEL = 0

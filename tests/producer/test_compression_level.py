@@ -91,3 +91,29 @@ def test_lz4_and_zstd_levels_reach_the_compressor(codec: str, option: str, level
         payloads[bool(options)] = payload
     print(f"{codec}: {len(payloads[False])} bytes at the default level, {len(payloads[True])} at {level}")
     assert payloads[True] != payloads[False]  # the level changed the compressed bytes
+
+
+def _lz4_payloads(options: dict[str, int]) -> tuple[bytes, bytes]:
+    """The compressed records of VALUES with lz4 and ``options``: (the send path's, send_batch's)."""
+    cfg = config(**{"compression.type": "lz4", **options})
+    acc = RecordAccumulator.from_config(cfg)
+    for v in VALUES:
+        acc.append(TP, 0, None, v, [], 0, 1_000)
+    (sent,) = _drain_payloads(acc)
+    acc = RecordAccumulator.from_config(cfg)
+    ArrowSender(cfg, acc, Partitioner.from_config(cfg), None, lambda topic, max_ms: (1, None), lambda: None).send(
+        "t", pa.table({"value": pa.array(VALUES, pa.binary())}))
+    (batched,) = _drain_payloads(acc)
+    for payload in (sent, batched):
+        assert [r.value for r in decode_batch(payload).records] == VALUES
+    return sent[HEADER_SIZE:], batched[HEADER_SIZE:]  # (send_batch stamps the send time into the header)
+
+
+def test_lz4_level_9_is_the_java_default_fast_mode() -> None:
+    """compression.lz4.level=9 is the Java client's default, which Java compresses with lz4-java's fast compressor:
+    spelled out in a configuration copied from Java, it gives the bytes of the default here too, not LZ4-HC level 9
+    (several times slower). Level 10 is LZ4-HC, and on this data LZ4-HC writes other bytes than the fast mode."""
+    default, nine, ten = _lz4_payloads({}), _lz4_payloads({"compression.lz4.level": 9}), \
+        _lz4_payloads({"compression.lz4.level": 10})
+    assert nine == default
+    assert ten[0] != default[0] and ten[1] != default[1]
