@@ -29,7 +29,8 @@ _Getter = Callable[..., "str | None"]  # get(key, default=None): an option's tex
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _NOT_PEM = ("convert it to PEM and point ssl.truststore.location (or ssl.ca.location) at the PEM file: "
             "keytool -exportcert -rfc -keystore <truststore> -alias <ca alias> -file ca.pem  (JKS), or "
-            "openssl pkcs12 -in <truststore.p12> -nokeys -out ca.pem  (PKCS12)")
+            "openssl pkcs12 -in <truststore.p12> -nokeys -out ca.pem  (PKCS12), or "
+            "openssl x509 -inform der -in <ca.der> -out ca.pem  (a DER certificate)")
 
 
 def _secret(value: Any) -> Secret | None:
@@ -46,6 +47,7 @@ class SecuritySettings:
 
     protocol: str = "PLAINTEXT"
     ca_location: str | None = None
+    ca_option: str = "ssl.ca.location"  # the option that named ca_location (ssl.truststore.location too): for errors
     certificate_location: str | None = None
     key_location: str | None = None
     key_password: Secret | None = None
@@ -102,14 +104,14 @@ class SecuritySettings:
         context.minimum_version = ssl.TLSVersion.TLSv1_2  # what Kafka brokers enable by default
         context.check_hostname = self.check_hostname
         context.verify_mode = ssl.CERT_REQUIRED  # never turned off: only the host name check is optional
-        key = "ssl.ca.location"
+        key = self.ca_option
         if self.ca_location:
             _readable(self.ca_location, key)
             try:
                 context.load_verify_locations(cafile=self.ca_location)
             except ssl.SSLError:
-                raise ConfigError(f"{key}: {self.ca_location} holds no PEM CA certificate (BEGIN CERTIFICATE)",
-                                  key=key) from None
+                raise ConfigError(f"{key}: {self.ca_location} holds no PEM CA certificate (BEGIN CERTIFICATE)"
+                                  f"{_not_pem_kind(self.ca_location)}", key=key) from None
         else:
             context.load_default_certs(ssl.Purpose.SERVER_AUTH)
         if self.certificate_location:
@@ -159,6 +161,7 @@ def _tls_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError("ssl.ca.location and ssl.truststore.location name different files: set one",
                           key="ssl.truststore.location")
     out["ca_location"] = ca or truststore
+    out["ca_option"] = "ssl.ca.location" if ca else "ssl.truststore.location"
     algorithm = (get("ssl.endpoint.identification.algorithm", "https") or "").lower()
     if algorithm not in ("https", ""):
         raise ConfigError(f"ssl.endpoint.identification.algorithm must be https (check the broker host name, the "
@@ -198,6 +201,19 @@ def _sasl_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
     if password is None:
         raise ConfigError("SASL needs a password: set sasl.password (or sasl.jaas.config)", key="sasl.password")
     return {"sasl_mechanism": mechanism, "sasl_username": username, "sasl_password": password}
+
+
+# What a file that is not PEM most often is, by its first bytes (the Java client's truststore type is JKS unless set).
+_STORE_MAGIC = {b"\xfe\xed\xfe\xed": "a JKS keystore", b"\xce\xce\xce\xce": "a JCEKS keystore"}
+
+
+def _not_pem_kind(path: str) -> str:
+    """What the file is instead of PEM, and how to convert it (for the error); '' when it is not recognised."""
+    with Path(path).open("rb") as f:
+        head = f.read(4)
+    kind = _STORE_MAGIC.get(head) or (
+        "binary DER (a PKCS12 truststore or a DER certificate)" if head[:1] == b"\x30" else None)  # ASN.1 SEQUENCE
+    return f": it is {kind}; {_NOT_PEM}" if kind else ""
 
 
 def _readable(path: str, key: str) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import ssl
+import subprocess
 import time
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.security import SaslAuthentication, TlsHandshake, handshakes_for, handshakes_of
 from spark_kafka_sink.net.security_settings import SecuritySettings
 from spark_kafka_sink.secret import Secret
+from spark_kafka_sink.testing.broker_jars import require_java
 from spark_kafka_sink.testing.certs import TestCertificates
 
 PASSWORD = "s3cret-Pa55-XYZZY"
@@ -74,6 +77,39 @@ def test_other_truststore_types_say_convert_to_pem(store_type: str) -> None:
                                        "ssl.truststore.type": store_type})
     assert info.value.key == "ssl.truststore.type"
     assert "keytool" in str(info.value) and "openssl" in str(info.value)
+
+
+def _truststore(kind: str, ca_pem: Path, folder: Path) -> Path:
+    """The CA certificate in a file of ``kind``, made by the tools users make them with (keytool, openssl)."""
+    path = folder / f"truststore.{kind.lower()}"
+    if kind in ("JKS", "JCEKS"):
+        keytool = Path(os.path.realpath(require_java())).parent / "keytool"
+        command = [str(keytool), "-importcert", "-noprompt", "-alias", "ca", "-file", str(ca_pem), "-keystore",
+                   str(path), "-storepass", "changeit", "-storetype", kind]
+    elif kind == "PKCS12":
+        command = ["openssl", "pkcs12", "-export", "-nokeys", "-in", str(ca_pem), "-out", str(path),
+                   "-passout", "pass:changeit"]
+    else:
+        command = ["openssl", "x509", "-in", str(ca_pem), "-outform", "der", "-out", str(path)]
+    subprocess.run(command, check=True, capture_output=True)
+    return path
+
+
+@pytest.mark.parametrize(("kind", "what"), [("JKS", "a JKS keystore"), ("JCEKS", "a JCEKS keystore"),
+                                            ("PKCS12", "binary DER"), ("DER", "binary DER")])
+def test_a_truststore_that_is_not_pem_is_named_with_how_to_convert_it(kind: str, what: str, tmp_path: Path,
+                                                                      certs: TestCertificates) -> None:
+    """The Java client reads ssl.truststore.location as JKS unless told otherwise, so a Java configuration brings a
+    JKS (or PKCS12) file: the error says which option, what the file is, and the command that converts it."""
+    store = _truststore(kind, certs.ca_cert, tmp_path)
+    with pytest.raises(ConfigError) as info:
+        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.truststore.location": str(store)}
+                                      ).ssl_context()
+    assert info.value.key == "ssl.truststore.location"
+    message = str(info.value)
+    assert message.startswith(f"ssl.truststore.location: {store} holds no PEM CA certificate")
+    assert f"it is {what}" in message and "keytool -exportcert -rfc" in message and "openssl pkcs12" in message
+    assert "changeit" not in message
 
 
 def test_java_keystore_options_are_refused() -> None:
