@@ -23,7 +23,7 @@ from spark_kafka_sink.protocol.jaas import jaas_credentials
 from spark_kafka_sink.protocol.sasl import SUPPORTED_MECHANISMS
 from spark_kafka_sink.secret import Secret
 
-__all__ = ["SecuritySettings", "settings_for"]
+__all__ = ["SecuritySettings", "settings_for", "tls_versions"]
 
 _Getter = Callable[..., "str | None"]  # get(key, default=None): an option's text, stripped
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -52,6 +52,8 @@ class SecuritySettings:
     key_location: str | None = None
     key_password: Secret | None = None
     check_hostname: bool = True
+    # The oldest and newest TLS version offered (ssl.enabled.protocols, capped by ssl.protocol): see tls_versions.
+    tls_versions: tuple[ssl.TLSVersion, ssl.TLSVersion] = (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3)
     sasl_mechanism: str = "PLAIN"
     sasl_username: str | None = None
     sasl_password: Secret | None = None
@@ -101,7 +103,7 @@ class SecuritySettings:
     @functools.cached_property  # writes the instance __dict__ directly, so it works on a frozen dataclass
     def _ssl_context(self) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED and check_hostname=True by default
-        context.minimum_version = ssl.TLSVersion.TLSv1_2  # what Kafka brokers enable by default
+        context.minimum_version, context.maximum_version = self.tls_versions  # never older than TLS 1.2
         context.check_hostname = self.check_hostname
         context.verify_mode = ssl.CERT_REQUIRED  # never turned off: only the host name check is optional
         key = self.ca_option
@@ -162,6 +164,7 @@ def _tls_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
                           key="ssl.truststore.location")
     out["ca_location"] = ca or truststore
     out["ca_option"] = "ssl.ca.location" if ca else "ssl.truststore.location"
+    out["tls_versions"] = tls_versions(get("ssl.enabled.protocols"), get("ssl.protocol"))
     algorithm = (get("ssl.endpoint.identification.algorithm", "https") or "").lower()
     if algorithm not in ("https", ""):
         raise ConfigError(f"ssl.endpoint.identification.algorithm must be https (check the broker host name, the "
@@ -180,6 +183,37 @@ def _tls_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
     out.update(certificate_location=cert, key_location=key_file)
     out["key_password"] = _secret(opts["ssl.key.password"]) if "ssl.key.password" in opts else None
     return out
+
+
+# Java's protocol names, lower-cased; "TLS" (any version) is the newest.
+_TLS_NAMES = {"tlsv1.2": ssl.TLSVersion.TLSv1_2, "tlsv1.3": ssl.TLSVersion.TLSv1_3, "tls": ssl.TLSVersion.TLSv1_3}
+_OLD_TLS = frozenset({"tlsv1", "tlsv1.1", "ssl", "sslv2", "sslv3", "sslv2hello"})
+
+
+def tls_versions(enabled: str | None, protocol: str | None) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
+    """The oldest and newest TLS version to offer, as the Java client reads ``ssl.enabled.protocols`` (comma
+    separated; unset: TLSv1.2,TLSv1.3) and ``ssl.protocol`` (unset: TLSv1.3; TLSv1.2 keeps even an enabled TLSv1.3
+    out). Versions before TLS 1.2 are never offered (brokers turn them off by default; they are broken): a list that
+    names them with a newer one keeps the newer ones, a list of only old ones is an error. A list with a gap cannot
+    be expressed by OpenSSL's version range and does not arise with two versions."""
+    names = [n.strip() for n in (enabled or "TLSv1.2,TLSv1.3").split(",") if n.strip()]
+    unknown = [n for n in names if n.lower() not in _TLS_NAMES and n.lower() not in _OLD_TLS]
+    if unknown or not names:
+        raise ConfigError(f"ssl.enabled.protocols={enabled!r}: expected TLS versions such as TLSv1.2,TLSv1.3"
+                          + (f" ({', '.join(unknown)} is not one)" if unknown else ""), key="ssl.enabled.protocols")
+    offered = sorted({_TLS_NAMES[n.lower()] for n in names if n.lower() in _TLS_NAMES})
+    if not offered:
+        raise ConfigError(f"ssl.enabled.protocols={enabled!r} names only versions before TLS 1.2, which this client "
+                          "never offers: add TLSv1.2 or TLSv1.3", key="ssl.enabled.protocols")
+    cap_name = (protocol or "TLSv1.3").strip()
+    if cap_name.lower() not in _TLS_NAMES:
+        raise ConfigError(f"ssl.protocol={protocol!r}: expected TLSv1.3, TLSv1.2 or TLS (versions before TLS 1.2 "
+                          "are never offered)", key="ssl.protocol")
+    newest = min(offered[-1], _TLS_NAMES[cap_name.lower()])
+    if newest < offered[0]:
+        raise ConfigError(f"ssl.protocol={protocol!r} leaves none of ssl.enabled.protocols={enabled!r}: raise "
+                          "ssl.protocol or enable an older version", key="ssl.protocol")
+    return offered[0], newest
 
 
 def _sasl_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:

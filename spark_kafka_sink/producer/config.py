@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.net.security_settings import tls_versions
 from spark_kafka_sink.producer.config_options import (
+    IGNORED_OPTIONS,
     OPTIONS,
     OPTIONS_BY_NAME,
     UNSUPPORTED_OPTIONS,
@@ -72,6 +74,9 @@ class ProducerConfig:
     ssl_key_password: Secret | None
     ssl_endpoint_identification_algorithm: str
     ssl_check_hostname: bool
+    ssl_enabled_protocols: str
+    ssl_protocol: str
+    client_dns_lookup: str
     socket_connection_setup_timeout_ms: int
     socket_connection_setup_timeout_max_ms: int
     connections_max_idle_ms: int
@@ -82,6 +87,8 @@ class ProducerConfig:
     metadata_max_age_ms: int
     metadata_max_idle_ms: int
     allow_auto_create_topics: bool
+    metrics_sample_window_ms: int
+    metrics_num_samples: int
     acks: int  # -1 (all), 0 or 1
     enable_idempotence: bool
     retries: int
@@ -108,6 +115,7 @@ class ProducerConfig:
     transaction_timeout_ms: int
     interceptor_classes: tuple[object, ...]
     explicitly_set: frozenset[str] = frozenset()  # Java names the user gave (not None)
+    ignored: frozenset[str] = frozenset()  # Java keys the user gave that hold no setting here (IGNORED_OPTIONS)
 
     # ------------------------------------------------------------------------------------------ building
 
@@ -116,12 +124,16 @@ class ProducerConfig:
         """Parse and validate the user's options (Java names; values typed or strings). None means "default"."""
         values: dict[str, Any] = {spec.attribute: spec.default for spec in OPTIONS}
         explicit: set[str] = set()
+        ignored: set[str] = set()
         seen: dict[str, str] = {}
         for raw_key, raw_value in options.items():
             if not isinstance(raw_key, str):
                 raise ConfigError(f"config keys are strings, got {raw_key!r}")
             key = raw_key.strip().lower()  # Spark options arrive lower-cased; Java names are all lower case
             spec = OPTIONS_BY_NAME.get(key)
+            if spec is None and key in IGNORED_OPTIONS:
+                ignored.add(key)  # (its value is never read, nor logged)
+                continue
             if spec is None:
                 raise _unknown_key(raw_key)
             if key in seen:
@@ -134,7 +146,11 @@ class ProducerConfig:
         if not values["bootstrap_servers"]:
             raise ConfigError("bootstrap.servers is required: host:port[,host:port...]", key="bootstrap.servers")
         values["explicitly_set"] = frozenset(explicit)
+        values["ignored"] = frozenset(ignored)
         _apply_cross_field_rules(values, explicit)
+        for key in sorted(ignored):
+            _log.warning("producer config %r is not a setting of this producer (%s): ignored, as the Java producer "
+                         "ignores the keys it does not use", key, IGNORED_OPTIONS[key])
         return cls(**values)
 
     def to_dict(self, *, include_defaults: bool = False) -> dict[str, Any]:
@@ -225,6 +241,7 @@ def _apply_cross_field_rules(v: dict[str, Any], explicit: set[str]) -> None:
     _tls_rules(v, explicit)
     _sasl_rules(v, explicit)
     _compression_level_rule(v)
+    tls_versions(v["ssl_enabled_protocols"], v["ssl_protocol"])  # e.g. ssl.protocol=TLSv1.2 with only TLSv1.3
 
 
 # Levels each codec's library accepts (snappy and none have no level: a level given for them is ignored, as in
@@ -315,7 +332,7 @@ def _parse_jaas(jaas: Secret, mechanism: str) -> tuple[str, Secret]:
 
 def _check_table_matches_dataclass() -> None:
     # The spec table and the dataclass are written separately (so attributes are typed); keep them in step.
-    fields = {f.name for f in dataclasses.fields(ProducerConfig)} - {"explicitly_set"}
+    fields = {f.name for f in dataclasses.fields(ProducerConfig)} - {"explicitly_set", "ignored"}
     attributes = {spec.attribute for spec in OPTIONS}
     if fields != attributes:
         raise TypeError(f"ProducerConfig fields and OPTIONS differ: {sorted(fields ^ attributes)}")

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.net.security_settings import tls_versions
 from spark_kafka_sink.secret import Secret, is_secret_name
 
-__all__ = ["Secret", "OptionSpec", "OPTIONS", "OPTIONS_BY_NAME", "UNSUPPORTED_OPTIONS", "is_secret_name",
-           "options_markdown", "MAX_INT32"]
+__all__ = ["Secret", "OptionSpec", "OPTIONS", "OPTIONS_BY_NAME", "UNSUPPORTED_OPTIONS", "IGNORED_OPTIONS",
+           "is_secret_name", "options_markdown", "ignored_options_markdown", "MAX_INT32"]
 
 MAX_INT32 = 2**31 - 1
 _MAX_INT64 = 2**63 - 1
@@ -184,6 +185,32 @@ def _objects(name: str, raw: Any) -> tuple[object, ...]:
     return (_resolve(name, raw),)
 
 
+def _dns_lookup(name: str, raw: Any) -> str:
+    value = raw.strip().lower() if isinstance(raw, str) else raw
+    if value == "resolve_canonical_bootstrap_servers_only":
+        raise ConfigError(f"{name}={raw!r} is for Kerberos (GSSAPI), which is not supported: use use_all_dns_ips "
+                          "(the Java client's default) or leave it unset", key=name)
+    if value != "use_all_dns_ips":
+        raise _invalid(name, raw, "use_all_dns_ips")
+    return value
+
+
+def _tls_list(name: str, raw: Any) -> str:
+    """ssl.enabled.protocols: comma-separated text (or a list), checked as the TLS set-up reads it."""
+    text = ",".join(str(v) for v in raw) if isinstance(raw, (list, tuple)) else raw
+    if not isinstance(text, str):
+        raise _invalid(name, raw, "TLS versions such as TLSv1.2,TLSv1.3")
+    tls_versions(text, None)
+    return ",".join(v.strip() for v in text.split(",") if v.strip())
+
+
+def _tls_newest(name: str, raw: Any) -> str:
+    if not isinstance(raw, str):
+        raise _invalid(name, raw, "TLSv1.3, TLSv1.2 or TLS")
+    tls_versions(None, raw)
+    return raw.strip()
+
+
 def _opt(name: str, type_name: str, parse: Parser, default: Any, doc: str) -> OptionSpec:
     return OptionSpec(name, type_name, default, parse, doc)
 
@@ -217,6 +244,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
          "https: verify the broker's host name against its certificate; empty string: do not."),
     _opt("ssl.check.hostname", "bool", _bool, True,
          "Verify the broker host name (overrides ssl.endpoint.identification.algorithm when set)."),
+    _opt("ssl.enabled.protocols", "list", _tls_list, "TLSv1.2,TLSv1.3",
+         "TLS versions to offer. Versions before TLSv1.2 are never offered (left out of the list; an error if "
+         "nothing else is left)."),
+    _opt("ssl.protocol", "string", _tls_newest, "TLSv1.3",
+         "The newest TLS version to offer: TLSv1.3 (or TLS), or TLSv1.2 to keep TLSv1.3 out even when enabled."),
+    _opt("client.dns.lookup", "enum", _dns_lookup, "use_all_dns_ips",
+         "use_all_dns_ips, the Java client's default and the only mode: each attempt to connect to a broker takes "
+         "the next address its name resolves to."),
     _opt("socket.connection.setup.timeout.ms", _MS, _int(0), 10_000, "Time to establish one connection."),
     _opt("socket.connection.setup.timeout.max.ms", _MS, _int(0), 30_000,
          "Cap of the setup timeout, which doubles (+-20%) per failed attempt to set up a connection to a broker."),
@@ -231,6 +266,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
          "Stop refreshing the metadata of a topic not sent to for this long (the next send fetches it again)."),
     _opt("allow.auto.create.topics", "bool", _bool, True,
          "Let the broker auto-create a missing topic (if it allows); false: sending to it fails after max.block.ms."),
+    _opt("metrics.sample.window.ms", _MS, _int(1), 30_000,
+         "Window of the metrics' rates, averages and maxima (metrics())."),
+    _opt("metrics.num.samples", "int", _int(1, MAX_INT32), 2,
+         "How many windows the metrics' rates, averages and maxima cover."),
     # --- delivery
     _opt("acks", "enum", _acks, -1, "all (-1): every in-sync replica; 1: the leader; 0: no acknowledgement."),
     _opt("enable.idempotence", "bool", _bool, True,
@@ -294,6 +333,33 @@ UNSUPPORTED_OPTIONS: dict[str, str] = {
                                "ssl.truststore.location or ssl.ca.location at a PEM file",
     "sasl.kerberos.service.name": "GSSAPI/Kerberos is not supported",
 }
+
+
+# Java client keys that hold no setting of this producer: the Java producer takes them too (it logs the keys it does
+# not know, such as a consumer's), so a configuration copied from a Java producer or shared with a consumer (Spark
+# users pass one option map to readStream and writeStream) carries them. Accepted, ignored, and logged as ignored.
+_CONSUMER_KEYS = (
+    "group.id", "group.instance.id", "group.protocol", "group.remote.assignor", "session.timeout.ms",
+    "heartbeat.interval.ms", "partition.assignment.strategy", "auto.offset.reset", "enable.auto.commit",
+    "auto.commit.interval.ms", "client.rack", "fetch.min.bytes", "fetch.max.bytes", "fetch.max.wait.ms",
+    "max.partition.fetch.bytes", "max.poll.records", "max.poll.interval.ms", "check.crcs", "key.deserializer",
+    "value.deserializer", "default.api.timeout.ms", "exclude.internal.topics", "isolation.level",
+)
+IGNORED_OPTIONS: dict[str, str] = {
+    **{key: "a consumer setting" for key in _CONSUMER_KEYS},
+    "metric.reporters": "Java metric reporter classes; this producer's metrics are read with metrics()",
+    "metrics.recording.level": "every metric is recorded; read them with metrics()",
+    "auto.include.jmx.reporter": "there is no JMX here; read the metrics with metrics()",
+    "enable.metrics.push": "the client does not push its metrics to the broker (KIP-714)",
+}
+
+
+def ignored_options_markdown() -> str:
+    """The README's list of the Java keys taken and ignored (IGNORED_OPTIONS), grouped by reason."""
+    by_reason: dict[str, list[str]] = {}
+    for key, reason in IGNORED_OPTIONS.items():
+        by_reason.setdefault(reason, []).append(f"`{key}`")
+    return "\n".join(f"- {', '.join(keys)}: {reason}." for reason, keys in by_reason.items())
 
 
 def options_markdown() -> str:

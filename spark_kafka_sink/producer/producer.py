@@ -117,7 +117,7 @@ class KafkaProducer:
         self._accumulator = RecordAccumulator.from_config(cfg, self._pool)
         self._client = NetworkClient(net_config, handshakes=handshakes_for)
         self._metadata = self._client.metadata
-        self._metrics = ProducerMetrics()
+        self._metrics = ProducerMetrics(cfg.metrics_sample_window_ms, cfg.metrics_num_samples)
         self._metrics.add_gauge("buffer-total-bytes", lambda: float(self._pool.total_memory))
         self._metrics.add_gauge("buffer-available-bytes", lambda: float(self._pool.available_memory))
         self._metrics.add_gauge("waiting-threads", lambda: float(self._pool.queued))

@@ -93,7 +93,9 @@ class SinkOptions:
     producer_reuse: bool = True  # at_least_once tasks take a producer an earlier task of the worker left
     producer_idle_timeout_ms: int = DEFAULT_PRODUCER_IDLE_TIMEOUT_MS
     worker_gc_freeze: bool = True  # the worker's long-lived objects leave the per-task gc.collect() (worker_heap)
-    ignored: tuple[str, ...] = field(default=())  # options passed through by Spark or unknown: not used
+    # Options not used: passed through by Spark, unknown ones, and kafka.* keys that are no producer setting
+    # (ProducerConfig.ignored, e.g. a consumer's kafka.group.id)
+    ignored: tuple[str, ...] = field(default=())
 
     @property
     def exactly_once(self) -> bool:
@@ -170,6 +172,7 @@ class SinkOptions:
             # Raised from the client's 60 s: tasks' transactions stay open until the driver commits (README).
             producer_raw.setdefault("transaction.timeout.ms", str(DEFAULT_TRANSACTION_TIMEOUT_MS))
         config = _validated(producer_raw, f"{prefix}-0" if prefix else None, guarantee)
+        ignored.extend(f"{_KAFKA_PREFIX}{key}" for key in config.ignored)
         producer_options = config.to_dict()
         producer_options.pop("transactional.id", None)  # each task sets its own
         raw_log_topic = _option(lowered, "commitlogtopic")

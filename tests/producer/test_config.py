@@ -60,6 +60,28 @@ def test_unknown_key_suggests_nearest_name() -> None:
         cfg({"max.inflight.requests.per.connection": 5})
 
 
+def test_java_keys_that_are_no_producer_setting_are_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """A consumer's keys (one configuration shared by a consumer and a producer) and the JVM's metric reporters:
+    the Java producer takes them and ignores them, and so does this one, logging each key but not its value."""
+    c = cfg({"group.id": "readers-7f3a", "session.timeout.ms": "45000", "metric.reporters": "com.example.Reporter",
+             "enable.metrics.push": "true"})
+    assert c.ignored == {"group.id", "session.timeout.ms", "metric.reporters", "enable.metrics.push"}
+    assert "group.id" not in c.to_dict(include_defaults=True)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 4 and all("ignored" in w for w in warnings)
+    assert any("'group.id'" in w and "a consumer setting" in w for w in warnings)
+    assert not any("readers-7f3a" in w or "com.example" in w for w in warnings)
+
+
+def test_client_dns_lookup_takes_javas_default_only() -> None:
+    assert cfg({"client.dns.lookup": "use_all_dns_ips"}).client_dns_lookup == "use_all_dns_ips"
+    with pytest.raises(ConfigError, match="Kerberos") as info:
+        cfg({"client.dns.lookup": "resolve_canonical_bootstrap_servers_only"})
+    assert info.value.key == "client.dns.lookup"
+    with pytest.raises(ConfigError, match="expected use_all_dns_ips"):
+        cfg({"client.dns.lookup": "default"})
+
+
 def test_unsupported_java_key_says_why() -> None:
     with pytest.raises(ConfigError, match="serialize values before send"):
         cfg({"value.serializer": "org.apache.kafka.common.serialization.StringSerializer"})

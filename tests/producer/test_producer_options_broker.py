@@ -1,8 +1,10 @@
-"""Producer options that steer metadata, against the session's real broker (auto.create.topics.enable=true):
-allow.auto.create.topics and metadata.max.idle.ms. Topics are checked with confluent-kafka's admin client."""
+"""Producer options that steer metadata and metrics, against the session's real broker
+(auto.create.topics.enable=true): allow.auto.create.topics, metadata.max.idle.ms, metrics.sample.window.ms and
+metrics.num.samples. Topics are checked with confluent-kafka's admin client."""
 
 from __future__ import annotations
 
+import socket
 import time
 import uuid
 from collections.abc import Callable
@@ -13,7 +15,7 @@ import pytest
 from spark_kafka_sink import KafkaProducer
 from spark_kafka_sink.errors import KafkaTimeoutError
 from spark_kafka_sink.testing.broker import free_port
-from tests.conftest import ConsumedRecord
+from tests.conftest import ConsumedRecord, wait_for
 
 pytestmark = pytest.mark.broker
 
@@ -81,3 +83,50 @@ def test_init_transactions_timing_out_names_max_block_ms_and_the_transactional_i
     message = str(info.value)
     assert "max.block.ms=800" in message and "'tx-unanswered'" in message and "coordinator" in message, message
     assert 0.8 <= waited < 10, waited
+
+
+def test_metrics_windows_follow_metrics_sample_window_ms_and_num_samples(
+        bootstrap: str, topic_factory: Callable[..., str]) -> None:
+    """Rates and averages cover metrics.num.samples windows of metrics.sample.window.ms: with one 200 ms window the
+    send rate falls back to 0 once no record was sent for a window; at the Java defaults (2 x 30 s) it would hold
+    for a minute (the control)."""
+    topic = topic_factory(partitions=1)
+    options = {"bootstrap.servers": bootstrap, "max.block.ms": 30_000}
+    with KafkaProducer({**options, "metrics.sample.window.ms": "200", "metrics.num.samples": "1"}) as short, \
+            KafkaProducer(options) as default:
+        for producer in (short, default):
+            for i in range(20):
+                producer.send(topic, b"v%d" % i)
+            producer.flush(30)
+            assert producer.metrics()["record-send-total"] == 20
+            assert producer.metrics()["record-send-rate"] > 0
+        waited = wait_for("the one-window send rate to fall to 0", lambda: short.metrics()["record-send-rate"] == 0,
+                          timeout=10, interval=0.05)
+        print(f"record-send-rate at 0 after {waited:.2f} s with one 200 ms window")
+        assert default.metrics()["record-send-rate"] > 0  # the 2 x 30 s windows still hold the 20 records
+        assert short.metrics()["record-send-total"] == 20  # totals are not windowed
+
+
+def test_client_dns_lookup_use_all_dns_ips_tries_the_next_address(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Readback, monkeypatch: pytest.MonkeyPatch) -> None:
+    """use_all_dns_ips (Java's default, the only mode here): a broker name that resolves to two addresses, the
+    first refusing connections. The next attempt takes the second address, and the records get through."""
+    port = int(bootstrap.rpartition(":")[2])
+    refusing = free_port()
+    real = socket.getaddrinfo
+    resolved: list[str] = []
+
+    def resolve(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != "kafka-alias.test":
+            return real(host, *args, **kwargs)
+        resolved.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", ("127.0.0.1", refusing)),
+                (socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", ("127.0.0.1", port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    topic = topic_factory(partitions=1)
+    with KafkaProducer({"bootstrap.servers": f"kafka-alias.test:{port}", "client.dns.lookup": "use_all_dns_ips",
+                        "max.block.ms": 30_000, "reconnect.backoff.ms": 10}) as producer:
+        producer.send(topic, b"through the second address").result(timeout=30)
+    assert len(resolved) >= 2  # the refused first address, then the second
+    assert [r.value for r in readback(topic)] == [b"through the second address"]

@@ -4,6 +4,7 @@ distinct fatal error that says what to change."""
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -187,3 +188,22 @@ def test_host_name_checked_against_a_dns_san(secure_broker: SecureBroker) -> Non
         assert attempt.ready, attempt.error
     with connect(secure_broker.address("SASL_SSL"), tls_host="kafka.example.com", **settings) as attempt:
         assert isinstance(attempt.error, HostnameMismatchError), attempt.error
+
+
+@pytest.mark.parametrize(("options", "version"), [
+    ({}, "TLSv1.3"),
+    ({"ssl.protocol": "TLSv1.2"}, "TLSv1.2"),  # Java: keeps TLSv1.3 out even though it is enabled
+    ({"ssl.enabled.protocols": "TLSv1.2"}, "TLSv1.2"),
+    ({"ssl.enabled.protocols": "TLSv1.1,TLSv1.2,TLSv1.3"}, "TLSv1.3"),
+])
+def test_tls_version_offered_to_the_broker(secure_broker: SecureBroker, options: dict[str, str], version: str,
+                                           caplog: pytest.LogCaptureFixture) -> None:
+    """ssl.enabled.protocols and ssl.protocol as the Java client reads them, against the broker's TLS listener
+    (which enables TLSv1.2 and TLSv1.3): the version the handshake settled on, as the connection logs it."""
+    caplog.set_level(logging.DEBUG, logger="spark_kafka_sink.net.security")
+    topic = create_topic_secure(secure_broker)
+    with connect(secure_broker.address("SSL"), **our_settings(secure_broker, "SSL", **options)) as attempt:
+        assert attempt.ready, attempt.error
+        assert produce(attempt.conn, topic, [b"tls"]) == 0
+    established = [r.getMessage() for r in caplog.records if "TLS with" in r.getMessage()]
+    assert len(established) == 1 and f"established: {version}," in established[0], established

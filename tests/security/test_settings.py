@@ -14,6 +14,7 @@ from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.security import SaslAuthentication, TlsHandshake, handshakes_for, handshakes_of
 from spark_kafka_sink.net.security_settings import SecuritySettings
+from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.secret import Secret
 from spark_kafka_sink.testing.broker_jars import require_java
 from spark_kafka_sink.testing.certs import TestCertificates
@@ -269,3 +270,34 @@ def test_producer_construction_checks_the_tls_files(certs: TestCertificates, cha
         KafkaProducer(options)  # raises before any thread or socket exists (a leak would warn: warnings are errors)
     assert info.value.key == key
     assert PASSWORD not in str(info.value) and certs.client_key_password not in str(info.value)
+
+
+@pytest.mark.parametrize(("options", "oldest", "newest"), [
+    ({}, ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3),
+    ({"ssl.protocol": "TLSv1.2"}, ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_2),
+    ({"ssl.protocol": "TLS"}, ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3),
+    ({"ssl.enabled.protocols": "TLSv1.3"}, ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_3),
+    ({"ssl.enabled.protocols": "TLSv1.2"}, ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_2),
+    # An older configuration's list: what it names before TLS 1.2 is left out, never offered.
+    ({"ssl.enabled.protocols": "TLSv1, TLSv1.1, TLSv1.2"}, ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_2),
+])
+def test_tls_versions_offered(options: dict[str, str], oldest: ssl.TLSVersion, newest: ssl.TLSVersion,
+                              certs: TestCertificates) -> None:
+    context = SecuritySettings.from_options({"security.protocol": "SSL", "ssl.ca.location": str(certs.ca_cert),
+                                             **options}).ssl_context()
+    assert (context.minimum_version, context.maximum_version) == (oldest, newest)
+
+
+@pytest.mark.parametrize(("options", "key", "says"), [
+    ({"ssl.enabled.protocols": "TLSv1,TLSv1.1"}, "ssl.enabled.protocols", "only versions before TLS 1.2"),
+    ({"ssl.enabled.protocols": "TLSv1.4"}, "ssl.enabled.protocols", "TLSv1.4 is not one"),
+    ({"ssl.protocol": "TLSv1.1"}, "ssl.protocol", "expected TLSv1.3, TLSv1.2 or TLS"),
+    ({"ssl.protocol": "TLSv1.2", "ssl.enabled.protocols": "TLSv1.3"}, "ssl.protocol", "leaves none of"),
+])
+def test_tls_versions_that_cannot_be_offered_name_the_option(options: dict[str, str], key: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=says) as info:
+        SecuritySettings.from_options({"security.protocol": "SSL", **options})
+    assert info.value.key == key
+    with pytest.raises(ConfigError, match=says) as info:  # the producer's config says the same, before any socket
+        ProducerConfig.from_dict({"bootstrap.servers": "h:9093", **options})
+    assert info.value.key == key

@@ -87,6 +87,19 @@ def test_unrelated_options_are_ignored_like_spark() -> None:
     assert opts.ignored == ("checkpointLocation", "path")
 
 
+def test_a_consumers_kafka_options_are_ignored_like_sparks_sink() -> None:
+    """One option map for a job's Kafka reader and writer: the consumer's kafka.* keys reach the producer, which
+    ignores them (Spark's sink hands them to the Java producer, which logs and ignores them); a misspelt producer
+    key still fails."""
+    opts = parse_options({"kafka.group.id": "readers", "kafka.auto.offset.reset": "earliest",
+                          "kafka.session.timeout.ms": "45000", "kafka.linger.ms": "7"})
+    assert opts.ignored == ("kafka.auto.offset.reset", "kafka.group.id", "kafka.session.timeout.ms")
+    assert opts.producer_options["linger.ms"] == 7
+    assert not {"group.id", "auto.offset.reset", "session.timeout.ms"} & set(opts.producer_options)
+    with pytest.raises(ConfigError, match="did you mean 'kafka.linger.ms'"):
+        parse_options({"kafka.linger.msec": "7"})
+
+
 def test_producer_reuse_defaults_and_options() -> None:
     assert parse().producer_reuse and parse().producer_idle_timeout_ms == 600_000
     opts = parse(ProducerReuse="FALSE", producerIdleTimeoutMs="0")
