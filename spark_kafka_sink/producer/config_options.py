@@ -18,6 +18,7 @@ from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.security_settings import tls_versions
+from spark_kafka_sink.producer.java_partitioners import JAVA_PARTITIONERS, java_partitioner
 from spark_kafka_sink.secret import Secret, is_secret_name
 
 __all__ = ["Secret", "OptionSpec", "OPTIONS", "OPTIONS_BY_NAME", "UNSUPPORTED_OPTIONS", "IGNORED_OPTIONS",
@@ -149,6 +150,9 @@ def _servers(name: str, raw: Any) -> tuple[str, ...]:
     return tuple(items)
 
 
+_JAVA_ROOTS = ("org.", "com.", "io.", "net.")
+
+
 def _resolve(name: str, raw: Any) -> Any:
     """A Python object, or a dotted path ``package.module.attr`` (Spark options are strings) that is imported and,
     if it names a class, instantiated without arguments -- the Python counterpart of Java's class-name configs."""
@@ -160,6 +164,9 @@ def _resolve(name: str, raw: Any) -> Any:
     try:
         target = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
+        if raw.strip().startswith(_JAVA_ROOTS):  # a configuration copied from Java names its classes
+            raise ConfigError(f"{name}={raw!r} looks like a Java class, which cannot run here: give a Python object "
+                              "or the dotted path of one (package.module.name) doing the same", key=name) from None
         raise ConfigError(f"{name}={raw!r}: cannot import it ({exc})", key=name) from None
     return target() if isinstance(target, type) else target
 
@@ -167,7 +174,16 @@ def _resolve(name: str, raw: Any) -> Any:
 def _partitioner(name: str, raw: Any) -> Callable[[str, bytes | None, int], int] | None:
     if raw is None or raw == "":
         return None
-    target = _resolve(name, raw)
+    if isinstance(raw, str) and raw.strip() in JAVA_PARTITIONERS:
+        return java_partitioner(raw.strip())
+    try:
+        target = _resolve(name, raw)
+    except ConfigError as exc:
+        if isinstance(raw, str) and raw.strip().startswith(_JAVA_ROOTS):
+            raise ConfigError(f"{exc}; of Java's own partitioners "
+                              f"{', '.join(n.rpartition('.')[2] for n in JAVA_PARTITIONERS)} are understood by "
+                              "their class names", key=name) from None
+        raise
     if not callable(target) and callable(getattr(target, "partition", None)):
         target = target.partition  # an object with a Java-like partition(topic, key_bytes, num_partitions) method
     if not callable(target):
@@ -303,7 +319,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("compression.zstd.level", "int", _optional_int(-131_072, 22), None, "zstd level (unset: 3)."),
     # --- partitioning
     _opt("partitioner.class", "callable", _partitioner, None,
-         "Python callable (topic, key_bytes, num_partitions) -> partition, or its dotted path. Unset: murmur2/sticky."),
+         "Python callable (topic, key_bytes, num_partitions) -> partition, or its dotted path; or Java's "
+         "org.apache.kafka.clients.producer.RoundRobinPartitioner (every partition in turn), UniformStickyPartitioner "
+         "(as partitioner.ignore.keys=true) or internals.DefaultPartitioner (the built-in). Unset: murmur2/sticky."),
     _opt("partitioner.ignore.keys", "bool", _bool, False, "Sticky-partition keyed records too (ignore keys)."),
     _opt("partitioner.adaptive.partitioning.enable", "bool", _bool, True,
          "Sticky partitions favour brokers with shorter queues."),

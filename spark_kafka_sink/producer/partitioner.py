@@ -1,7 +1,8 @@
 """Choosing partitions, identical to the Java client's default (built-in) partitioner.
 
 * an explicit partition is used as given (it must exist);
-* a custom ``partitioner.class`` callable ``(topic, key_bytes, num_partitions) -> int`` decides otherwise;
+* a custom ``partitioner.class`` callable ``(topic, key_bytes, num_partitions) -> int`` decides otherwise (Java's
+  RoundRobinPartitioner, named by its class: every partition with a leader in turn, whole batches at once);
 * a keyed record goes to ``(murmur2(key) & 0x7fffffff) % num_partitions`` (all partitions, available or not);
 * a record without key, or any record with ``partitioner.ignore.keys=true``, is sticky (KIP-480 / KIP-794): it goes
   to the topic's current sticky partition, which changes once batch.size bytes were produced to it. The next one is
@@ -31,6 +32,7 @@ import pyarrow as pa
 
 from spark_kafka_sink.errors import PartitionOutOfRangeError
 from spark_kafka_sink.producer.config import ProducerConfig
+from spark_kafka_sink.producer.java_partitioners import UNIFORM_STICKY, RoundRobinPartitioner
 from spark_kafka_sink.protocol.murmur2 import murmur2, partition_for_key, partitions_for_keys
 
 __all__ = ["Partitioner", "PartitionChoice", "StickyPartitioner", "partition_arrow", "CustomPartitioner"]
@@ -164,7 +166,10 @@ class Partitioner:
 
     @classmethod
     def from_config(cls, config: ProducerConfig, rng: np.random.Generator | None = None) -> Partitioner:
-        return cls(config.batch_size, ignore_keys=config.partitioner_ignore_keys, custom=config.partitioner_class,
+        custom = config.partitioner_class
+        uniform_sticky = custom is UNIFORM_STICKY  # Java's UniformStickyPartitioner: the built-in, keys ignored
+        return cls(config.batch_size, ignore_keys=config.partitioner_ignore_keys or uniform_sticky,
+                   custom=None if uniform_sticky else custom,
                    adaptive=config.partitioner_adaptive_partitioning_enable, rng=rng)
 
     def partition(self, topic: str, key: bytes | None, num_partitions: int, explicit: int | None = None,
@@ -174,6 +179,8 @@ class Partitioner:
             raise PartitionOutOfRangeError(f"topic {topic!r} has no partitions in the metadata")
         if explicit is not None:
             return PartitionChoice(_check_range(explicit, num_partitions, topic, "partition"), False)
+        if isinstance(self.custom, RoundRobinPartitioner):  # told which partitions have a leader, as in Java
+            return PartitionChoice(int(self.custom.partitions(topic, 1, num_partitions, available)[0]), False)
         if self.custom is not None:
             chosen = self.custom(topic, key, num_partitions)
             return PartitionChoice(_check_range(int(chosen), num_partitions, topic, "partitioner.class chose"),
@@ -200,6 +207,9 @@ class Partitioner:
         out = np.full(n, -1, dtype=np.int32)
         given = _apply_explicit(out, explicit, num_partitions, topic) if explicit is not None else np.zeros(n, bool)
         rows = np.flatnonzero(~given)
+        if isinstance(self.custom, RoundRobinPartitioner):  # Java's round robin: the rows' turns at once
+            out[rows] = self.custom.partitions(topic, len(rows), num_partitions, available)
+            return out
         key_list = keys.take(pa.array(rows)).to_pylist() if keys is not None else [None] * len(rows)
         chosen = np.fromiter((self.custom(topic, _as_bytes(k), num_partitions) for k in key_list), np.int64,
                              len(rows))

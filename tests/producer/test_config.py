@@ -281,3 +281,13 @@ def test_every_option_documented_in_markdown() -> None:
     table = options_markdown()
     for spec in OPTIONS:
         assert f"`{spec.name}`" in table and spec.doc
+
+
+def test_a_java_interceptor_class_is_refused_with_what_to_do() -> None:
+    """Confluent's monitoring interceptor, as a Java configuration names it: not importable, and the error says
+    it is Java and what to give instead (a Python module's failure to import still says so plainly)."""
+    with pytest.raises(ConfigError, match="looks like a Java class, which cannot run here: give a Python") as info:
+        cfg({"interceptor.classes": "io.confluent.monitoring.clients.interceptor.MonitoringProducerInterceptor"})
+    assert info.value.key == "interceptor.classes"
+    with pytest.raises(ConfigError, match="cannot import it"):
+        cfg({"interceptor.classes": "no_such_module.Interceptor"})

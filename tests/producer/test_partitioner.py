@@ -3,6 +3,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import pickle
 from collections import Counter
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from spark_kafka_sink.errors import PartitionOutOfRangeError
+from spark_kafka_sink.errors import ConfigError, PartitionOutOfRangeError
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.partitioner import Partitioner, StickyPartitioner, partition_arrow
 from spark_kafka_sink.protocol.murmur2 import murmur2
@@ -261,3 +262,52 @@ def test_per_record_and_arrow_share_sticky_state() -> None:
     out = p.partition_arrow("t", None, None, np.full(7, 100, np.int64), 20)
     assert out.tolist() == [part] * 7  # 300 + 700 bytes fill the batch...
     assert p.partition("t", None, 20).partition != part  # ...so the next record starts a new run
+
+
+ROUND_ROBIN = "org.apache.kafka.clients.producer.RoundRobinPartitioner"
+
+
+def java_named(name: str) -> Partitioner:
+    return Partitioner.from_config(ProducerConfig.from_dict({"bootstrap.servers": "h:9092", "partitioner.class": name}))
+
+
+def test_javas_round_robin_partitioner_by_its_class_name() -> None:
+    """Keys ignored, every partition in turn per topic, over the record path and whole Arrow batches alike;
+    explicit partitions still win; only partitions with a leader when the caller knows them (as Java's)."""
+    p = java_named(ROUND_ROBIN)
+    keys = pa.array([b"same-key"] * 6)
+    assert p.partition_arrow("t", keys, None, np.full(6, 10), 4).tolist() == [0, 1, 2, 3, 0, 1]
+    assert [p.partition("t", b"same-key", 4).partition for _ in range(3)] == [2, 3, 0]
+    assert p.partition("other", b"k", 4).partition == 0  # a counter per topic
+    explicit = pa.array([None, 3, None, None], pa.int32())
+    assert p.partition_arrow("t", keys.slice(0, 4), explicit, np.full(4, 10), 4).tolist() == [1, 3, 2, 3]
+    assert p.partition_arrow("t", None, None, np.full(4, 10), 4, available=[1, 3]).tolist() == [1, 3, 1, 3]
+    assert p.partition("t", None, 4, available=[2]).partition == 2
+
+
+def test_javas_deprecated_partitioners_by_their_class_names() -> None:
+    """UniformStickyPartitioner: sticky for keyed records too (partitioner.ignore.keys=true since Kafka 3.3);
+    DefaultPartitioner: the built-in (murmur2 for keys)."""
+    sticky = java_named("org.apache.kafka.clients.producer.UniformStickyPartitioner")
+    assert sticky.ignore_keys and sticky.custom is None
+    keyed = pa.array([b"a", b"b", b"c", b"d"])
+    assert len(set(sticky.partition_arrow("t", keyed, None, np.full(4, 10), 12).tolist())) == 1
+    default = java_named("org.apache.kafka.clients.producer.internals.DefaultPartitioner")
+    assert not default.ignore_keys and default.custom is None
+    assert default.partition("t", b"a", 12).partition == (murmur2(b"a") & 0x7FFFFFFF) % 12
+
+
+def test_another_java_partitioner_class_is_refused_with_what_to_do() -> None:
+    with pytest.raises(ConfigError, match="looks like a Java class, which cannot run here: give a Python object"
+                       ) as info:
+        java_named("com.acme.kafka.RegionPartitioner")
+    assert info.value.key == "partitioner.class" and "RoundRobinPartitioner" in str(info.value)
+
+
+def test_java_partitioners_survive_the_trip_to_a_spark_task() -> None:
+    """The sink pickles its producer options to the executors: the stand-ins come back as what they stand for."""
+    for name in (ROUND_ROBIN, "org.apache.kafka.clients.producer.UniformStickyPartitioner"):
+        config = ProducerConfig.from_dict({"bootstrap.servers": "h:9092", "partitioner.class": name})
+        back = pickle.loads(pickle.dumps(config))
+        assert back == config
+        assert Partitioner.from_config(back).ignore_keys == Partitioner.from_config(config).ignore_keys

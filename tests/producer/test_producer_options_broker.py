@@ -130,3 +130,23 @@ def test_client_dns_lookup_use_all_dns_ips_tries_the_next_address(
         producer.send(topic, b"through the second address").result(timeout=30)
     assert len(resolved) >= 2  # the refused first address, then the second
     assert [r.value for r in readback(topic)] == [b"through the second address"]
+
+
+def test_javas_round_robin_partitioner_spreads_one_key_over_every_partition(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
+    """partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner, as a Java configuration names it:
+    records of one key go to every partition in turn, one at a time (send) and a table at once (send_batch).
+    Read back by confluent-kafka: each of the 4 partitions holds 3 + 3 of the 24 records, in turn."""
+    import pyarrow as pa
+
+    topic = topic_factory(partitions=4)
+    with KafkaProducer({"bootstrap.servers": bootstrap, "max.block.ms": 30_000,
+                        "partitioner.class": "org.apache.kafka.clients.producer.RoundRobinPartitioner"}) as producer:
+        for i in range(12):
+            producer.send(topic, b"one %d" % i, key=b"the same key").result(timeout=30)
+        table = pa.table({"key": pa.array([b"the same key"] * 12), "value": [b"bulk %d" % i for i in range(12)]})
+        producer.send_batch(topic, table).result(timeout=30)
+    records = readback(topic)
+    by_partition = {p: [r.value for r in records if r.partition == p] for p in range(4)}
+    assert by_partition == {p: [b"one %d" % i for i in range(p, 12, 4)] + [b"bulk %d" % i for i in range(p, 12, 4)]
+                            for p in range(4)}
