@@ -180,3 +180,20 @@ def test_an_input_too_large_for_one_step_goes_in_slices_in_partition_order_each_
     for p, batches in queued.items():
         keys = [r.key for b in batches for r in decode_batch(b.payload()).records]
         assert keys == [b"%016d" % i for i in np.flatnonzero(parts == p)]
+
+
+def test_an_input_encoded_in_one_pass_is_queued_whole_so_requests_carry_every_partition() -> None:
+    # The encoder gives a one-pass input's batches in partition order, and a Produce request takes one batch per
+    # partition: queued a group at a time (and the sender woken per request's worth), the sender drained 1-3
+    # batches per request while later partitions were still being encoded. Queued whole, the first drain finds a
+    # batch of each of the 12 partitions.
+    config = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9", "batch.size": 256 << 10,
+                                       "buffer.memory": 64 << 20})
+    acc = RecordAccumulator.from_config(config)
+    partitions_at_wakeup: list[int] = []
+    sender = ArrowSender(config, acc, Partitioner.from_config(config), None, lambda topic, ms: (12, None),
+                         lambda: partitions_at_wakeup.append(sum(1 for n in acc.queue_sizes("t").values() if n)))
+    sender.send("t", _kv(10_000, 1000))  # 10 MB: one pass (below _WHOLE_BYTES), ~10 requests' worth
+    assert partitions_at_wakeup == [12]
+    ready = acc.drain(lambda tp: 1, [1], config.max_request_size, 10**12)[1]
+    assert len({b.tp.partition for b in ready}) == len(ready) >= 3  # a full request: 3 of the 256 KiB batches
