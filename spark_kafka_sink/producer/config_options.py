@@ -153,9 +153,10 @@ def _servers(name: str, raw: Any) -> tuple[str, ...]:
 _JAVA_ROOTS = ("org.", "com.", "io.", "net.")
 
 
-def _resolve(name: str, raw: Any) -> Any:
+def _resolve(name: str, raw: Any, java_hint: str = "") -> Any:
     """A Python object, or a dotted path ``package.module.attr`` (Spark options are strings) that is imported and,
-    if it names a class, instantiated without arguments -- the Python counterpart of Java's class-name configs."""
+    if it names a class, instantiated without arguments -- the Python counterpart of Java's class-name configs.
+    ``java_hint`` ends the error for a path that looks like a Java class name."""
     if not isinstance(raw, str):
         return raw
     module_name, _, attr = raw.strip().rpartition(".")
@@ -166,7 +167,8 @@ def _resolve(name: str, raw: Any) -> Any:
     except (ImportError, AttributeError) as exc:
         if raw.strip().startswith(_JAVA_ROOTS):  # a configuration copied from Java names its classes
             raise ConfigError(f"{name}={raw!r} looks like a Java class, which cannot run here: give a Python object "
-                              "or the dotted path of one (package.module.name) doing the same", key=name) from None
+                              f"or the dotted path of one (package.module.name) doing the same{java_hint}",
+                              key=name) from None
         raise ConfigError(f"{name}={raw!r}: cannot import it ({exc})", key=name) from None
     return target() if isinstance(target, type) else target
 
@@ -176,14 +178,8 @@ def _partitioner(name: str, raw: Any) -> Callable[[str, bytes | None, int], int]
         return None
     if isinstance(raw, str) and raw.strip() in JAVA_PARTITIONERS:
         return java_partitioner(raw.strip())
-    try:
-        target = _resolve(name, raw)
-    except ConfigError as exc:
-        if isinstance(raw, str) and raw.strip().startswith(_JAVA_ROOTS):
-            raise ConfigError(f"{exc}; of Java's own partitioners "
-                              f"{', '.join(n.rpartition('.')[2] for n in JAVA_PARTITIONERS)} are understood by "
-                              "their class names", key=name) from None
-        raise
+    java_own = ", ".join(n.rpartition(".")[2] for n in JAVA_PARTITIONERS)
+    target = _resolve(name, raw, java_hint=f"; of Java's own partitioners {java_own} are understood by their names")
     if not callable(target) and callable(getattr(target, "partition", None)):
         target = target.partition  # an object with a Java-like partition(topic, key_bytes, num_partitions) method
     if not callable(target):
