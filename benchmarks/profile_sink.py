@@ -55,6 +55,13 @@ def summarize(path: Path, top: int = 25) -> str:
     return "\n".join(out)
 
 
+def _option(setting: str) -> tuple[str, str]:
+    key, sep, value = setting.partition("=")
+    if not sep or not key.strip():
+        raise SystemExit(f"--set {setting!r}: expected OPTION=VALUE, e.g. kafka.linger.ms=5")
+    return key.strip(), value
+
+
 def _write(mode: str, guarantee: str, options: dict[str, str], topic: str, batches: list[Any]) -> float:
     start = time.perf_counter()
     if mode == "sink":
@@ -93,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="deliveryGuarantee of --mode sink (exactly_once: the transaction is left open, as a task does)")
     p.add_argument("--repeat", type=int, default=1, help="measure this many times (fresh topic each)")
     p.add_argument("--bootstrap")
+    p.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE",
+                   help="another sink option, e.g. kafka.send.buffer.bytes=-1 (repeatable): A/B one setting")
     p.add_argument("--summarize", type=Path, help="print the summary of a py-spy raw file and exit")
     a = p.parse_args(argv)
     if a.summarize:
@@ -104,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.context import Context
     from benchmarks.workload import Workload, arrow_table
 
+    extra = dict(_option(setting) for setting in a.set)
     ctx = Context(rounds=1, quick=False, bootstrap_arg=a.bootstrap)
     try:
         w = Workload(rows=a.rows, value_size=a.value_size, batch_size=a.batch_size, codec=a.codec,
@@ -117,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             options = {"kafka.bootstrap.servers": ctx.bootstrap, "topic": topic, "kafka.acks": "all",
                        "kafka.compression.type": w.codec, "kafka.linger.ms": str(w.linger_ms),
                        "kafka.batch.size": str(w.batch_size)}
+            options.update(extra)
             cpu = os.times()
             seconds = _write(a.mode, a.guarantee, options, topic, batches)
             after = os.times()
