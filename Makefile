@@ -25,7 +25,8 @@ test: venv jars
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The slow fault tests (tests/cluster): a 3-node Kafka cluster with nodes killed, and a Spark standalone cluster
-# (master + 2 workers) running the bundled job with executors and Python workers killed. About 12 minutes.
+# (master + 2 workers) running the bundled job with executors and Python workers killed, and writes through a Spark
+# Connect server. About 14 minutes.
 test-cluster: venv jars
 	$(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
 

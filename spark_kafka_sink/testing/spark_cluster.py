@@ -1,9 +1,14 @@
-"""A Spark standalone cluster on this machine (a master and workers from the pyspark installation), and the
-package shipped to it the way a user ships it: a built wheel installed into a virtualenv packed as a zip.
+"""Spark processes on this machine from the pyspark installation -- a standalone cluster (a master and workers) and
+a Spark Connect server -- and the package installed the way a user installs it: a built wheel in a fresh
+virtualenv, packed as a zip to ship to a cluster.
 
     with SparkStandalone(workers=2) as spark_cluster:          # spark://127.0.0.1:<port>, loopback only
         env = pack_venv(build_wheel(dist_dir), work_dir)       # env.zip: python + the wheel + its dependencies
         spark_cluster.submit(job, args, archive=env)           # spark-submit --archives env.zip#env
+
+    venv = make_venv(build_wheel(dist_dir), env_dir, CONNECT_CLIENT_DEPENDENCIES)
+    with SparkConnectServer(python=venv / "bin" / "python") as server:   # sc://127.0.0.1:<port>
+        subprocess.run([venv / "bin" / "python", client], env=server.client_env())
 
 Why it is built this way:
 - The master and workers are the plain JVMs ``spark-class org.apache.spark.deploy.master.Master`` /
@@ -14,6 +19,10 @@ Why it is built this way:
   dependencies except pyspark, which the workers take from the Spark installation (``pyspark.zip`` on their
   PYTHONPATH). A venv names its base interpreter by absolute path (``pyvenv.cfg``), so the archive works on machines
   with the same Python at the same path: here, and on a cluster built from one image (as with venv-pack).
+- The Connect server is ``spark-submit --class ...SparkConnectServer`` (what ``sbin/start-connect-server.sh`` runs,
+  without its daemon wrapper) on a local master; its Python workers run the given interpreter. A client is any
+  Python with pyspark and the Connect client's dependencies: here the same venv, with the installation's
+  ``pyspark.zip`` on PYTHONPATH (pyspark itself is not in the venv, as on executors).
 """
 
 from __future__ import annotations
@@ -35,10 +44,16 @@ from typing import Any
 from .broker import _die_with_parent, free_port
 from .broker_jars import REPO_ROOT
 
-__all__ = ["SparkStandalone", "SparkClusterError", "build_wheel", "pack_venv", "spark_home", "RUNTIME_DEPENDENCIES"]
+__all__ = ["SparkStandalone", "SparkConnectServer", "SparkClusterError", "build_wheel", "make_venv", "pack_venv",
+           "spark_home", "RUNTIME_DEPENDENCIES", "CONNECT_CLIENT_DEPENDENCIES"]
 
 #: What the executors' Python needs besides pyspark (which the Spark installation provides).
 RUNTIME_DEPENDENCIES = ("pyarrow>=15", "numpy>=1.26", "crc32c>=2.4", "lz4>=4.3")
+#: What a Spark Connect client needs besides pyspark (pyspark's ``connect`` extra), pandas below 3 as pyspark 4.3
+#: recommends. A Connect server's own Python workers need them too to run ``foreachBatch`` functions, which talk
+#: back to the server as Connect clients.
+CONNECT_CLIENT_DEPENDENCIES = ("pandas>=2.2,<3", "grpcio>=1.76", "grpcio-status>=1.76",
+                               "googleapis-common-protos>=1.71", "zstandard>=0.25")
 
 
 class SparkClusterError(RuntimeError):
@@ -79,9 +94,16 @@ def build_wheel(dist_dir: Path, source: Path = REPO_ROOT) -> Path:
 
 
 def pack_venv(wheel: Path, work_dir: Path, extras: tuple[str, ...] = ()) -> Path:
-    """A fresh venv with ``wheel`` and its runtime dependencies (not pyspark), packed as ``work_dir/env.zip`` with
-    the venv's contents at the archive's root (``--archives env.zip#env`` unpacks it as ``./env``)."""
-    env_dir = work_dir / "env"
+    """:func:`make_venv` as ``work_dir/env``, packed as ``work_dir/env.zip`` with the venv's contents at the
+    archive's root (``--archives env.zip#env`` unpacks it as ``./env``)."""
+    env_dir = make_venv(wheel, work_dir / "env", extras)
+    archive = work_dir / "env.zip"
+    _zip_tree(env_dir, archive)
+    return archive
+
+
+def make_venv(wheel: Path, env_dir: Path, extras: tuple[str, ...] = ()) -> Path:
+    """A fresh venv at ``env_dir`` with ``wheel``, its runtime dependencies (not pyspark) and ``extras``."""
     shutil.rmtree(env_dir, ignore_errors=True)
     base_python = getattr(sys, "_base_executable", sys.executable)
     steps = [
@@ -96,9 +118,7 @@ def pack_venv(wheel: Path, work_dir: Path, extras: tuple[str, ...] = ()) -> Path
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             raise SparkClusterError(f"{' '.join(cmd)} failed:\n{proc.stdout}{proc.stderr}")
-    archive = work_dir / "env.zip"
-    _zip_tree(env_dir, archive)
-    return archive
+    return env_dir
 
 
 def _zip_tree(folder: Path, archive: Path) -> None:
@@ -266,6 +286,95 @@ class SparkStandalone:
             shutil.rmtree(self.base_dir, ignore_errors=True)
 
     def __enter__(self) -> SparkStandalone:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@dataclass
+class SparkConnectServer:
+    """A Spark Connect server on 127.0.0.1 (local master, ``cores`` threads) whose Python workers run ``python``.
+    Its log and scratch space live in a temporary folder, deleted by ``stop``."""
+
+    python: Path
+    cores: int = 2
+    driver_memory: str = "1g"
+    port: int = 0
+    base_dir: Path | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False)
+
+    @property
+    def url(self) -> str:
+        return f"sc://127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        assert self.base_dir is not None
+        return self.base_dir / "connect-server.log"
+
+    def start(self, timeout: float = 120.0) -> SparkConnectServer:
+        if self.base_dir is None:
+            self.base_dir = Path(tempfile.mkdtemp(prefix=f"sks-connect-{os.getpid()}-"))
+        self.port = free_port()
+        settings = {"spark.connect.grpc.binding.address": "127.0.0.1",
+                    "spark.connect.grpc.binding.port": str(self.port),
+                    "spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1",
+                    "spark.driver.bindAddress": "127.0.0.1", "spark.pyspark.python": str(self.python),
+                    "spark.local.dir": str(self.base_dir / "local")}
+        cmd = [str(_bin("spark-submit")), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+               "--master", f"local[{self.cores}]", "--driver-memory", self.driver_memory]
+        for key, value in settings.items():
+            cmd += ["--conf", f"{key}={value}"]
+        env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
+               "PYSPARK_PYTHON": str(self.python)}
+        env.pop("PYSPARK_DRIVER_PYTHON", None)
+        log = open(self.log_path, "ab")
+        try:
+            self.process = subprocess.Popen([*cmd, "spark-internal"], stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent)
+        finally:
+            log.close()
+        try:
+            self._wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise SparkClusterError(f"the Spark Connect server exited ({self.process.returncode}):\n"
+                                        f"{_tail(self.log_path)}")
+            if "Spark Connect server started" in self.log_path.read_text(errors="replace"):
+                return
+            time.sleep(0.2)
+        raise SparkClusterError(f"the Spark Connect server did not start within {timeout:.0f} s:\n"
+                                f"{_tail(self.log_path)}")
+
+    def client_env(self) -> dict[str, str]:
+        """The environment for a client process of the server's venv: pyspark from the installation's zips."""
+        lib = spark_home() / "python" / "lib"
+        zips = [str(p) for p in sorted(lib.glob("*.zip"))]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
+        return {**env, "PYTHONPATH": os.pathsep.join(zips), "SPARK_CONNECT_URL": self.url}
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+        if self.base_dir is not None:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def __enter__(self) -> SparkConnectServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
