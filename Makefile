@@ -24,9 +24,9 @@ test: venv jars
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# The slow fault tests (tests/cluster): a 3-node Kafka cluster with nodes killed, and a Spark standalone cluster
-# (master + 2 workers) running the bundled job with executors and Python workers killed, and writes through a Spark
-# Connect server. About 14 minutes.
+# The slow fault tests (tests/cluster): a 3-node Kafka cluster with nodes killed, a Spark standalone cluster
+# (master + 2 workers) running the bundled job with executors and Python workers killed, the driver of exactly_once
+# jobs killed at each point of the commit, and writes through a Spark Connect server. About 20 minutes.
 test-cluster: venv jars
 	$(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
 

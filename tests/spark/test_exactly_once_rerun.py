@@ -1,7 +1,7 @@
 """exactly_once past the driver, in-process: re-runs of a writeId skip what was committed; changed input is refused.
 
 Read back at read_committed with librdkafka (confluent-kafka). Crashes of the driver process itself are in
-test_driver_crash.py (spark-submit, SIGKILL).
+tests/cluster/test_driver_crash.py (spark-submit, SIGKILL; `make test-cluster`).
 """
 
 from __future__ import annotations

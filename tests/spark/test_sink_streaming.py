@@ -77,8 +77,8 @@ def test_batch_replayed_after_a_crash_is_written_once(spark: Any, bootstrap: str
                                                       readback: Callable[..., list[ConsumedRecord]],
                                                       tmp_path: Path) -> None:
     """A crash between the Kafka commit and Spark's commit log (simulated here by deleting batch 0's entry; the real
-    SIGKILL of the driver is in test_driver_crash.py): Spark replays batch 0, which skips every partition the commit
-    log recorded as committed, so its rows stay visible once."""
+    SIGKILL of the driver is in tests/cluster/test_driver_crash.py): Spark replays batch 0, which skips every
+    partition the commit log recorded as committed, so its rows stay visible once."""
     topic = topic_factory(partitions=3)
     checkpoint = tmp_path / "checkpoint"
     run_until_done(start(spark, bootstrap, topic, checkpoint, availableNow=True))

@@ -1,5 +1,7 @@
 """exactly_once survives the driver: the bundled jobs run with spark-submit, the driver process group is killed with
 SIGKILL at each point of the commit, then the same job runs again. Read back at read_committed with librdkafka.
+Marked ``cluster`` with the other real-process fault tests (``make test-cluster``): ~5 minutes of spark-submit runs,
+against the session's single broker.
 
 The kill points are reached through the test-only fault injection ``SPARK_KAFKA_SINK_TEST_PAUSE_AT=<point>:<file>``:
 the driver's commit stops there, creates the file and waits; the test then kills the driver for real.
@@ -25,7 +27,7 @@ from spark_kafka_sink.testing.broker_jars import REPO_ROOT
 from tests.conftest import ConsumedRecord, wait_for
 from tests.spark.conftest import end_offsets
 
-pytestmark = [pytest.mark.spark, pytest.mark.broker]
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.broker]
 
 JOBS = REPO_ROOT / "jobs"
 SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
