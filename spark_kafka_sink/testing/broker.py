@@ -88,6 +88,17 @@ def free_port() -> int:
             return port
 
 
+def _stop_process(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGTERM, then SIGKILL if it is still running after ``grace_s``."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def _die_with_parent() -> None:
     """preexec_fn: the kernel sends SIGKILL to this child when the process that started it dies."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -342,14 +353,6 @@ class KafkaCluster:
 
     @staticmethod
     def _terminate(node: _Node, grace: float) -> None:
-        proc = node.process
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if node.process is not None:
+            _stop_process(node.process, grace)
         node.process = None

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .broker import _die_with_parent, free_port
+from .broker import _die_with_parent, _stop_process, free_port
 from .broker_jars import REPO_ROOT
 
 __all__ = ["SparkStandalone", "SparkConnectServer", "SparkClusterError", "build_wheel", "make_venv", "pack_venv",
@@ -274,13 +274,7 @@ class SparkStandalone:
 
     def stop(self) -> None:
         for proc in self.processes.values():
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            _stop_process(proc, 10.0)
         self.processes.clear()
         if self.base_dir is not None:
             shutil.rmtree(self.base_dir, ignore_errors=True)
@@ -363,13 +357,8 @@ class SparkConnectServer:
         return {**env, "PYTHONPATH": os.pathsep.join(zips), "SPARK_CONNECT_URL": self.url}
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            _stop_process(self.process, 20.0)
         self.process = None
         if self.base_dir is not None:
             shutil.rmtree(self.base_dir, ignore_errors=True)
