@@ -15,10 +15,11 @@ SASL_SSL           TLS, then SASL
 =================  ==================================================================
 
 TLS: certificate verification is always on (CERT_REQUIRED), against ``ssl.ca.location`` /
-``ssl.truststore.location`` (PEM) or, when neither is set, the system CAs. The host name is checked unless
-``ssl.endpoint.identification.algorithm`` is empty (Java's switch; ``ssl.check.hostname`` overrides it); the host
-is the broker host we connect to, so ``127.0.0.1`` works with an IP SAN. ``ssl.certificate.location`` +
-``ssl.key.location`` (+ ``ssl.key.password``) give a client certificate for mutual TLS.
+``ssl.truststore.location`` (PEM, or a Java JKS/JCEKS truststore) or, when neither is set, the system CAs. The host
+name is checked unless ``ssl.endpoint.identification.algorithm`` is empty (Java's switch; ``ssl.check.hostname``
+overrides it); the host is the broker host we connect to, so ``127.0.0.1`` works with an IP SAN.
+``ssl.certificate.location`` + ``ssl.key.location`` (+ ``ssl.key.password``) give a client certificate for mutual
+TLS.
 
 SASL: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (:mod:`spark_kafka_sink.protocol.sasl`), credentials from
 ``sasl.username`` / ``sasl.password`` or the Java ``sasl.jaas.config``. Kafka 4.x brokers serve SaslHandshake v0-1

@@ -64,7 +64,7 @@ _TLS_MAX_MINOR_VERSION = 0x04  # TLS 1.3 is 3.4
 # Alerts a TLS server sends when it refuses our client certificate (or the lack of one).
 _CLIENT_CERT_ALERTS = ("CERTIFICATE_REQUIRED", "BAD_CERTIFICATE", "UNKNOWN_CA", "CERTIFICATE_UNKNOWN",
                        "UNSUPPORTED_CERTIFICATE", "CERTIFICATE_REVOKED", "CERTIFICATE_EXPIRED", "ACCESS_DENIED")
-_CA_OPTIONS = "ssl.ca.location (or ssl.truststore.location with ssl.truststore.type=PEM)"
+_CA_OPTIONS = "ssl.ca.location (or ssl.truststore.location)"
 
 
 def looks_like_tls_record(head: bytes | bytearray | memoryview) -> bool:
@@ -100,7 +100,8 @@ def tls_handshake_error(exc: ssl.SSLError, address: str, host: str, ca_source: s
         if code in _UNTRUSTED_CODES:
             return UntrustedCertificateError(
                 f"certificate verify failed: the CA that signed the certificate of {address} is not trusted "
-                f"({reason}; this client trusts {trusted}): set {_CA_OPTIONS} to the PEM file of that CA",
+                f"({reason}; this client trusts {trusted}): set {_CA_OPTIONS} to a PEM file (or JKS truststore) "
+                f"holding that CA",
                 address=address)
         if code in _EXPIRED_CODES:
             return UntrustedCertificateError(

@@ -19,18 +19,21 @@ from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.config import NetConfig
+from spark_kafka_sink.net.java_keystore import KeystorePasswordError, keystore_kind, trusted_certificates
 from spark_kafka_sink.protocol.jaas import jaas_credentials
 from spark_kafka_sink.protocol.sasl import SUPPORTED_MECHANISMS
 from spark_kafka_sink.secret import Secret
 
-__all__ = ["SecuritySettings", "settings_for", "tls_versions"]
+__all__ = ["PKCS12_TO_PEM", "SecuritySettings", "settings_for", "tls_versions"]
 
 _Getter = Callable[..., "str | None"]  # get(key, default=None): an option's text, stripped
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_NOT_PEM = ("convert it to PEM and point ssl.truststore.location (or ssl.ca.location) at the PEM file: "
-            "keytool -exportcert -rfc -keystore <truststore> -alias <ca alias> -file ca.pem  (JKS), or "
-            "openssl pkcs12 -in <truststore.p12> -nokeys -out ca.pem  (PKCS12), or "
-            "openssl x509 -inform der -in <ca.der> -out ca.pem  (a DER certificate)")
+_JAVA_STORES = ("JKS", "JCEKS")
+#: How to turn a truststore this client cannot read into one it can (for errors).
+PKCS12_TO_PEM = ("convert it to PEM and point ssl.truststore.location (or ssl.ca.location) at the PEM file: "
+                 "openssl pkcs12 -in <truststore.p12> -nokeys -out ca.pem  (PKCS12, keytool's default type since "
+                 "Java 9; its certificates are encrypted with a cipher outside Python's standard library), or "
+                 "openssl x509 -inform der -in <ca.der> -out ca.pem  (a DER certificate)")
 
 
 def _secret(value: Any) -> Secret | None:
@@ -48,6 +51,8 @@ class SecuritySettings:
     protocol: str = "PLAINTEXT"
     ca_location: str | None = None
     ca_option: str = "ssl.ca.location"  # the option that named ca_location (ssl.truststore.location too): for errors
+    truststore_type: str | None = None  # PEM, JKS or JCEKS; None: by the file's content
+    truststore_password: Secret | None = None  # a JKS/JCEKS truststore's: its integrity is checked with it
     certificate_location: str | None = None
     key_location: str | None = None
     key_password: Secret | None = None
@@ -106,19 +111,52 @@ class SecuritySettings:
         context.minimum_version, context.maximum_version = self.tls_versions  # never older than TLS 1.2
         context.check_hostname = self.check_hostname
         context.verify_mode = ssl.CERT_REQUIRED  # never turned off: only the host name check is optional
-        key = self.ca_option
         if self.ca_location:
-            _readable(self.ca_location, key)
-            try:
-                context.load_verify_locations(cafile=self.ca_location)
-            except ssl.SSLError:
-                raise ConfigError(f"{key}: {self.ca_location} holds no PEM CA certificate (BEGIN CERTIFICATE)"
-                                  f"{_not_pem_kind(self.ca_location)}", key=key) from None
+            self._load_trusted(context, self.ca_location)
         else:
             context.load_default_certs(ssl.Purpose.SERVER_AUTH)
         if self.certificate_location:
             self._load_client_certificate(context)
         return context
+
+    def _load_trusted(self, context: ssl.SSLContext, location: str) -> None:
+        """The CA certificates of a PEM file or of a Java JKS/JCEKS truststore (by ssl.truststore.type, or by the
+        file's first bytes when it is unset)."""
+        key = self.ca_option
+        _readable(location, key)
+        declared = self.truststore_type
+        with Path(location).open("rb") as f:
+            kind = keystore_kind(f.read(4))
+        if kind is None and declared in _JAVA_STORES:
+            raise ConfigError(f"ssl.truststore.type={declared}, but {location} is not a {declared} keystore"
+                              f"{_not_pem_kind(location) or ' (it reads as PEM text: set ssl.truststore.type=PEM)'}",
+                              key="ssl.truststore.type")
+        if kind is not None and declared == "PEM":
+            raise ConfigError(f"ssl.truststore.type=PEM, but {location} is a {kind} keystore: set "
+                              f"ssl.truststore.type={kind}, or leave it unset", key="ssl.truststore.type")
+        if kind is None:
+            if self.truststore_password is not None:  # as Java, which refuses a password for a PEM truststore
+                raise ConfigError(f"ssl.truststore.password is set, but {location} is not a JKS or JCEKS keystore: "
+                                  "a PEM truststore has no password, remove it", key="ssl.truststore.password")
+            try:
+                context.load_verify_locations(cafile=location)
+            except ssl.SSLError:
+                raise ConfigError(f"{key}: {location} holds no PEM CA certificate (BEGIN CERTIFICATE)"
+                                  f"{_not_pem_kind(location)}", key=key) from None
+            return
+        try:
+            trusted = trusted_certificates(Path(location).read_bytes(), self.truststore_password)
+        except KeystorePasswordError as exc:
+            raise ConfigError(f"ssl.truststore.password: {exc} ({location})", key="ssl.truststore.password") from None
+        except ValueError as exc:
+            raise ConfigError(f"{key}: {location}: {exc}", key=key) from None
+        if not trusted.certificates:
+            raise ConfigError(f"{key}: the {kind} keystore {location} holds no X.509 certificate to trust", key=key)
+        try:
+            context.load_verify_locations(cadata=b"".join(trusted.certificates))
+        except ssl.SSLError as exc:
+            raise ConfigError(f"{key}: a certificate of the {kind} keystore {location} does not load "
+                              f"({exc.reason or 'malformed'})", key=key) from None
 
     def _load_client_certificate(self, context: ssl.SSLContext) -> None:
         cert = self.certificate_location or ""
@@ -154,10 +192,13 @@ def _tls_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
         if opts.get(key) not in (None, ""):  # presence only: the password is a Secret, never read
             raise ConfigError(f"{key} is not supported: give the client certificate and key as PEM files with "
                               "ssl.certificate.location and ssl.key.location (and ssl.key.password)", key=key)
-    store_type = (get("ssl.truststore.type") or "PEM").upper()
-    if store_type != "PEM":
-        raise ConfigError(f"ssl.truststore.type={store_type} is not supported, only PEM: {_NOT_PEM}",
-                          key="ssl.truststore.type")
+    store_type = (get("ssl.truststore.type") or "").upper() or None
+    if store_type not in (None, "PEM", *_JAVA_STORES):
+        raise ConfigError(f"ssl.truststore.type={store_type} is not supported (PEM, JKS and JCEKS are): "
+                          f"{PKCS12_TO_PEM}", key="ssl.truststore.type")
+    out["truststore_type"] = store_type
+    password = opts.get("ssl.truststore.password")
+    out["truststore_password"] = _secret(password) if password is not None else None
     ca, truststore = get("ssl.ca.location") or None, get("ssl.truststore.location") or None
     if ca and truststore and ca != truststore:
         raise ConfigError("ssl.ca.location and ssl.truststore.location name different files: set one",
@@ -237,17 +278,14 @@ def _sasl_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
     return {"sasl_mechanism": mechanism, "sasl_username": username, "sasl_password": password}
 
 
-# What a file that is not PEM most often is, by its first bytes (the Java client's truststore type is JKS unless set).
-_STORE_MAGIC = {b"\xfe\xed\xfe\xed": "a JKS keystore", b"\xce\xce\xce\xce": "a JCEKS keystore"}
-
-
 def _not_pem_kind(path: str) -> str:
-    """What the file is instead of PEM, and how to convert it (for the error); '' when it is not recognised."""
+    """What a file that is neither PEM nor a Java keystore is, and how to convert it (for the error); '' when it is
+    not recognised."""
     with Path(path).open("rb") as f:
-        head = f.read(4)
-    kind = _STORE_MAGIC.get(head) or (
-        "binary DER (a PKCS12 truststore or a DER certificate)" if head[:1] == b"\x30" else None)  # ASN.1 SEQUENCE
-    return f": it is {kind}; {_NOT_PEM}" if kind else ""
+        head = f.read(1)
+    if head != b"\x30":  # an ASN.1 SEQUENCE
+        return ""
+    return f": it is binary DER (a PKCS12 truststore or a DER certificate); {PKCS12_TO_PEM}"
 
 
 def _readable(path: str, key: str) -> None:

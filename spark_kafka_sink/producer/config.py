@@ -68,7 +68,8 @@ class ProducerConfig:
     sasl_jaas_config: Secret | None
     ssl_ca_location: str | None
     ssl_truststore_location: str | None
-    ssl_truststore_type: str
+    ssl_truststore_type: str | None
+    ssl_truststore_password: Secret | None
     ssl_certificate_location: str | None
     ssl_key_location: str | None
     ssl_key_password: Secret | None
@@ -197,7 +198,8 @@ class ProducerConfig:
 
     @property
     def ssl_cafile(self) -> str | None:
-        """The PEM CA file to trust (ssl.ca.location or ssl.truststore.location); None: the system's CAs."""
+        """The CA file to trust (ssl.ca.location or ssl.truststore.location: PEM, or a JKS/JCEKS truststore);
+        None: the system's CAs."""
         return self.ssl_ca_location or self.ssl_truststore_location
 
     def sasl_credentials(self) -> SaslCredentials | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
-from spark_kafka_sink.net.security_settings import tls_versions
+from spark_kafka_sink.net.security_settings import PKCS12_TO_PEM, tls_versions
 from spark_kafka_sink.producer.java_partitioners import JAVA_PARTITIONERS, java_partitioner
 from spark_kafka_sink.secret import Secret, is_secret_name
 
@@ -100,6 +100,16 @@ def _choice(*allowed: str, upper: bool = False) -> Parser:
         return str(value)
 
     return parse
+
+
+def _truststore_type(name: str, raw: Any) -> str | None:
+    """ssl.truststore.type: PEM, JKS or JCEKS (any case); unset or empty: by the file's content."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None
+    value = raw.strip().upper() if isinstance(raw, str) else raw
+    if value not in ("PEM", "JKS", "JCEKS"):
+        raise ConfigError(f"{name}={raw!r} is not supported (PEM, JKS and JCEKS are): {PKCS12_TO_PEM}", key=name)
+    return str(value)
 
 
 def _acks(name: str, raw: Any) -> int:
@@ -247,8 +257,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("ssl.ca.location", "string", _optional_string, None,
          "PEM file of CA certificates to trust. Unset: system CAs."),
     _opt("ssl.truststore.location", "string", _optional_string, None,
-         "Same as ssl.ca.location (PEM only: convert JKS/PKCS12 with keytool or openssl)."),
-    _opt("ssl.truststore.type", "enum", _choice("PEM", upper=True), "PEM", "PEM only."),
+         "CA certificates to trust: a PEM file (as ssl.ca.location) or a Java JKS/JCEKS truststore "
+         "(convert PKCS12 to PEM with openssl)."),
+    _opt("ssl.truststore.type", "enum", _truststore_type, None,
+         "PEM, JKS or JCEKS; unset: read from the file (PEM text, or a JKS/JCEKS keystore)."),
+    _opt("ssl.truststore.password", "secret", _secret, None,
+         "Password of a JKS/JCEKS truststore: checks its integrity, as Java does (unset: not checked); "
+         "never logged. A PEM truststore has none."),
     _opt("ssl.certificate.location", "string", _optional_string, None, "PEM client certificate (mutual TLS)."),
     _opt("ssl.key.location", "string", _optional_string, None, "PEM private key of the client certificate."),
     _opt("ssl.key.password", "secret", _secret, None, "Password of ssl.key.location; never logged."),
@@ -342,9 +357,6 @@ UNSUPPORTED_OPTIONS: dict[str, str] = {
     "ssl.keystore.location": "use ssl.certificate.location and ssl.key.location (PEM files)",
     "ssl.keystore.password": "use ssl.key.password with ssl.key.location",
     "ssl.keystore.type": "use ssl.certificate.location and ssl.key.location (PEM files)",
-    # Java refuses a password with a PEM truststore too; accepting and ignoring it would hide a JKS/PKCS12 setup.
-    "ssl.truststore.password": "PEM truststores have no password (only PEM is supported): remove it, and point "
-                               "ssl.truststore.location or ssl.ca.location at a PEM file",
     "sasl.kerberos.service.name": "GSSAPI/Kerberos is not supported",
 }
 

@@ -5,6 +5,8 @@
     certs.server_keystore                     # broker ssl.keystore.location (type PEM)
     certs.client_cert, certs.client_key       # mutual TLS
     certs.cleanup()
+    java_truststore(certs.ca_cert, path, "JKS", "changeit")   # the CA in a Java truststore, made by keytool
+
 
 What is made, and why:
 
@@ -25,6 +27,7 @@ Nothing here is secret beyond the test session; the folder is deleted by :meth:`
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import subprocess
@@ -33,7 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["TestCertificates", "OpenSSLMissingError", "make_test_certificates", "SERVER_SANS", "WRONG_HOST"]
+__all__ = ["TestCertificates", "OpenSSLMissingError", "make_test_certificates", "java_truststore", "SERVER_SANS",
+           "WRONG_HOST"]
 
 SERVER_SANS = "IP:127.0.0.1,DNS:localhost"
 WRONG_HOST = "wrong-host.invalid"
@@ -167,3 +171,19 @@ def _encrypt_key(key: Path, out: Path, password: str, cwd: Path) -> None:
                            "-passout", "stdin"], cwd=cwd, input=password + "\n", capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"openssl pkcs8 failed ({proc.returncode}): {proc.stderr.strip()}")
+
+
+def java_truststore(ca_cert: Path, path: Path, kind: str = "JKS", password: str = "changeit",
+                    alias: str = "ca") -> Path:
+    """``ca_cert`` (PEM) imported into the Java keystore ``path`` of ``kind`` (JKS, JCEKS or PKCS12) by the JDK's
+    own ``keytool``, as users make truststores; a second call adds to the same file (another ``alias``)."""
+    from spark_kafka_sink.testing.broker_jars import require_java
+
+    keytool = Path(os.path.realpath(require_java())).parent / "keytool"
+    proc = subprocess.run([str(keytool), "-importcert", "-noprompt", "-alias", alias, "-file", str(ca_cert),
+                           "-keystore", str(path), "-storetype", kind, "-storepass:env", "STOREPASS"],
+                          capture_output=True, text=True, env={**os.environ, "STOREPASS": password})
+    if proc.returncode != 0:
+        raise RuntimeError(f"keytool -importcert failed ({proc.returncode}): {proc.stdout.strip()} "
+                           f"{proc.stderr.strip()}")
+    return path

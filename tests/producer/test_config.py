@@ -85,10 +85,16 @@ def test_client_dns_lookup_takes_javas_default_only() -> None:
 def test_unsupported_java_key_says_why() -> None:
     with pytest.raises(ConfigError, match="serialize values before send"):
         cfg({"value.serializer": "org.apache.kafka.common.serialization.StringSerializer"})
-    # Accepted and ignored before: a truststore password means a JKS/PKCS12 store, which only PEM replaces.
-    with pytest.raises(ConfigError, match="PEM truststores have no password") as info:
-        cfg({"ssl.truststore.password": "s3cret-pw"})
-    assert info.value.key == "ssl.truststore.password" and "s3cret-pw" not in str(info.value)
+    with pytest.raises(ConfigError, match="use ssl.key.password with ssl.key.location") as info:
+        cfg({"ssl.keystore.password": "s3cret-pw"})
+    assert info.value.key == "ssl.keystore.password" and "s3cret-pw" not in str(info.value)
+
+
+def test_truststore_password_is_a_secret() -> None:
+    """A JKS truststore's password (see tests/security for what it does): held as a Secret, never shown."""
+    c = cfg({"ssl.truststore.password": "s3cret-pw", "ssl.truststore.type": "jks"})
+    assert isinstance(c.ssl_truststore_password, Secret) and c.ssl_truststore_type == "JKS"
+    assert "s3cret-pw" not in repr(c) + str(c)
 
 
 @pytest.mark.parametrize("key,value,allowed", [
@@ -227,8 +233,10 @@ def test_tls_options() -> None:
         cfg({"ssl.check.hostname": "true", "ssl.endpoint.identification.algorithm": ""})
     with pytest.raises(ConfigError, match="both ssl.certificate.location and ssl.key.location"):
         cfg({"ssl.certificate.location": "c.pem"})
-    with pytest.raises(ConfigError, match="PEM"):
-        cfg({"ssl.truststore.type": "JKS"})
+    with pytest.raises(ConfigError, match="PEM, JKS and JCEKS are.*openssl pkcs12") as info:
+        cfg({"ssl.truststore.type": "PKCS12"})
+    assert info.value.key == "ssl.truststore.type"
+    assert cfg({"ssl.truststore.type": " "}).ssl_truststore_type is None  # unset: by the file's content
 
 
 # ---------------------------------------------------------------------------------------- objects and round trips

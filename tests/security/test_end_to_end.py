@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -19,6 +20,7 @@ from spark_kafka_sink.errors import (
     TlsHandshakeError,
     UntrustedCertificateError,
 )
+from spark_kafka_sink.testing.certs import java_truststore
 from tests.security.conftest import PASSWORD, USER, SecureBroker, create_topic_secure, read_back_secure
 
 # A hang (reconnecting forever) must fail the test, not stall the suite.
@@ -164,6 +166,61 @@ def test_producer_from_a_config_holding_secret_objects(secure_broker: SecureBrok
     with KafkaProducer(options) as producer:
         producer.send(topic, value=b"secret-objects", key=b"k").result(timeout=10)
     assert read_back_secure(secure_broker, "SASL_SSL", topic, expected=1) == [(b"k", b"secret-objects")]
+
+
+TRUSTSTORE_PASSWORD = "ts-Pa55-JKS"
+
+
+def _java_truststore_settings(broker: SecureBroker, store: Path) -> dict[str, Any]:
+    """What a Java client's configuration says: a JKS truststore and its password (no type: JKS is Java's)."""
+    settings = producer_settings(broker, "SSL")
+    del settings["ssl.ca.location"]
+    settings.update({"ssl.truststore.location": str(store), "ssl.truststore.password": TRUSTSTORE_PASSWORD})
+    return settings
+
+
+def test_producer_with_a_java_truststore(secure_broker: SecureBroker, tmp_path: Path,
+                                         caplog: pytest.LogCaptureFixture) -> None:
+    """The broker's CA from a keytool-made JKS truststore: trusted, and it is the store's content that counts (a
+    JKS holding another CA fails verification at once)."""
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    certs = secure_broker.certs
+    topic = create_topic_secure(secure_broker)
+    store = java_truststore(certs.ca_cert, tmp_path / "client.truststore.jks", "JKS", TRUSTSTORE_PASSWORD)
+    with caplog.at_level(logging.DEBUG):
+        with KafkaProducer(_java_truststore_settings(secure_broker, store)) as producer:
+            producer.send(topic, value=b"jks", key=b"k").result(timeout=30)
+            shown = repr(producer.config) + str(producer.config)
+    assert read_back_secure(secure_broker, "SSL", topic, expected=1) == [(b"k", b"jks")]
+    logged = " ".join(r.getMessage() + repr(r.args) for r in caplog.records)
+    assert TRUSTSTORE_PASSWORD not in logged + shown
+    other = java_truststore(certs.untrusted_ca_cert, tmp_path / "other.jks", "JKS", TRUSTSTORE_PASSWORD)
+    started = time.monotonic()
+    with pytest.raises(UntrustedCertificateError):
+        with KafkaProducer(_java_truststore_settings(secure_broker, other)) as producer:
+            producer.send(topic, value=b"never", key=b"k").result(timeout=30)
+    assert time.monotonic() - started < MAX_BLOCK_MS / 2000
+
+
+@pytest.mark.spark
+def test_spark_write_with_a_java_truststore(secure_broker: SecureBroker, spark: Any, tmp_path: Path) -> None:
+    """A Spark job's kafka.ssl.* options as format("kafka") takes them, a JKS truststore included."""
+    topic = create_topic_secure(secure_broker, partitions=2)
+    store = java_truststore(secure_broker.certs.ca_cert, tmp_path / "kafka.client.truststore.jks", "JKS",
+                            TRUSTSTORE_PASSWORD)
+    df = spark.createDataFrame([(f"k{i}", f"v{i}") for i in range(20)], "key string, value string")
+    (df.write.format("pykafka-sink")
+        .option("kafka.bootstrap.servers", secure_broker.address("SSL"))
+        .option("topic", topic)
+        .option("kafka.security.protocol", "SSL")
+        .option("kafka.ssl.truststore.location", str(store))
+        .option("kafka.ssl.truststore.password", TRUSTSTORE_PASSWORD)
+        .option("kafka.ssl.truststore.type", "JKS")
+        .option("kafka.max.block.ms", "15000")
+        .mode("append").save())
+    records = read_back_secure(secure_broker, "SSL", topic, expected=20)
+    assert sorted(records) == sorted((f"k{i}".encode(), f"v{i}".encode()) for i in range(20))
 
 
 @pytest.mark.spark

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import ssl
 import subprocess
 import time
@@ -16,8 +15,7 @@ from spark_kafka_sink.net.security import SaslAuthentication, TlsHandshake, hand
 from spark_kafka_sink.net.security_settings import SecuritySettings
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.secret import Secret
-from spark_kafka_sink.testing.broker_jars import require_java
-from spark_kafka_sink.testing.certs import TestCertificates
+from spark_kafka_sink.testing.certs import TestCertificates, java_truststore
 
 PASSWORD = "s3cret-Pa55-XYZZY"
 
@@ -71,23 +69,19 @@ def test_java_truststore_location_with_pem_type(certs: TestCertificates) -> None
     s.ssl_context()
 
 
-@pytest.mark.parametrize("store_type", ["JKS", "PKCS12", "jks"])
+@pytest.mark.parametrize("store_type", ["PKCS12", "pkcs12", "BCFKS"])
 def test_other_truststore_types_say_convert_to_pem(store_type: str) -> None:
-    with pytest.raises(ConfigError, match="only PEM: convert it to PEM") as info:
-        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.truststore.location": "/x/truststore.jks",
+    with pytest.raises(ConfigError, match="PEM, JKS and JCEKS are.*convert it to PEM") as info:
+        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.truststore.location": "/x/truststore.p12",
                                        "ssl.truststore.type": store_type})
     assert info.value.key == "ssl.truststore.type"
-    assert "keytool" in str(info.value) and "openssl" in str(info.value)
+    assert "openssl pkcs12" in str(info.value)
 
 
 def _truststore(kind: str, ca_pem: Path, folder: Path) -> Path:
     """The CA certificate in a file of ``kind``, made by the tools users make them with (keytool, openssl)."""
     path = folder / f"truststore.{kind.lower()}"
-    if kind in ("JKS", "JCEKS"):
-        keytool = Path(os.path.realpath(require_java())).parent / "keytool"
-        command = [str(keytool), "-importcert", "-noprompt", "-alias", "ca", "-file", str(ca_pem), "-keystore",
-                   str(path), "-storepass", "changeit", "-storetype", kind]
-    elif kind == "PKCS12":
+    if kind == "PKCS12":
         command = ["openssl", "pkcs12", "-export", "-nokeys", "-in", str(ca_pem), "-out", str(path),
                    "-passout", "pass:changeit"]
     else:
@@ -96,12 +90,11 @@ def _truststore(kind: str, ca_pem: Path, folder: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("kind", "what"), [("JKS", "a JKS keystore"), ("JCEKS", "a JCEKS keystore"),
-                                            ("PKCS12", "binary DER"), ("DER", "binary DER")])
-def test_a_truststore_that_is_not_pem_is_named_with_how_to_convert_it(kind: str, what: str, tmp_path: Path,
-                                                                      certs: TestCertificates) -> None:
-    """The Java client reads ssl.truststore.location as JKS unless told otherwise, so a Java configuration brings a
-    JKS (or PKCS12) file: the error says which option, what the file is, and the command that converts it."""
+@pytest.mark.parametrize("kind", ["PKCS12", "DER"])
+def test_a_truststore_that_is_not_pem_or_jks_is_named_with_how_to_convert_it(kind: str, tmp_path: Path,
+                                                                             certs: TestCertificates) -> None:
+    """PKCS12 (keytool's default type since Java 9) encrypts its certificates with a cipher outside Python's
+    standard library: the error says which option, what the file is, and the command that converts it."""
     store = _truststore(kind, certs.ca_cert, tmp_path)
     with pytest.raises(ConfigError) as info:
         SecuritySettings.from_options({"security.protocol": "SSL", "ssl.truststore.location": str(store)}
@@ -109,8 +102,51 @@ def test_a_truststore_that_is_not_pem_is_named_with_how_to_convert_it(kind: str,
     assert info.value.key == "ssl.truststore.location"
     message = str(info.value)
     assert message.startswith(f"ssl.truststore.location: {store} holds no PEM CA certificate")
-    assert f"it is {what}" in message and "keytool -exportcert -rfc" in message and "openssl pkcs12" in message
+    assert "it is binary DER" in message and "openssl pkcs12" in message
     assert "changeit" not in message
+
+
+def _trusts(context: ssl.SSLContext, ca_pem: Path) -> bool:
+    return ssl.PEM_cert_to_DER_cert(ca_pem.read_text()) in [
+        ssl.PEM_cert_to_DER_cert(ssl.DER_cert_to_PEM_cert(c)) for c in context.get_ca_certs(binary_form=True)]
+
+
+@pytest.mark.parametrize("kind", ["JKS", "JCEKS"])
+@pytest.mark.parametrize("declared", [None, "JKS/JCEKS"])
+@pytest.mark.parametrize("password", [True, False])
+def test_a_java_truststore_is_read_as_java_reads_it(kind: str, declared: str | None, password: bool,
+                                                     tmp_path: Path, certs: TestCertificates) -> None:
+    """A Java configuration names a keytool-made truststore and its password; ssl.truststore.type may say JKS
+    (Java's default) or be left out. Its certificates are what the context trusts, and nothing else."""
+    store = java_truststore(certs.ca_cert, tmp_path / "client.truststore.jks", kind, "changeit")
+    options = {"security.protocol": "SSL", "ssl.truststore.location": str(store)}
+    if declared:
+        options["ssl.truststore.type"] = kind.lower()
+    if password:
+        options["ssl.truststore.password"] = "changeit"
+    context = SecuritySettings.from_options(options).ssl_context()
+    assert _trusts(context, certs.ca_cert) and len(context.get_ca_certs()) == 1
+    assert not _trusts(context, certs.untrusted_ca_cert)
+
+
+def test_java_truststore_mistakes_name_the_option(tmp_path: Path, certs: TestCertificates) -> None:
+    store = java_truststore(certs.ca_cert, tmp_path / "ts.jks", "JKS", "changeit")
+    ssl_on = {"security.protocol": "SSL"}
+
+    def error(**options: str) -> ConfigError:
+        with pytest.raises(ConfigError) as info:
+            SecuritySettings.from_options({**ssl_on, **options}).ssl_context()
+        assert "changeit" not in str(info.value) and "wrong-pw" not in str(info.value)
+        return info.value
+
+    wrong = error(**{"ssl.truststore.location": str(store), "ssl.truststore.password": "wrong-pw"})
+    assert wrong.key == "ssl.truststore.password" and "integrity check failed" in str(wrong)
+    as_pem = error(**{"ssl.truststore.location": str(store), "ssl.truststore.type": "PEM"})
+    assert as_pem.key == "ssl.truststore.type" and "is a JKS keystore: set ssl.truststore.type=JKS" in str(as_pem)
+    pem_as_jks = error(**{"ssl.truststore.location": str(certs.ca_cert), "ssl.truststore.type": "JKS"})
+    assert pem_as_jks.key == "ssl.truststore.type" and "is not a JKS keystore" in str(pem_as_jks)
+    pem_password = error(**{"ssl.truststore.location": str(certs.ca_cert), "ssl.truststore.password": "changeit"})
+    assert pem_password.key == "ssl.truststore.password" and "a PEM truststore has no password" in str(pem_password)
 
 
 def test_java_keystore_options_are_refused() -> None:
