@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# compat mode: a plain path entry, so Spark's scan for pyspark_* modules (pkgutil) finds pyspark_kafka_sink
-	$(PY) -m pip install -q -e '.[test,zstd,snappy]' --config-settings editable_mode=compat
+	$(PY) -m pip install -q -e '.[test,zstd,snappy,pkcs12]' --config-settings editable_mode=compat
 	@touch $(STAMP)
 
 jars: venv
@@ -62,7 +62,7 @@ test-pyspark: jars
 	  if [ ! -f $$stamp ] || [ pyproject.toml -nt $$stamp ]; then \
 	    echo "== creating $$venv (pyspark $$version)"; rm -rf $$venv; \
 	    $(PYTHON_3_10) -m venv $$venv && $$venv/bin/python -m pip install -q --upgrade pip \
-	    && $$venv/bin/python -m pip install -q -e '.[test,zstd,snappy]' --config-settings editable_mode=compat \
+	    && $$venv/bin/python -m pip install -q -e '.[test,zstd,snappy,pkcs12]' --config-settings editable_mode=compat \
 	      "pyspark==$$version" && touch $$stamp || exit 2; \
 	  fi; \
 	  echo "== pyspark $$version, $$($$venv/bin/python -V)"; \

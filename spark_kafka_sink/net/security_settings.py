@@ -19,21 +19,15 @@ from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.config import NetConfig
-from spark_kafka_sink.net.java_keystore import KeystorePasswordError, keystore_kind, trusted_certificates
+from spark_kafka_sink.net.truststore import TRUSTSTORE_TYPES, load_trusted
 from spark_kafka_sink.protocol.jaas import jaas_credentials
 from spark_kafka_sink.protocol.sasl import SUPPORTED_MECHANISMS
 from spark_kafka_sink.secret import Secret
 
-__all__ = ["PKCS12_TO_PEM", "SecuritySettings", "settings_for", "tls_versions"]
+__all__ = ["SecuritySettings", "settings_for", "tls_versions"]
 
 _Getter = Callable[..., "str | None"]  # get(key, default=None): an option's text, stripped
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_JAVA_STORES = ("JKS", "JCEKS")
-#: How to turn a truststore this client cannot read into one it can (for errors).
-PKCS12_TO_PEM = ("convert it to PEM and point ssl.truststore.location (or ssl.ca.location) at the PEM file: "
-                 "openssl pkcs12 -in <truststore.p12> -nokeys -out ca.pem  (PKCS12, keytool's default type since "
-                 "Java 9; its certificates are encrypted with a cipher outside Python's standard library), or "
-                 "openssl x509 -inform der -in <ca.der> -out ca.pem  (a DER certificate)")
 
 
 def _secret(value: Any) -> Secret | None:
@@ -51,8 +45,8 @@ class SecuritySettings:
     protocol: str = "PLAINTEXT"
     ca_location: str | None = None
     ca_option: str = "ssl.ca.location"  # the option that named ca_location (ssl.truststore.location too): for errors
-    truststore_type: str | None = None  # PEM, JKS or JCEKS; None: by the file's content
-    truststore_password: Secret | None = None  # a JKS/JCEKS truststore's: its integrity is checked with it
+    truststore_type: str | None = None  # PEM, JKS, JCEKS or PKCS12; None: by the file's content (net/truststore.py)
+    truststore_password: Secret | None = None  # a keystore's: its integrity (PKCS12: encryption) key
     certificate_location: str | None = None
     key_location: str | None = None
     key_password: Secret | None = None
@@ -112,51 +106,13 @@ class SecuritySettings:
         context.check_hostname = self.check_hostname
         context.verify_mode = ssl.CERT_REQUIRED  # never turned off: only the host name check is optional
         if self.ca_location:
-            self._load_trusted(context, self.ca_location)
+            _readable(self.ca_location, self.ca_option)
+            load_trusted(context, self.ca_location, self.ca_option, self.truststore_type, self.truststore_password)
         else:
             context.load_default_certs(ssl.Purpose.SERVER_AUTH)
         if self.certificate_location:
             self._load_client_certificate(context)
         return context
-
-    def _load_trusted(self, context: ssl.SSLContext, location: str) -> None:
-        """The CA certificates of a PEM file or of a Java JKS/JCEKS truststore (by ssl.truststore.type, or by the
-        file's first bytes when it is unset)."""
-        key = self.ca_option
-        _readable(location, key)
-        declared = self.truststore_type
-        with Path(location).open("rb") as f:
-            kind = keystore_kind(f.read(4))
-        if kind is None and declared in _JAVA_STORES:
-            raise ConfigError(f"ssl.truststore.type={declared}, but {location} is not a {declared} keystore"
-                              f"{_not_pem_kind(location) or ' (it reads as PEM text: set ssl.truststore.type=PEM)'}",
-                              key="ssl.truststore.type")
-        if kind is not None and declared == "PEM":
-            raise ConfigError(f"ssl.truststore.type=PEM, but {location} is a {kind} keystore: set "
-                              f"ssl.truststore.type={kind}, or leave it unset", key="ssl.truststore.type")
-        if kind is None:
-            if self.truststore_password is not None:  # as Java, which refuses a password for a PEM truststore
-                raise ConfigError(f"ssl.truststore.password is set, but {location} is not a JKS or JCEKS keystore: "
-                                  "a PEM truststore has no password, remove it", key="ssl.truststore.password")
-            try:
-                context.load_verify_locations(cafile=location)
-            except ssl.SSLError:
-                raise ConfigError(f"{key}: {location} holds no PEM CA certificate (BEGIN CERTIFICATE)"
-                                  f"{_not_pem_kind(location)}", key=key) from None
-            return
-        try:
-            trusted = trusted_certificates(Path(location).read_bytes(), self.truststore_password)
-        except KeystorePasswordError as exc:
-            raise ConfigError(f"ssl.truststore.password: {exc} ({location})", key="ssl.truststore.password") from None
-        except ValueError as exc:
-            raise ConfigError(f"{key}: {location}: {exc}", key=key) from None
-        if not trusted.certificates:
-            raise ConfigError(f"{key}: the {kind} keystore {location} holds no X.509 certificate to trust", key=key)
-        try:
-            context.load_verify_locations(cadata=b"".join(trusted.certificates))
-        except ssl.SSLError as exc:
-            raise ConfigError(f"{key}: a certificate of the {kind} keystore {location} does not load "
-                              f"({exc.reason or 'malformed'})", key=key) from None
 
     def _load_client_certificate(self, context: ssl.SSLContext) -> None:
         cert = self.certificate_location or ""
@@ -193,9 +149,9 @@ def _tls_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
             raise ConfigError(f"{key} is not supported: give the client certificate and key as PEM files with "
                               "ssl.certificate.location and ssl.key.location (and ssl.key.password)", key=key)
     store_type = (get("ssl.truststore.type") or "").upper() or None
-    if store_type not in (None, "PEM", *_JAVA_STORES):
-        raise ConfigError(f"ssl.truststore.type={store_type} is not supported (PEM, JKS and JCEKS are): "
-                          f"{PKCS12_TO_PEM}", key="ssl.truststore.type")
+    if store_type not in (None, *TRUSTSTORE_TYPES):
+        raise ConfigError(f"ssl.truststore.type={store_type} is not supported ({', '.join(TRUSTSTORE_TYPES)} are)",
+                          key="ssl.truststore.type")
     out["truststore_type"] = store_type
     password = opts.get("ssl.truststore.password")
     out["truststore_password"] = _secret(password) if password is not None else None
@@ -276,16 +232,6 @@ def _sasl_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
     if password is None:
         raise ConfigError("SASL needs a password: set sasl.password (or sasl.jaas.config)", key="sasl.password")
     return {"sasl_mechanism": mechanism, "sasl_username": username, "sasl_password": password}
-
-
-def _not_pem_kind(path: str) -> str:
-    """What a file that is neither PEM nor a Java keystore is, and how to convert it (for the error); '' when it is
-    not recognised."""
-    with Path(path).open("rb") as f:
-        head = f.read(1)
-    if head != b"\x30":  # an ASN.1 SEQUENCE
-        return ""
-    return f": it is binary DER (a PKCS12 truststore or a DER certificate); {PKCS12_TO_PEM}"
 
 
 def _readable(path: str, key: str) -> None:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
-from spark_kafka_sink.net.security_settings import PKCS12_TO_PEM, tls_versions
+from spark_kafka_sink.net.security_settings import tls_versions
+from spark_kafka_sink.net.truststore import TRUSTSTORE_TYPES
 from spark_kafka_sink.producer.java_partitioners import JAVA_PARTITIONERS, java_partitioner
 from spark_kafka_sink.secret import Secret, is_secret_name
 
@@ -103,12 +104,12 @@ def _choice(*allowed: str, upper: bool = False) -> Parser:
 
 
 def _truststore_type(name: str, raw: Any) -> str | None:
-    """ssl.truststore.type: PEM, JKS or JCEKS (any case); unset or empty: by the file's content."""
+    """ssl.truststore.type: PEM, JKS, JCEKS or PKCS12 (any case); unset or empty: by the file's content."""
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return None
     value = raw.strip().upper() if isinstance(raw, str) else raw
-    if value not in ("PEM", "JKS", "JCEKS"):
-        raise ConfigError(f"{name}={raw!r} is not supported (PEM, JKS and JCEKS are): {PKCS12_TO_PEM}", key=name)
+    if value not in TRUSTSTORE_TYPES:
+        raise _invalid(name, raw, "one of " + ", ".join(TRUSTSTORE_TYPES) + " (unset: by the file's content)")
     return str(value)
 
 
@@ -257,13 +258,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("ssl.ca.location", "string", _optional_string, None,
          "PEM file of CA certificates to trust. Unset: system CAs."),
     _opt("ssl.truststore.location", "string", _optional_string, None,
-         "CA certificates to trust: a PEM file (as ssl.ca.location) or a Java JKS/JCEKS truststore "
-         "(convert PKCS12 to PEM with openssl)."),
+         "CA certificates to trust: a PEM file (as ssl.ca.location), a Java JKS/JCEKS truststore, or PKCS12 "
+         "(needs the optional package cryptography)."),
     _opt("ssl.truststore.type", "enum", _truststore_type, None,
-         "PEM, JKS or JCEKS; unset: read from the file (PEM text, or a JKS/JCEKS keystore)."),
+         "PEM, JKS, JCEKS or PKCS12; unset: read from the file's first bytes."),
     _opt("ssl.truststore.password", "secret", _secret, None,
-         "Password of a JKS/JCEKS truststore: checks its integrity, as Java does (unset: not checked); "
-         "never logged. A PEM truststore has none."),
+         "Password of a keystore truststore: checks a JKS's integrity as Java does (unset: not checked), opens "
+         "a PKCS12's encrypted certificates; never logged. A PEM truststore has none."),
     _opt("ssl.certificate.location", "string", _optional_string, None, "PEM client certificate (mutual TLS)."),
     _opt("ssl.key.location", "string", _optional_string, None, "PEM private key of the client certificate."),
     _opt("ssl.key.password", "secret", _secret, None, "Password of ssl.key.location; never logged."),

@@ -179,15 +179,16 @@ def _java_truststore_settings(broker: SecureBroker, store: Path) -> dict[str, An
     return settings
 
 
-def test_producer_with_a_java_truststore(secure_broker: SecureBroker, tmp_path: Path,
+@pytest.mark.parametrize("kind", ["JKS", "PKCS12"])
+def test_producer_with_a_java_truststore(secure_broker: SecureBroker, tmp_path: Path, kind: str,
                                          caplog: pytest.LogCaptureFixture) -> None:
-    """The broker's CA from a keytool-made JKS truststore: trusted, and it is the store's content that counts (a
-    JKS holding another CA fails verification at once)."""
+    """The broker's CA from a keytool-made truststore (JKS, or keytool's default PKCS12): trusted, and it is the
+    store's content that counts (one holding another CA fails verification at once)."""
     from spark_kafka_sink.producer.producer import KafkaProducer
 
     certs = secure_broker.certs
     topic = create_topic_secure(secure_broker)
-    store = java_truststore(certs.ca_cert, tmp_path / "client.truststore.jks", "JKS", TRUSTSTORE_PASSWORD)
+    store = java_truststore(certs.ca_cert, tmp_path / "client.truststore.jks", kind, TRUSTSTORE_PASSWORD)
     with caplog.at_level(logging.DEBUG):
         with KafkaProducer(_java_truststore_settings(secure_broker, store)) as producer:
             producer.send(topic, value=b"jks", key=b"k").result(timeout=30)
@@ -195,7 +196,7 @@ def test_producer_with_a_java_truststore(secure_broker: SecureBroker, tmp_path: 
     assert read_back_secure(secure_broker, "SSL", topic, expected=1) == [(b"k", b"jks")]
     logged = " ".join(r.getMessage() + repr(r.args) for r in caplog.records)
     assert TRUSTSTORE_PASSWORD not in logged + shown
-    other = java_truststore(certs.untrusted_ca_cert, tmp_path / "other.jks", "JKS", TRUSTSTORE_PASSWORD)
+    other = java_truststore(certs.untrusted_ca_cert, tmp_path / "other.jks", kind, TRUSTSTORE_PASSWORD)
     started = time.monotonic()
     with pytest.raises(UntrustedCertificateError):
         with KafkaProducer(_java_truststore_settings(secure_broker, other)) as producer:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ssl
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -69,64 +70,93 @@ def test_java_truststore_location_with_pem_type(certs: TestCertificates) -> None
     s.ssl_context()
 
 
-@pytest.mark.parametrize("store_type", ["PKCS12", "pkcs12", "BCFKS"])
-def test_other_truststore_types_say_convert_to_pem(store_type: str) -> None:
-    with pytest.raises(ConfigError, match="PEM, JKS and JCEKS are.*convert it to PEM") as info:
-        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.truststore.location": "/x/truststore.p12",
+@pytest.mark.parametrize("store_type", ["BCFKS", "DKS"])
+def test_other_truststore_types_name_the_ones_read(store_type: str) -> None:
+    with pytest.raises(ConfigError, match="PEM, JKS, JCEKS, PKCS12 are") as info:
+        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.truststore.location": "/x/truststore.bcfks",
                                        "ssl.truststore.type": store_type})
     assert info.value.key == "ssl.truststore.type"
-    assert "openssl pkcs12" in str(info.value)
 
 
-def _truststore(kind: str, ca_pem: Path, folder: Path) -> Path:
-    """The CA certificate in a file of ``kind``, made by the tools users make them with (keytool, openssl)."""
-    path = folder / f"truststore.{kind.lower()}"
-    if kind == "PKCS12":
-        command = ["openssl", "pkcs12", "-export", "-nokeys", "-in", str(ca_pem), "-out", str(path),
-                   "-passout", "pass:changeit"]
-    else:
-        command = ["openssl", "x509", "-in", str(ca_pem), "-outform", "der", "-out", str(path)]
-    subprocess.run(command, check=True, capture_output=True)
+def test_a_der_certificate_is_named_with_how_to_convert_it(tmp_path: Path, certs: TestCertificates) -> None:
+    der = tmp_path / "ca.der"
+    subprocess.run(["openssl", "x509", "-in", str(certs.ca_cert), "-outform", "der", "-out", str(der)],
+                   check=True, capture_output=True)
+    with pytest.raises(ConfigError) as info:
+        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.truststore.location": str(der)}
+                                      ).ssl_context()
+    assert info.value.key == "ssl.truststore.location"
+    assert str(info.value).startswith(f"ssl.truststore.location: {der} holds no PEM CA certificate")
+    assert "binary DER" in str(info.value) and "openssl x509 -inform der" in str(info.value)
+
+
+def _pkcs12(ca_pem: Path, path: Path, tool: str, password: str) -> Path:
+    """The CA in a PKCS12 truststore, made as users make one: keytool's default type, or openssl."""
+    if tool == "keytool":
+        return java_truststore(ca_pem, path, "PKCS12", password)
+    subprocess.run(["openssl", "pkcs12", "-export", "-nokeys", "-in", str(ca_pem), "-out", str(path),
+                    "-passout", f"pass:{password}"], check=True, capture_output=True)
     return path
 
 
-@pytest.mark.parametrize("kind", ["PKCS12", "DER"])
-def test_a_truststore_that_is_not_pem_or_jks_is_named_with_how_to_convert_it(kind: str, tmp_path: Path,
-                                                                             certs: TestCertificates) -> None:
-    """PKCS12 (keytool's default type since Java 9) encrypts its certificates with a cipher outside Python's
-    standard library: the error says which option, what the file is, and the command that converts it."""
-    store = _truststore(kind, certs.ca_cert, tmp_path)
-    with pytest.raises(ConfigError) as info:
-        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.truststore.location": str(store)}
-                                      ).ssl_context()
-    assert info.value.key == "ssl.truststore.location"
-    message = str(info.value)
-    assert message.startswith(f"ssl.truststore.location: {store} holds no PEM CA certificate")
-    assert "it is binary DER" in message and "openssl pkcs12" in message
-    assert "changeit" not in message
-
-
 def _trusts(context: ssl.SSLContext, ca_pem: Path) -> bool:
-    return ssl.PEM_cert_to_DER_cert(ca_pem.read_text()) in [
-        ssl.PEM_cert_to_DER_cert(ssl.DER_cert_to_PEM_cert(c)) for c in context.get_ca_certs(binary_form=True)]
+    return ssl.PEM_cert_to_DER_cert(ca_pem.read_text()) in context.get_ca_certs(binary_form=True)
+
+
+def _trust_only(options: dict[str, str], certs: TestCertificates) -> None:
+    context = SecuritySettings.from_options({"security.protocol": "SSL", **options}).ssl_context()
+    assert _trusts(context, certs.ca_cert) and len(context.get_ca_certs()) == 1
+    assert not _trusts(context, certs.untrusted_ca_cert)
 
 
 @pytest.mark.parametrize("kind", ["JKS", "JCEKS"])
-@pytest.mark.parametrize("declared", [None, "JKS/JCEKS"])
+@pytest.mark.parametrize("declared", [False, True])
 @pytest.mark.parametrize("password", [True, False])
-def test_a_java_truststore_is_read_as_java_reads_it(kind: str, declared: str | None, password: bool,
+def test_a_java_truststore_is_read_as_java_reads_it(kind: str, declared: bool, password: bool,
                                                      tmp_path: Path, certs: TestCertificates) -> None:
     """A Java configuration names a keytool-made truststore and its password; ssl.truststore.type may say JKS
     (Java's default) or be left out. Its certificates are what the context trusts, and nothing else."""
     store = java_truststore(certs.ca_cert, tmp_path / "client.truststore.jks", kind, "changeit")
-    options = {"security.protocol": "SSL", "ssl.truststore.location": str(store)}
+    options = {"ssl.truststore.location": str(store)}
     if declared:
         options["ssl.truststore.type"] = kind.lower()
     if password:
         options["ssl.truststore.password"] = "changeit"
-    context = SecuritySettings.from_options(options).ssl_context()
-    assert _trusts(context, certs.ca_cert) and len(context.get_ca_certs()) == 1
-    assert not _trusts(context, certs.untrusted_ca_cert)
+    _trust_only(options, certs)
+
+
+@pytest.mark.parametrize("tool", ["keytool", "openssl"])
+@pytest.mark.parametrize("declared", [None, "PKCS12", "JKS"])
+def test_a_pkcs12_truststore_is_read_with_its_password(tool: str, declared: str | None, tmp_path: Path,
+                                                        certs: TestCertificates) -> None:
+    """PKCS12, keytool's default type since Java 9 (and Java's JKS type reads it too), with its AES-encrypted
+    certificates: read with the optional package cryptography."""
+    store = _pkcs12(certs.ca_cert, tmp_path / "client.truststore.p12", tool, "changeit")
+    options = {"ssl.truststore.location": str(store), "ssl.truststore.password": "changeit"}
+    if declared:
+        options["ssl.truststore.type"] = declared
+    _trust_only(options, certs)
+
+
+def test_pkcs12_mistakes_and_a_missing_cryptography_name_the_option(tmp_path: Path, certs: TestCertificates,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _pkcs12(certs.ca_cert, tmp_path / "ts.p12", "keytool", "changeit")
+
+    def error(**options: str) -> ConfigError:
+        with pytest.raises(ConfigError) as info:
+            SecuritySettings.from_options({"security.protocol": "SSL", "ssl.truststore.location": str(store),
+                                           **options}).ssl_context()
+        assert "changeit" not in str(info.value) and "wrong-pw" not in str(info.value)
+        return info.value
+
+    wrong = error(**{"ssl.truststore.password": "wrong-pw"})
+    assert wrong.key == "ssl.truststore.password" and "does not open the PKCS12 truststore" in str(wrong)
+    missing = error()
+    assert missing.key == "ssl.truststore.password" and "encrypted certificates: set" in str(missing)
+    monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.serialization", None)  # not installed
+    absent = error(**{"ssl.truststore.password": "changeit"})
+    assert absent.key == "ssl.truststore.location"
+    assert "pip install spark-kafka-sink[pkcs12]" in str(absent) and "openssl pkcs12" in str(absent)
 
 
 def test_java_truststore_mistakes_name_the_option(tmp_path: Path, certs: TestCertificates) -> None:
@@ -144,7 +174,7 @@ def test_java_truststore_mistakes_name_the_option(tmp_path: Path, certs: TestCer
     as_pem = error(**{"ssl.truststore.location": str(store), "ssl.truststore.type": "PEM"})
     assert as_pem.key == "ssl.truststore.type" and "is a JKS keystore: set ssl.truststore.type=JKS" in str(as_pem)
     pem_as_jks = error(**{"ssl.truststore.location": str(certs.ca_cert), "ssl.truststore.type": "JKS"})
-    assert pem_as_jks.key == "ssl.truststore.type" and "is not a JKS keystore" in str(pem_as_jks)
+    assert pem_as_jks.key == "ssl.truststore.type" and "is not a keystore" in str(pem_as_jks)
     pem_password = error(**{"ssl.truststore.location": str(certs.ca_cert), "ssl.truststore.password": "changeit"})
     assert pem_password.key == "ssl.truststore.password" and "a PEM truststore has no password" in str(pem_password)
 
