@@ -2,6 +2,8 @@
 
     keystore_kind(first_bytes) -> "JKS" | "JCEKS" | None
     trusted_certificates(data, password) -> TrustedCertificates(kind, certificates)   # DER X.509 certificates
+    read_keystore(data, password) -> Keystore(kind, anchors, keys)    # also the key entries, still protected
+    recover_key(key_entry, key_password) -> PKCS#8 DER                 # a JKS key entry's private key
 
 The Java client reads ``ssl.truststore.location`` as a JKS keystore unless ``ssl.truststore.type`` says otherwise,
 so a Java or Spark configuration usually names a ``.jks`` file that ``keytool -importcert`` made. Its layout
@@ -19,8 +21,9 @@ The digest is SHA-1 over the password as UTF-16BE, the bytes "Mighty Aphrodite",
 password it is checked: a wrong password or a changed file fails (KeystorePasswordError), as ``KeyStore.load`` does.
 Without one it is not (Java loads a truststore without a password the same way). Trusted: every trusted-certificate
 entry and the first certificate of every private-key entry's chain, as Java's trust manager builds its anchors from
-a keystore. Key bytes are skipped, never decrypted. A JCEKS secret-key entry (a serialized Java object) cannot be
-skipped: ValueError. Malformed input raises ValueError naming what is wrong; messages never hold the password.
+a keystore. A key is decrypted only when asked (``recover_key``, for a client certificate). A JCEKS secret-key entry
+(a serialized Java object) cannot be skipped: ValueError. Malformed input raises ValueError naming what is wrong;
+messages never hold the password.
 """
 
 from __future__ import annotations
@@ -32,20 +35,34 @@ from typing import NamedTuple
 
 from spark_kafka_sink.secret import Secret
 
-__all__ = ["JKS_MAGIC", "JCEKS_MAGIC", "KeystorePasswordError", "TrustedCertificates", "keystore_kind",
-           "trusted_certificates"]
+__all__ = ["JKS_MAGIC", "JCEKS_MAGIC", "KeyEntry", "Keystore", "KeystorePasswordError", "TrustedCertificates",
+           "keystore_kind", "read_keystore", "recover_key", "trusted_certificates"]
 
 JKS_MAGIC = b"\xfe\xed\xfe\xed"
 JCEKS_MAGIC = b"\xce\xce\xce\xce"
 _KINDS = {JKS_MAGIC: "JKS", JCEKS_MAGIC: "JCEKS"}
 _PRIVATE_KEY, _TRUSTED_CERTIFICATE, _SECRET_KEY = 1, 2, 3
 _DIGEST_SALT = b"Mighty Aphrodite"
+_SUN_KEY_PROTECTOR = bytes.fromhex("2b060104012a02110101")  # OID 1.3.6.1.4.1.42.2.17.1.1 (JKS key protection)
 _DIGEST_SIZE = 20  # SHA-1
 _U16, _U32 = struct.Struct(">H"), struct.Struct(">I")
 
 
 class KeystorePasswordError(ValueError):
     """The password does not match the keystore (its integrity check failed)."""
+
+
+class KeyEntry(NamedTuple):
+    kind: str  # of the keystore: "JKS" or "JCEKS"
+    alias: str
+    protected_key: bytes  # an EncryptedPrivateKeyInfo (DER): see recover_key
+    chain: list[bytes]  # DER X.509, the key's own certificate first
+
+
+class Keystore(NamedTuple):
+    kind: str
+    anchors: list[bytes]  # what a trust manager takes: certificate entries, each key entry's own certificate
+    keys: list[KeyEntry]
 
 
 class TrustedCertificates(NamedTuple):
@@ -81,8 +98,8 @@ def keystore_kind(first_bytes: bytes) -> str | None:
     return _KINDS.get(bytes(first_bytes[:4]))
 
 
-def trusted_certificates(data: bytes, password: Secret | None) -> TrustedCertificates:
-    """The DER certificates a JKS/JCEKS truststore's bytes hold for trust (see the module docstring)."""
+def read_keystore(data: bytes, password: Secret | None) -> Keystore:
+    """Every certificate and key entry of a JKS/JCEKS keystore's bytes (see the module docstring)."""
     kind = keystore_kind(data)
     if kind is None:
         raise ValueError("not a JKS or JCEKS keystore (its first bytes are not FEEDFEED or CECECECE)")
@@ -93,14 +110,15 @@ def trusted_certificates(data: bytes, password: Secret | None) -> TrustedCertifi
         expected = hashlib.sha1(password.reveal().encode("utf-16-be") + _DIGEST_SALT + body,
                                 usedforsecurity=False).digest()
         if not hmac.compare_digest(expected, digest):
-            raise KeystorePasswordError(f"the password does not match the {kind} keystore (its integrity check failed: "
-                             "a wrong password, or a changed file)")
+            raise KeystorePasswordError(f"the password does not match the {kind} keystore (its integrity check "
+                                        "failed: a wrong password, or a changed file)")
     reader = _Reader(body)
     reader.take(4, "the magic number")
     version = reader.u32("the version")
     if version != 2:
         raise ValueError(f"{kind} keystore version {version} is not read (version 2 is: Java 1.3 and later)")
-    certificates: list[bytes] = []
+    anchors: list[bytes] = []
+    keys: list[KeyEntry] = []
 
     def certificate(what: str) -> bytes | None:
         cert_type = reader.text(what)
@@ -110,22 +128,80 @@ def trusted_certificates(data: bytes, password: Secret | None) -> TrustedCertifi
     for index in range(reader.u32("the entry count")):
         what = f"entry {index + 1}"
         tag = reader.u32(what)
-        reader.text(what)  # alias
+        alias = reader.text(what)
         reader.take(8, what)  # creation time
         if tag == _TRUSTED_CERTIFICATE:
             der = certificate(what)
             if der is not None:
-                certificates.append(der)
+                anchors.append(der)
         elif tag == _PRIVATE_KEY:
-            reader.take(reader.u32(what), what)  # the protected key: never decrypted
+            protected = reader.take(reader.u32(what), what)
             chain = [certificate(what) for _ in range(reader.u32(what))]
             if chain and chain[0] is not None:
-                certificates.append(chain[0])
+                anchors.append(chain[0])
+            keys.append(KeyEntry(kind, alias, protected, [c for c in chain if c is not None]))
         elif tag == _SECRET_KEY:
-            raise ValueError(f"{what} of the {kind} keystore is a secret key, which a truststore does not hold: "
-                             "use a truststore of certificates only")
+            raise ValueError(f"{what} of the {kind} keystore is a secret key, which a TLS keystore does not hold: "
+                             "use one of certificates and private keys only")
         else:
             raise ValueError(f"{what} of the {kind} keystore has an unknown tag {tag}")
     if reader.pos != len(body):
         raise ValueError(f"the {kind} keystore has {len(body) - reader.pos} bytes after its entries")
-    return TrustedCertificates(kind, certificates)
+    return Keystore(kind, anchors, keys)
+
+
+def trusted_certificates(data: bytes, password: Secret | None) -> TrustedCertificates:
+    """The DER certificates a JKS/JCEKS truststore's bytes hold for trust (see the module docstring)."""
+    store = read_keystore(data, password)
+    return TrustedCertificates(store.kind, store.anchors)
+
+
+def recover_key(entry: KeyEntry, password: Secret) -> bytes:
+    """The PKCS#8 private key (DER) of a JKS key entry, protected with ``password`` (``ssl.key.password``, which
+    Java's keytool sets to the store password unless told otherwise).
+
+    JKS protects keys with Sun's own scheme (``sun.security.provider.KeyProtector``): the entry's
+    EncryptedPrivateKeyInfo holds a 20-byte salt, the key XORed with a stream of SHA-1 digests (the first of the
+    password, as UTF-16BE, and the salt, each next of the password and the digest before it), and the SHA-1 of the
+    password and the plain key, which tells a wrong password (KeystorePasswordError). JCEKS keys (triple DES) are not
+    read: ValueError."""
+    algorithm, encrypted = _encrypted_private_key_info(entry.protected_key)
+    if algorithm != _SUN_KEY_PROTECTOR:
+        raise ValueError(f"the private key {entry.alias!r} of the {entry.kind} keystore is protected with an "
+                         "algorithm only Java reads (JCEKS keys are triple-DES): use a JKS or PKCS12 keystore, or PEM")
+    if len(encrypted) < 2 * _DIGEST_SIZE:
+        raise ValueError(f"the private key {entry.alias!r} of the {entry.kind} keystore is truncated")
+    salt, sealed, check = encrypted[:_DIGEST_SIZE], encrypted[_DIGEST_SIZE:-_DIGEST_SIZE], encrypted[-_DIGEST_SIZE:]
+    secret = password.reveal().encode("utf-16-be")
+    stream, block = bytearray(), salt
+    while len(stream) < len(sealed):
+        block = hashlib.sha1(secret + block, usedforsecurity=False).digest()
+        stream += block
+    plain = bytes(a ^ b for a, b in zip(sealed, stream, strict=False))
+    if not hmac.compare_digest(hashlib.sha1(secret + plain, usedforsecurity=False).digest(), check):
+        raise KeystorePasswordError(f"the password does not open the private key {entry.alias!r} of the "
+                                    f"{entry.kind} keystore")
+    return plain
+
+
+def _encrypted_private_key_info(der: bytes) -> tuple[bytes, bytes]:
+    """(algorithm OID's DER contents, encrypted data) of an EncryptedPrivateKeyInfo:
+    SEQUENCE { SEQUENCE { OBJECT IDENTIFIER, parameters }, OCTET STRING }."""
+    outer = _tlv(der, 0, 0x30)
+    algorithm = _tlv(der, outer[0], 0x30)
+    oid = _tlv(der, algorithm[0], 0x06)
+    data = _tlv(der, algorithm[1], 0x04)
+    return der[oid[0] : oid[1]], der[data[0] : data[1]]
+
+
+def _tlv(der: bytes, pos: int, tag: int) -> tuple[int, int]:
+    """(start, end) of the contents of the DER element of ``tag`` at ``pos``."""
+    if pos + 2 > len(der) or der[pos] != tag:
+        raise ValueError("a private key entry is not an EncryptedPrivateKeyInfo")
+    length, start = der[pos + 1], pos + 2
+    if length & 0x80:
+        count = length & 0x7F
+        length, start = int.from_bytes(der[start : start + count], "big"), start + count
+    if start + length > len(der):
+        raise ValueError("a private key entry is truncated")
+    return start, start + length

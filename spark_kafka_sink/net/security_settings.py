@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.net.client_keystore import KEYSTORE_TYPES, load_keystore
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.truststore import TRUSTSTORE_TYPES, load_trusted
 from spark_kafka_sink.protocol.jaas import jaas_credentials
@@ -50,6 +51,10 @@ class SecuritySettings:
     certificate_location: str | None = None
     key_location: str | None = None
     key_password: Secret | None = None
+    # A Java keystore (or PEM file) of the client's key and certificate chain instead: net/client_keystore.py.
+    keystore_location: str | None = None
+    keystore_type: str | None = None  # JKS, PKCS12, PEM; None: by the file's content
+    keystore_password: Secret | None = None
     check_hostname: bool = True
     # The oldest and newest TLS version offered (ssl.enabled.protocols, capped by ssl.protocol): see tls_versions.
     tls_versions: tuple[ssl.TLSVersion, ssl.TLSVersion] = (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3)
@@ -110,7 +115,11 @@ class SecuritySettings:
             load_trusted(context, self.ca_location, self.ca_option, self.truststore_type, self.truststore_password)
         else:
             context.load_default_certs(ssl.Purpose.SERVER_AUTH)
-        if self.certificate_location:
+        if self.keystore_location:
+            _readable(self.keystore_location, "ssl.keystore.location")
+            load_keystore(context, self.keystore_location, self.keystore_type, self.keystore_password,
+                          self.key_password)
+        elif self.certificate_location:
             self._load_client_certificate(context)
         return context
 
@@ -144,10 +153,17 @@ class SecuritySettings:
 
 def _tls_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key in ("ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password"):
-        if opts.get(key) not in (None, ""):  # presence only: the password is a Secret, never read
-            raise ConfigError(f"{key} is not supported: give the client certificate and key as PEM files with "
-                              "ssl.certificate.location and ssl.key.location (and ssl.key.password)", key=key)
+    keystore_type = (get("ssl.keystore.type") or "").upper() or None
+    if keystore_type not in (None, *KEYSTORE_TYPES):
+        raise ConfigError(f"ssl.keystore.type={keystore_type} is not supported ({', '.join(KEYSTORE_TYPES)} are)",
+                          key="ssl.keystore.type")
+    keystore = get("ssl.keystore.location") or None
+    if keystore and (get("ssl.certificate.location") or get("ssl.key.location")):
+        raise ConfigError("ssl.keystore.location and ssl.certificate.location / ssl.key.location both name a client "
+                          "certificate: set one", key="ssl.keystore.location")
+    keystore_password = opts.get("ssl.keystore.password")
+    out.update(keystore_location=keystore, keystore_type=keystore_type,
+               keystore_password=_secret(keystore_password) if keystore_password is not None else None)
     store_type = (get("ssl.truststore.type") or "").upper() or None
     if store_type not in (None, *TRUSTSTORE_TYPES):
         raise ConfigError(f"ssl.truststore.type={store_type} is not supported ({', '.join(TRUSTSTORE_TYPES)} are)",

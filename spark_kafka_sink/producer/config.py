@@ -73,6 +73,9 @@ class ProducerConfig:
     ssl_certificate_location: str | None
     ssl_key_location: str | None
     ssl_key_password: Secret | None
+    ssl_keystore_location: str | None
+    ssl_keystore_type: str | None
+    ssl_keystore_password: Secret | None
     ssl_endpoint_identification_algorithm: str
     ssl_check_hostname: bool
     ssl_enabled_protocols: str
@@ -302,6 +305,9 @@ def _tls_rules(v: dict[str, Any], explicit: set[str]) -> None:
                             "ssl.check.hostname")
     elif "ssl.check.hostname" not in explicit:
         v["ssl_check_hostname"] = by_algorithm
+    if v["ssl_keystore_location"] and (v["ssl_certificate_location"] or v["ssl_key_location"]):
+        raise _conflict("ssl.keystore.location and ssl.certificate.location / ssl.key.location both name a client "
+                        "certificate; set one", "ssl.keystore.location")
     if bool(v["ssl_certificate_location"]) != bool(v["ssl_key_location"]):
         raise _conflict("mutual TLS needs both ssl.certificate.location and ssl.key.location",
                         "ssl.key.location" if v["ssl_certificate_location"] else "ssl.certificate.location")

@@ -103,14 +103,17 @@ def _choice(*allowed: str, upper: bool = False) -> Parser:
     return parse
 
 
-def _truststore_type(name: str, raw: Any) -> str | None:
-    """ssl.truststore.type: PEM, JKS, JCEKS or PKCS12 (any case); unset or empty: by the file's content."""
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return None
-    value = raw.strip().upper() if isinstance(raw, str) else raw
-    if value not in TRUSTSTORE_TYPES:
-        raise _invalid(name, raw, "one of " + ", ".join(TRUSTSTORE_TYPES) + " (unset: by the file's content)")
-    return str(value)
+def _store_type(*types: str) -> Parser:
+    """ssl.truststore.type / ssl.keystore.type: one of ``types`` (any case); unset or empty: by the file's content."""
+    def parse(name: str, raw: Any) -> str | None:
+        if raw is None or (isinstance(raw, str) and not raw.strip()):
+            return None
+        value = raw.strip().upper() if isinstance(raw, str) else raw
+        if value not in types:
+            raise _invalid(name, raw, "one of " + ", ".join(types) + " (unset: by the file's content)")
+        return str(value)
+
+    return parse
 
 
 def _acks(name: str, raw: Any) -> int:
@@ -260,14 +263,22 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("ssl.truststore.location", "string", _optional_string, None,
          "CA certificates to trust: a PEM file (as ssl.ca.location), a Java JKS/JCEKS truststore, or PKCS12 "
          "(needs the optional package cryptography)."),
-    _opt("ssl.truststore.type", "enum", _truststore_type, None,
+    _opt("ssl.truststore.type", "enum", _store_type(*TRUSTSTORE_TYPES), None,
          "PEM, JKS, JCEKS or PKCS12; unset: read from the file's first bytes."),
     _opt("ssl.truststore.password", "secret", _secret, None,
          "Password of a keystore truststore: checks a JKS's integrity as Java does (unset: not checked), opens "
          "a PKCS12's encrypted certificates; never logged. A PEM truststore has none."),
     _opt("ssl.certificate.location", "string", _optional_string, None, "PEM client certificate (mutual TLS)."),
     _opt("ssl.key.location", "string", _optional_string, None, "PEM private key of the client certificate."),
-    _opt("ssl.key.password", "secret", _secret, None, "Password of ssl.key.location; never logged."),
+    _opt("ssl.key.password", "secret", _secret, None,
+         "Password of the private key (ssl.key.location, or in ssl.keystore.location); never logged."),
+    _opt("ssl.keystore.location", "string", _optional_string, None,
+         "Client certificate and key (mutual TLS) as Java names them: a JKS or PKCS12 keystore (PKCS12 needs the "
+         "optional package cryptography), or PEM; instead of ssl.certificate.location and ssl.key.location."),
+    _opt("ssl.keystore.type", "enum", _store_type("JKS", "PKCS12", "PEM"), None,
+         "JKS, PKCS12 or PEM; unset: read from the file's first bytes."),
+    _opt("ssl.keystore.password", "secret", _secret, None,
+         "Password of ssl.keystore.location (and of its key unless ssl.key.password is set); never logged."),
     _opt("ssl.endpoint.identification.algorithm", "string", _choice("https", ""), "https",
          "https: verify the broker's host name against its certificate; empty string: do not."),
     _opt("ssl.check.hostname", "bool", _bool, True,
@@ -355,9 +366,6 @@ OPTIONS_BY_NAME: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}
 UNSUPPORTED_OPTIONS: dict[str, str] = {
     "key.serializer": "this producer sends bytes: serialize keys before send()",
     "value.serializer": "this producer sends bytes: serialize values before send()",
-    "ssl.keystore.location": "use ssl.certificate.location and ssl.key.location (PEM files)",
-    "ssl.keystore.password": "use ssl.key.password with ssl.key.location",
-    "ssl.keystore.type": "use ssl.certificate.location and ssl.key.location (PEM files)",
     "sasl.kerberos.service.name": "GSSAPI/Kerberos is not supported",
 }
 

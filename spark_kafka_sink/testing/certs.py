@@ -6,6 +6,7 @@
     certs.client_cert, certs.client_key       # mutual TLS
     certs.cleanup()
     java_truststore(certs.ca_cert, path, "JKS", "changeit")   # the CA in a Java truststore, made by keytool
+    java_keystore(certs.client_cert, certs.client_key, path, "JKS", "changeit")   # a client keystore (mutual TLS)
 
 
 What is made, and why:
@@ -36,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["TestCertificates", "OpenSSLMissingError", "make_test_certificates", "java_truststore", "SERVER_SANS",
-           "WRONG_HOST"]
+__all__ = ["TestCertificates", "OpenSSLMissingError", "make_test_certificates", "java_keystore", "java_truststore",
+           "SERVER_SANS", "WRONG_HOST"]
 
 SERVER_SANS = "IP:127.0.0.1,DNS:localhost"
 WRONG_HOST = "wrong-host.invalid"
@@ -185,5 +186,33 @@ def java_truststore(ca_cert: Path, path: Path, kind: str = "JKS", password: str 
                           capture_output=True, text=True, env={**os.environ, "STOREPASS": password})
     if proc.returncode != 0:
         raise RuntimeError(f"keytool -importcert failed ({proc.returncode}): {proc.stdout.strip()} "
+                           f"{proc.stderr.strip()}")
+    return path
+
+
+def java_keystore(cert: Path, key: Path, path: Path, kind: str = "JKS", password: str = "changeit",
+                  key_password: str | None = None, chain: tuple[Path, ...] = ()) -> Path:
+    """A client keystore ``path`` of ``kind`` (PKCS12 or JKS) holding ``key`` (PEM) and ``cert`` (+ ``chain``), as
+    users make one: ``openssl pkcs12 -export``, then for JKS ``keytool -importkeystore`` (the key protected with
+    ``key_password``, default ``password``)."""
+    from spark_kafka_sink.testing.broker_jars import require_java
+
+    p12 = path if kind == "PKCS12" else path.with_name(path.name + ".p12")
+    command = [_openssl(), "pkcs12", "-export", "-in", str(cert), "-inkey", str(key), "-out", str(p12), "-name",
+               "client", "-passout", "env:STOREPASS"]
+    for extra in chain:
+        command += ["-certfile", str(extra)]
+    env = {**os.environ, "STOREPASS": password, "KEYPASS": key_password or password}
+    subprocess.run(command, check=True, capture_output=True, env=env)
+    if kind == "PKCS12":
+        return path
+    keytool = Path(os.path.realpath(require_java())).parent / "keytool"
+    proc = subprocess.run([str(keytool), "-importkeystore", "-noprompt", "-srckeystore", str(p12), "-srcstoretype",
+                           "PKCS12", "-srcstorepass:env", "STOREPASS", "-destkeystore", str(path), "-deststoretype",
+                           kind, "-deststorepass:env", "STOREPASS", "-destkeypass:env", "KEYPASS"],
+                          capture_output=True, text=True, env=env)
+    p12.unlink()
+    if proc.returncode != 0:
+        raise RuntimeError(f"keytool -importkeystore failed ({proc.returncode}): {proc.stdout.strip()} "
                            f"{proc.stderr.strip()}")
     return path

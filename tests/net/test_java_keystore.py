@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from spark_kafka_sink.net.java_keystore import KeystorePasswordError, keystore_kind, trusted_certificates
+from spark_kafka_sink.net.java_keystore import (
+    KeystorePasswordError,
+    keystore_kind,
+    read_keystore,
+    recover_key,
+    trusted_certificates,
+)
 from spark_kafka_sink.secret import Secret
 from spark_kafka_sink.testing.broker_jars import require_java
 from spark_kafka_sink.testing.certs import TestCertificates, java_truststore, make_test_certificates
@@ -75,7 +81,7 @@ def test_a_secret_key_entry_is_refused(certs: TestCertificates, tmp_path: Path) 
     store = java_truststore(certs.ca_cert, tmp_path / "ks.jceks", "JCEKS", PASSWORD)
     keytool("-genseckey", "-alias", "aes", "-keyalg", "AES", "-keysize", "128", "-keystore", str(store),
             "-storetype", "JCEKS", "-keypass:env", "STOREPASS")
-    with pytest.raises(ValueError, match="secret key, which a truststore does not hold"):
+    with pytest.raises(ValueError, match="secret key, which a TLS keystore does not hold"):
         trusted_certificates(store.read_bytes(), Secret(PASSWORD))
 
 
@@ -90,3 +96,22 @@ def test_malformed_stores_say_what_is_wrong(certs: TestCertificates, tmp_path: P
     with pytest.raises(ValueError, match="bytes after its entries"):
         trusted_certificates(data[:-20] + b"\x00" * 3 + data[-20:], None)
     assert keystore_kind(b"-----BEGIN") is None and keystore_kind(b"\x30\x82") is None
+
+
+def test_a_jks_private_key_is_recovered_and_a_jceks_one_refused(tmp_path: Path) -> None:
+    """JKS keys (Sun's SHA-1 key protector) are decrypted, the wrong password told apart; JCEKS keys (triple DES)
+    are refused with a reason. That the key is right is shown by mutual TLS with it (tests/security)."""
+    for kind in ("JKS", "JCEKS"):
+        store = tmp_path / f"k.{kind}"
+        keytool("-genkeypair", "-alias", "me", "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=me",
+                "-keystore", str(store), "-storetype", kind, "-keypass:env", "STOREPASS")
+        (entry,) = read_keystore(store.read_bytes(), Secret(PASSWORD)).keys
+        assert entry.kind == kind and entry.alias == "me" and len(entry.chain) == 1
+        if kind == "JCEKS":
+            with pytest.raises(ValueError, match="JCEKS keys are triple-DES"):
+                recover_key(entry, Secret(PASSWORD))
+            continue
+        key = recover_key(entry, Secret(PASSWORD))
+        assert key[:1] == b"\x30" and b"\x2a\x86\x48\xce\x3d\x02\x01" in key[:40]  # PKCS#8, id-ecPublicKey
+        with pytest.raises(KeystorePasswordError, match="does not open the private key 'me'"):
+            recover_key(entry, Secret("not-" + PASSWORD))

@@ -85,16 +85,24 @@ def test_client_dns_lookup_takes_javas_default_only() -> None:
 def test_unsupported_java_key_says_why() -> None:
     with pytest.raises(ConfigError, match="serialize values before send"):
         cfg({"value.serializer": "org.apache.kafka.common.serialization.StringSerializer"})
-    with pytest.raises(ConfigError, match="use ssl.key.password with ssl.key.location") as info:
-        cfg({"ssl.keystore.password": "s3cret-pw"})
-    assert info.value.key == "ssl.keystore.password" and "s3cret-pw" not in str(info.value)
+    with pytest.raises(ConfigError, match="GSSAPI") as info:
+        cfg({"sasl.kerberos.service.name": "kafka"})
+    assert info.value.key == "sasl.kerberos.service.name"
 
 
-def test_truststore_password_is_a_secret() -> None:
-    """A JKS truststore's password (see tests/security for what it does): held as a Secret, never shown."""
-    c = cfg({"ssl.truststore.password": "s3cret-pw", "ssl.truststore.type": "jks"})
+def test_java_store_passwords_are_secrets() -> None:
+    """Java truststore and keystore settings (see tests/security for what they do): passwords held as Secrets,
+    never shown; a keystore and PEM files for the client certificate are one too many."""
+    c = cfg({"ssl.truststore.password": "s3cret-pw", "ssl.truststore.type": "jks", "ssl.keystore.type": "pkcs12",
+             "ssl.keystore.location": "/k.p12", "ssl.keystore.password": "s3cret-ks"})
     assert isinstance(c.ssl_truststore_password, Secret) and c.ssl_truststore_type == "JKS"
-    assert "s3cret-pw" not in repr(c) + str(c)
+    assert isinstance(c.ssl_keystore_password, Secret) and c.ssl_keystore_type == "PKCS12"
+    assert "s3cret-pw" not in repr(c) + str(c) and "s3cret-ks" not in repr(c) + str(c)
+    with pytest.raises(ConfigError, match="both name a client certificate") as info:
+        cfg({"ssl.keystore.location": "/k.p12", "ssl.certificate.location": "/c.pem", "ssl.key.location": "/k.pem"})
+    assert info.value.key == "ssl.keystore.location"
+    with pytest.raises(ConfigError, match="one of JKS, PKCS12, PEM"):
+        cfg({"ssl.keystore.type": "JCEKS"})
 
 
 @pytest.mark.parametrize("key,value,allowed", [

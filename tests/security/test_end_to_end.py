@@ -20,7 +20,7 @@ from spark_kafka_sink.errors import (
     TlsHandshakeError,
     UntrustedCertificateError,
 )
-from spark_kafka_sink.testing.certs import java_truststore
+from spark_kafka_sink.testing.certs import java_keystore, java_truststore
 from tests.security.conftest import PASSWORD, USER, SecureBroker, create_topic_secure, read_back_secure
 
 # A hang (reconnecting forever) must fail the test, not stall the suite.
@@ -204,23 +204,52 @@ def test_producer_with_a_java_truststore(secure_broker: SecureBroker, tmp_path: 
     assert time.monotonic() - started < MAX_BLOCK_MS / 2000
 
 
+@pytest.mark.parametrize("kind", ["JKS", "PKCS12"])
+def test_producer_with_a_java_keystore_over_mutual_tls(secure_broker: SecureBroker, tmp_path: Path, kind: str,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """The client certificate from a Java keystore, on the listener that requires one (without a certificate the
+    broker refuses the handshake: TlsHandshakeError, shown in test_producer_stops_at_once_on_a_misconfiguration)."""
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    certs = secure_broker.certs
+    topic = create_topic_secure(secure_broker)
+    keystore = java_keystore(certs.client_cert, certs.client_key, tmp_path / "client.keystore", kind,
+                             TRUSTSTORE_PASSWORD, chain=(certs.ca_cert,))
+    truststore = java_truststore(certs.ca_cert, tmp_path / "client.truststore", kind, TRUSTSTORE_PASSWORD)
+    settings = _java_truststore_settings(secure_broker, truststore)
+    settings.update({"bootstrap.servers": secure_broker.address("MTLS"), "ssl.keystore.location": str(keystore),
+                     "ssl.keystore.password": TRUSTSTORE_PASSWORD})
+    with caplog.at_level(logging.DEBUG):
+        with KafkaProducer(settings) as producer:
+            producer.send(topic, value=b"keystore", key=b"k").result(timeout=30)
+    assert read_back_secure(secure_broker, "MTLS", topic, expected=1, mutual_tls=True) == [(b"k", b"keystore")]
+    assert TRUSTSTORE_PASSWORD not in " ".join(r.getMessage() + repr(r.args) for r in caplog.records)
+
+
 @pytest.mark.spark
-def test_spark_write_with_a_java_truststore(secure_broker: SecureBroker, spark: Any, tmp_path: Path) -> None:
-    """A Spark job's kafka.ssl.* options as format("kafka") takes them, a JKS truststore included."""
+def test_spark_write_with_java_keystores(secure_broker: SecureBroker, spark: Any, tmp_path: Path) -> None:
+    """A Spark job's kafka.ssl.* options as format("kafka") takes them for mutual TLS: JKS truststore and
+    keystore, as Kafka's own documentation makes them."""
+    certs = secure_broker.certs
     topic = create_topic_secure(secure_broker, partitions=2)
-    store = java_truststore(secure_broker.certs.ca_cert, tmp_path / "kafka.client.truststore.jks", "JKS",
-                            TRUSTSTORE_PASSWORD)
+    truststore = java_truststore(certs.ca_cert, tmp_path / "kafka.client.truststore.jks", "JKS", TRUSTSTORE_PASSWORD)
+    keystore = java_keystore(certs.client_cert, certs.client_key, tmp_path / "kafka.client.keystore.jks", "JKS",
+                             TRUSTSTORE_PASSWORD, "key-" + TRUSTSTORE_PASSWORD)
     df = spark.createDataFrame([(f"k{i}", f"v{i}") for i in range(20)], "key string, value string")
     (df.write.format("pykafka-sink")
-        .option("kafka.bootstrap.servers", secure_broker.address("SSL"))
+        .option("kafka.bootstrap.servers", secure_broker.address("MTLS"))
         .option("topic", topic)
         .option("kafka.security.protocol", "SSL")
-        .option("kafka.ssl.truststore.location", str(store))
+        .option("kafka.ssl.truststore.location", str(truststore))
         .option("kafka.ssl.truststore.password", TRUSTSTORE_PASSWORD)
         .option("kafka.ssl.truststore.type", "JKS")
+        .option("kafka.ssl.keystore.location", str(keystore))
+        .option("kafka.ssl.keystore.password", TRUSTSTORE_PASSWORD)
+        .option("kafka.ssl.key.password", "key-" + TRUSTSTORE_PASSWORD)
+        .option("kafka.ssl.keystore.type", "JKS")
         .option("kafka.max.block.ms", "15000")
         .mode("append").save())
-    records = read_back_secure(secure_broker, "SSL", topic, expected=20)
+    records = read_back_secure(secure_broker, "MTLS", topic, expected=20, mutual_tls=True)
     assert sorted(records) == sorted((f"k{i}".encode(), f"v{i}".encode()) for i in range(20))
 
 

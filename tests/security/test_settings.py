@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import ssl
 import subprocess
 import sys
@@ -16,7 +17,8 @@ from spark_kafka_sink.net.security import SaslAuthentication, TlsHandshake, hand
 from spark_kafka_sink.net.security_settings import SecuritySettings
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.secret import Secret
-from spark_kafka_sink.testing.certs import TestCertificates, java_truststore
+from spark_kafka_sink.testing.broker_jars import require_java
+from spark_kafka_sink.testing.certs import TestCertificates, java_keystore, java_truststore
 
 PASSWORD = "s3cret-Pa55-XYZZY"
 
@@ -179,10 +181,70 @@ def test_java_truststore_mistakes_name_the_option(tmp_path: Path, certs: TestCer
     assert pem_password.key == "ssl.truststore.password" and "a PEM truststore has no password" in str(pem_password)
 
 
-def test_java_keystore_options_are_refused() -> None:
-    with pytest.raises(ConfigError, match="ssl.certificate.location and ssl.key.location") as info:
-        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.keystore.location": "/x/k.jks"})
-    assert info.value.key == "ssl.keystore.location"
+def _client_pem(certs: TestCertificates, folder: Path, encrypted: bool) -> Path:
+    """A PEM keystore as Java's ssl.keystore.type=PEM takes it: the private key, then the certificate chain."""
+    key = certs.client_key_encrypted if encrypted else certs.client_key
+    path = folder / "client-keystore.pem"
+    path.write_bytes(key.read_bytes() + certs.client_cert.read_bytes() + certs.ca_cert.read_bytes())
+    return path
+
+
+@pytest.mark.parametrize(("kind", "declared", "key_password"), [
+    ("JKS", None, None), ("JKS", "JKS", "key-pw-2"), ("PKCS12", None, None), ("PKCS12", "PKCS12", None),
+    ("PEM", "PEM", None), ("PEM", None, "encrypted")])
+def test_a_client_keystore_loads(kind: str, declared: str | None, key_password: str | None, tmp_path: Path,
+                                 certs: TestCertificates) -> None:
+    """ssl.keystore.* as a Java configuration gives them (what the broker sees is shown in test_end_to_end)."""
+    options = {"security.protocol": "SSL"}
+    if kind == "PEM":
+        store = _client_pem(certs, tmp_path, encrypted=key_password is not None)
+        if key_password:
+            options["ssl.key.password"] = certs.client_key_password
+    else:
+        store = java_keystore(certs.client_cert, certs.client_key, tmp_path / f"client.{kind.lower()}", kind,
+                              "store-pw", key_password, chain=(certs.ca_cert,))
+        options["ssl.keystore.password"] = "store-pw"
+        if key_password:
+            options["ssl.key.password"] = key_password
+    options["ssl.keystore.location"] = str(store)
+    if declared:
+        options["ssl.keystore.type"] = declared
+    SecuritySettings.from_options(options).ssl_context()
+
+
+def test_client_keystore_mistakes_name_the_option(tmp_path: Path, certs: TestCertificates,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    jks = java_keystore(certs.client_cert, certs.client_key, tmp_path / "c.jks", "JKS", "store-pw", "key-pw-2")
+    p12 = java_keystore(certs.client_cert, certs.client_key, tmp_path / "c.p12", "PKCS12", "store-pw")
+
+    def error(store: Path, **options: str) -> ConfigError:
+        with pytest.raises(ConfigError) as info:
+            SecuritySettings.from_options({"security.protocol": "SSL", "ssl.keystore.location": str(store),
+                                           **{k.replace("_", "."): v for k, v in options.items()}}).ssl_context()
+        assert not any(pw in str(info.value) for pw in ("store-pw", "key-pw-2", "wrong-pw"))
+        return info.value
+
+    assert error(jks, ssl_keystore_password="wrong-pw").key == "ssl.keystore.password"  # the store's integrity
+    assert error(jks, ssl_keystore_password="store-pw").key == "ssl.keystore.password"  # the key has its own
+    assert error(jks, ssl_keystore_password="store-pw", ssl_key_password="wrong-pw").key == "ssl.key.password"
+    assert error(jks).key == "ssl.keystore.password"  # no password at all: the key cannot be decrypted
+    assert error(p12, ssl_keystore_password="wrong-pw").key == "ssl.keystore.password"
+    assert error(jks, ssl_keystore_type="PEM", ssl_keystore_password="store-pw").key == "ssl.keystore.type"
+    assert error(certs.client_cert, ssl_keystore_type="JKS").key == "ssl.keystore.type"
+    two = java_truststore(certs.ca_cert, tmp_path / "two.jks", "JKS", "store-pw")
+    keytool = Path(os.path.realpath(require_java())).parent / "keytool"
+    for alias in ("second", "third"):  # the client's key twice more, beside a CA certificate
+        subprocess.run([str(keytool), "-importkeystore", "-noprompt", "-srckeystore", str(jks), "-srcstorepass",
+                        "store-pw", "-srckeypass", "key-pw-2", "-srcalias", "client", "-destkeystore", str(two),
+                        "-deststorepass", "store-pw", "-destkeypass", "key-pw-2", "-destalias", alias],
+                       check=True, capture_output=True)
+    assert "holds 2 private keys" in str(error(two, ssl_keystore_password="store-pw", ssl_key_password="key-pw-2"))
+    with pytest.raises(ConfigError, match="both name a client certificate"):
+        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.keystore.location": str(jks),
+                                       "ssl.certificate.location": str(certs.client_cert)})
+    monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.serialization", None)  # not installed
+    absent = error(p12, ssl_keystore_password="store-pw")
+    assert absent.key == "ssl.keystore.location" and "pip install spark-kafka-sink[pkcs12]" in str(absent)
 
 
 @pytest.mark.parametrize(("key", "what"), [
