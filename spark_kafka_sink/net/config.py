@@ -169,6 +169,8 @@ def _security_options(options: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, 
             out.append((key, value))
         elif is_secret_name(key):
             out.append((key, Secret(str(value))))
+        elif callable(value):  # sasl.oauthbearer.token.provider given as a Python callable
+            out.append((key, value))
         elif isinstance(value, (list, tuple)):  # ssl.enabled.protocols given as a Python list
             out.append((key, ",".join(str(v) for v in value)))
         else:

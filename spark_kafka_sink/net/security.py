@@ -49,10 +49,11 @@ from spark_kafka_sink.errors import (
 )
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.handshake import Handshake, HandshakeContext, HandshakeStatus
+from spark_kafka_sink.net.oauthbearer import OAuthBearerTokens
 from spark_kafka_sink.net.security_errors import tls_handshake_error
 from spark_kafka_sink.net.security_settings import SecuritySettings
 from spark_kafka_sink.protocol.messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
-from spark_kafka_sink.protocol.sasl import SaslClient, sasl_client
+from spark_kafka_sink.protocol.sasl import OAuthBearerClient, SaslClient, sasl_client
 from spark_kafka_sink.secret import Secret
 
 __all__ = ["TlsHandshake", "SaslAuthentication", "handshakes_for", "handshakes_of",
@@ -107,11 +108,13 @@ class _SaslPhase(enum.Enum):
 class SaslAuthentication:
     """SaslHandshake v1 (pick the mechanism), then SaslAuthenticate requests carrying the mechanism's tokens."""
 
-    def __init__(self, mechanism: str, username: str, password: Secret) -> None:
+    def __init__(self, mechanism: str, username: str, password: Secret | None = None,
+                 tokens: OAuthBearerTokens | None = None) -> None:
         self.mechanism = mechanism
         self.name = f"SASL/{mechanism}"
-        self._username = username
+        self._username = username  # for messages; OAUTHBEARER: what gives its tokens
         self._password = password
+        self._tokens = tokens  # OAUTHBEARER
         self._client: SaslClient | None = None
         self._phase = _SaslPhase.HANDSHAKE
 
@@ -138,14 +141,24 @@ class SaslAuthentication:
             raise_for_code(code, f"{ctx.address} did not expect SASL: is it a SASL listener? check "
                                  f"security.protocol and the port", where)
         raise_for_code(code, None, where)
-        self._client = sasl_client(self.mechanism, self._username, self._password.reveal())
+        if self._tokens is not None:  # the token is fetched (or refreshed) here, for this connection
+            try:
+                token = self._tokens.token().reveal()
+            except BrokerError as exc:
+                exc.context = where
+                raise
+            self._client = OAuthBearerClient(token, self._tokens.extensions)
+        else:
+            assert self._password is not None
+            self._client = sasl_client(self.mechanism, self._username, self._password.reveal())
         self._phase = _SaslPhase.AUTHENTICATE
         ctx.send_request(SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION,
                          {"auth_bytes": self._client.initial_response()})
 
     def _on_authenticate(self, ctx: HandshakeContext, body: Mapping[str, Any]) -> HandshakeStatus:
         client = self._client
-        where = f"{self.name} authentication of user {self._username!r} with {ctx.address}"
+        who = self._username if self._tokens is not None else f"user {self._username!r}"
+        where = f"{self.name} authentication of {who} with {ctx.address}"
         if client is None or self._phase is not _SaslPhase.AUTHENTICATE:
             raise IllegalSaslStateError(f"a SASL response arrived in phase {self._phase.value}", context=where)
         # The broker's message names the mechanism and says "invalid credentials"; it never holds the password.
@@ -186,7 +199,10 @@ def handshakes_of(settings: SecuritySettings, host: str) -> list[Handshake]:
     steps: list[Handshake] = []
     if settings.uses_tls:
         steps.append(TlsHandshake(settings.ssl_context(), host, settings.ca_location))
-    if settings.uses_sasl:
+    if settings.uses_sasl and settings.oauth_tokens is not None:
+        steps.append(SaslAuthentication(settings.sasl_mechanism, settings.oauth_tokens.source,
+                                        tokens=settings.oauth_tokens))
+    elif settings.uses_sasl:
         if settings.sasl_username is None or settings.sasl_password is None:  # only a hand-built object lacks them
             raise ConfigError("SASL needs sasl.username and sasl.password (or sasl.jaas.config)", key="sasl.username")
         steps.append(SaslAuthentication(settings.sasl_mechanism, settings.sasl_username, settings.sasl_password))

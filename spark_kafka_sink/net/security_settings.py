@@ -20,9 +20,10 @@ from typing import Any
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.client_keystore import KEYSTORE_TYPES, load_keystore
 from spark_kafka_sink.net.config import NetConfig
+from spark_kafka_sink.net.oauthbearer import OAuthBearerTokens, token_provider, token_source
 from spark_kafka_sink.net.truststore import TRUSTSTORE_TYPES, load_trusted
-from spark_kafka_sink.protocol.jaas import jaas_credentials
-from spark_kafka_sink.protocol.sasl import SUPPORTED_MECHANISMS
+from spark_kafka_sink.protocol.jaas import jaas_credentials, jaas_oauthbearer_options
+from spark_kafka_sink.protocol.sasl import OAUTHBEARER, SUPPORTED_MECHANISMS
 from spark_kafka_sink.secret import Secret
 
 __all__ = ["SecuritySettings", "settings_for", "tls_versions"]
@@ -61,6 +62,7 @@ class SecuritySettings:
     sasl_mechanism: str = "PLAIN"
     sasl_username: str | None = None
     sasl_password: Secret | None = None
+    oauth_tokens: OAuthBearerTokens | None = None  # sasl.mechanism=OAUTHBEARER: where its tokens come from
 
     @property
     def uses_tls(self) -> bool:
@@ -231,12 +233,23 @@ def tls_versions(enabled: str | None, protocol: str | None) -> tuple[ssl.TLSVers
 
 def _sasl_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
     mechanism = (get("sasl.mechanism") or "PLAIN").upper()
-    if mechanism not in SUPPORTED_MECHANISMS:
-        raise ConfigError(f"sasl.mechanism={mechanism} is not supported: use one of {', '.join(SUPPORTED_MECHANISMS)}",
-                          key="sasl.mechanism")
+    if mechanism not in (*SUPPORTED_MECHANISMS, OAUTHBEARER):
+        raise ConfigError(f"sasl.mechanism={mechanism} is not supported: use one of "
+                          f"{', '.join((*SUPPORTED_MECHANISMS, OAUTHBEARER))}", key="sasl.mechanism")
     jaas = _secret(opts["sasl.jaas.config"]) if "sasl.jaas.config" in opts else None
     username = get("sasl.username")
     password = _secret(opts["sasl.password"]) if "sasl.password" in opts else None
+    provider = opts.get("sasl.oauthbearer.token.provider")
+    if mechanism == OAUTHBEARER:
+        if username is not None or password is not None:
+            raise ConfigError("sasl.mechanism=OAUTHBEARER authenticates with a token: sasl.username and sasl.password "
+                              "are for PLAIN and SCRAM (see sasl.oauthbearer.token.provider)", key="sasl.username")
+        tokens = token_source(jaas_oauthbearer_options(jaas.reveal()) if jaas is not None else None,
+                              token_provider(provider))
+        return {"sasl_mechanism": mechanism, "oauth_tokens": tokens}
+    if provider not in (None, ""):
+        raise ConfigError(f"sasl.oauthbearer.token.provider is set but sasl.mechanism={mechanism}: set "
+                          "sasl.mechanism=OAUTHBEARER", key="sasl.oauthbearer.token.provider")
     if jaas is not None:
         if username is not None or password is not None:
             raise ConfigError("set either sasl.jaas.config or sasl.username/sasl.password, not both",

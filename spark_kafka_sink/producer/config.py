@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.net.oauthbearer import token_source
 from spark_kafka_sink.net.security_settings import tls_versions
 from spark_kafka_sink.producer.config_options import (
     IGNORED_OPTIONS,
@@ -39,7 +40,8 @@ from spark_kafka_sink.producer.config_options import (
     UNSUPPORTED_OPTIONS,
     Secret,
 )
-from spark_kafka_sink.protocol.jaas import jaas_credentials
+from spark_kafka_sink.protocol.jaas import jaas_credentials, jaas_oauthbearer_options
+from spark_kafka_sink.protocol.sasl import OAUTHBEARER
 
 __all__ = ["ProducerConfig", "Secret", "SaslCredentials"]
 
@@ -66,6 +68,7 @@ class ProducerConfig:
     sasl_username: str | None
     sasl_password: Secret | None
     sasl_jaas_config: Secret | None
+    sasl_oauthbearer_token_provider: Callable[[], Any] | None
     ssl_ca_location: str | None
     ssl_truststore_location: str | None
     ssl_truststore_type: str | None
@@ -207,7 +210,7 @@ class ProducerConfig:
 
     def sasl_credentials(self) -> SaslCredentials | None:
         """Mechanism, user name and password for SASL (from sasl.username/password or sasl.jaas.config)."""
-        if not self.uses_sasl:
+        if not self.uses_sasl or self.sasl_mechanism == OAUTHBEARER:  # OAUTHBEARER: a token (net/oauthbearer.py)
             return None
         if self.sasl_jaas_config is not None:
             username, password = _parse_jaas(self.sasl_jaas_config, self.sasl_mechanism)
@@ -321,6 +324,17 @@ def _sasl_rules(v: dict[str, Any], explicit: set[str]) -> None:
                             "set security.protocol=SASL_SSL or SASL_PLAINTEXT", "security.protocol")
         return
     has_pair = v["sasl_username"] is not None or v["sasl_password"] is not None
+    provider = v["sasl_oauthbearer_token_provider"]
+    if v["sasl_mechanism"] == OAUTHBEARER:
+        if has_pair:
+            raise _conflict("sasl.mechanism=OAUTHBEARER authenticates with a token: sasl.username and sasl.password "
+                            "are for PLAIN and SCRAM", "sasl.username")
+        jaas = v["sasl_jaas_config"]
+        token_source(None if jaas is None else jaas_oauthbearer_options(jaas.reveal()), provider)  # fail now
+        return
+    if provider is not None:
+        raise _conflict(f"sasl.oauthbearer.token.provider is set but sasl.mechanism={v['sasl_mechanism']}; set "
+                        "sasl.mechanism=OAUTHBEARER", "sasl.oauthbearer.token.provider")
     if v["sasl_jaas_config"] is not None:
         if has_pair:
             raise _conflict("set either sasl.jaas.config or sasl.username/sasl.password, not both",

@@ -10,16 +10,17 @@ A parser raises ``ConfigError`` naming the key, the value (never for a secret) a
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.net.oauthbearer import token_provider
 from spark_kafka_sink.net.security_settings import tls_versions
 from spark_kafka_sink.net.truststore import TRUSTSTORE_TYPES
 from spark_kafka_sink.producer.java_partitioners import JAVA_PARTITIONERS, java_partitioner
+from spark_kafka_sink.python_objects import resolve_object
 from spark_kafka_sink.secret import Secret, is_secret_name
 
 __all__ = ["Secret", "OptionSpec", "OPTIONS", "OPTIONS_BY_NAME", "UNSUPPORTED_OPTIONS", "IGNORED_OPTIONS",
@@ -164,36 +165,14 @@ def _servers(name: str, raw: Any) -> tuple[str, ...]:
     return tuple(items)
 
 
-_JAVA_ROOTS = ("org.", "com.", "io.", "net.")
-
-
-def _resolve(name: str, raw: Any, java_hint: str = "") -> Any:
-    """A Python object, or a dotted path ``package.module.attr`` (Spark options are strings) that is imported and,
-    if it names a class, instantiated without arguments -- the Python counterpart of Java's class-name configs.
-    ``java_hint`` ends the error for a path that looks like a Java class name."""
-    if not isinstance(raw, str):
-        return raw
-    module_name, _, attr = raw.strip().rpartition(".")
-    if not module_name:
-        raise _invalid(name, raw, "a Python object or a dotted path package.module.name")
-    try:
-        target = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        if raw.strip().startswith(_JAVA_ROOTS):  # a configuration copied from Java names its classes
-            raise ConfigError(f"{name}={raw!r} looks like a Java class, which cannot run here: give a Python object "
-                              f"or the dotted path of one (package.module.name) doing the same{java_hint}",
-                              key=name) from None
-        raise ConfigError(f"{name}={raw!r}: cannot import it ({exc})", key=name) from None
-    return target() if isinstance(target, type) else target
-
-
 def _partitioner(name: str, raw: Any) -> Callable[[str, bytes | None, int], int] | None:
     if raw is None or raw == "":
         return None
     if isinstance(raw, str) and raw.strip() in JAVA_PARTITIONERS:
         return java_partitioner(raw.strip())
     java_own = ", ".join(n.rpartition(".")[2] for n in JAVA_PARTITIONERS)
-    target = _resolve(name, raw, java_hint=f"; of Java's own partitioners {java_own} are understood by their names")
+    hint = f"; of Java's own partitioners {java_own} are understood by their names"
+    target = resolve_object(name, raw, java_hint=hint)
     if not callable(target) and callable(getattr(target, "partition", None)):
         target = target.partition  # an object with a Java-like partition(topic, key_bytes, num_partitions) method
     if not callable(target):
@@ -201,14 +180,18 @@ def _partitioner(name: str, raw: Any) -> Callable[[str, bytes | None, int], int]
     return target  # type: ignore[no-any-return]
 
 
+def _token_provider(name: str, raw: Any) -> Callable[[], Any] | None:
+    return token_provider(raw)
+
+
 def _objects(name: str, raw: Any) -> tuple[object, ...]:
     if raw is None or raw == "":
         return ()
     if isinstance(raw, str):
-        return tuple(_resolve(name, part) for part in raw.split(",") if part.strip())
+        return tuple(resolve_object(name, part) for part in raw.split(",") if part.strip())
     if isinstance(raw, Sequence):
-        return tuple(_resolve(name, item) for item in raw)
-    return (_resolve(name, raw),)
+        return tuple(resolve_object(name, item) for item in raw)
+    return (resolve_object(name, raw),)
 
 
 def _dns_lookup(name: str, raw: Any) -> str:
@@ -252,8 +235,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("security.protocol", "enum", _choice("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", upper=True),
          "PLAINTEXT",
          "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."),
-    _opt("sasl.mechanism", "enum", _choice("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", upper=True), "PLAIN",
-         "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (GSSAPI/OAUTHBEARER are not supported)."),
+    _opt("sasl.mechanism", "enum", _choice("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", upper=True),
+         "PLAIN", "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (GSSAPI is not supported)."),
+    _opt("sasl.oauthbearer.token.provider", "callable", _token_provider, None,
+         "OAUTHBEARER: a Python callable returning the token, or (token, expiry in epoch seconds), or its dotted "
+         "path; unset: Java's unsecured login from sasl.jaas.config (unsecuredLoginStringClaim_sub=...)."),
     _opt("sasl.username", "string", _optional_string, None, "SASL user name (alternative to sasl.jaas.config)."),
     _opt("sasl.password", "secret", _secret, None, "SASL password; never logged."),
     _opt("sasl.jaas.config", "secret", _secret, None,
@@ -367,6 +353,10 @@ UNSUPPORTED_OPTIONS: dict[str, str] = {
     "key.serializer": "this producer sends bytes: serialize keys before send()",
     "value.serializer": "this producer sends bytes: serialize values before send()",
     "sasl.kerberos.service.name": "GSSAPI/Kerberos is not supported",
+    "sasl.oauthbearer.token.endpoint.url": "Java's OIDC client-credentials login is not built: give "
+                                           "sasl.oauthbearer.token.provider, a Python callable that fetches the token",
+    "sasl.login.callback.handler.class": "Java login handlers cannot run here: for OAUTHBEARER give "
+                                         "sasl.oauthbearer.token.provider, a Python callable that fetches the token",
 }
 
 

@@ -22,10 +22,12 @@ from typing import Mapping
 
 from spark_kafka_sink.errors import ConfigError
 
-__all__ = ["JaasLoginModule", "parse_jaas_config", "jaas_credentials", "PLAIN_LOGIN_MODULE", "SCRAM_LOGIN_MODULE"]
+__all__ = ["JaasLoginModule", "parse_jaas_config", "jaas_credentials", "jaas_oauthbearer_options", "PLAIN_LOGIN_MODULE",
+           "SCRAM_LOGIN_MODULE", "OAUTHBEARER_LOGIN_MODULE"]
 
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+OAUTHBEARER_LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 _CONTROL_FLAGS = ("required", "requisite", "sufficient", "optional")
 _KEY = "sasl.jaas.config"
 # Characters of a bare word: Java's default word characters plus the ones Kafka's JaasConfig adds ('-', '_', '$')
@@ -186,3 +188,13 @@ def jaas_credentials(text: str, mechanism: str) -> tuple[str, str]:
         raise _error(f"the login module has no {' or '.join(missing)} option: add "
                      f"{' '.join(f'{name}=...' for name in missing)} before the ';'")
     return module.options["username"], module.options["password"]
+
+
+def jaas_oauthbearer_options(text: str) -> dict[str, str]:
+    """The options of ``sasl.jaas.config`` for OAUTHBEARER, whose login module must be OAuthBearerLoginModule."""
+    module = parse_jaas_config(text)
+    if module.class_name != OAUTHBEARER_LOGIN_MODULE:
+        named = module.class_name if module.class_name.endswith("LoginModule") else "another login module"
+        raise _error(f"sasl.mechanism=OAUTHBEARER needs the login module {OAUTHBEARER_LOGIN_MODULE}, but the config "
+                     f"names {named}")
+    return dict(module.options)

@@ -1,4 +1,5 @@
-"""SASL mechanisms, sans-IO: PLAIN (RFC 4616) and SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677).
+"""SASL mechanisms, sans-IO: PLAIN (RFC 4616), SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677) and OAUTHBEARER
+(RFC 7628, with a token from :mod:`spark_kafka_sink.net.oauthbearer`).
 
 A mechanism is a small client state machine that turns server tokens into client tokens; the network layer carries
 the tokens inside SaslAuthenticate requests (after SaslHandshake v1) and never looks inside them::
@@ -24,11 +25,15 @@ import enum
 import hashlib
 import hmac
 import os
+from collections.abc import Mapping
 from typing import Protocol
 
 from spark_kafka_sink.errors import ConfigError, IllegalSaslStateError, SaslAuthenticationFailedError
 
 __all__ = [
+    "OAUTHBEARER",
+    "OAuthBearerClient",
+    "oauthbearer_initial_response",
     "SUPPORTED_MECHANISMS",
     "SCRAM_MIN_ITERATIONS",
     "SaslClient",
@@ -41,7 +46,10 @@ __all__ = [
     "saslname",
 ]
 
-SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # the user name and password ones
+OAUTHBEARER = "OAUTHBEARER"  # a bearer token instead (OAuthBearerClient)
+# RFC 7628 key/value separator (Kafka's OAuthBearerClientInitialResponse.SEPARATOR)
+_KVSEP = "\x01"
 # Kafka's brokers refuse to store SCRAM credentials with fewer iterations; a server offering fewer is either broken
 # or trying to make an offline dictionary attack on the exchange cheap.
 SCRAM_MIN_ITERATIONS = 4096
@@ -79,6 +87,42 @@ class SaslClient(Protocol):
     def complete(self) -> bool:
         """True once the exchange finished successfully."""
         ...
+
+
+def oauthbearer_initial_response(token: str, extensions: Mapping[str, str] | None = None) -> bytes:
+    """RFC 7628 client message, as Kafka writes it (KIP-255, extensions KIP-342): the gs2 header ``n,,``, then
+    ``auth=Bearer <token>`` and each ``key=value`` extension, each ended by 0x01, and a final 0x01."""
+    pairs = [f"auth=Bearer {token}", *(f"{k}={v}" for k, v in (extensions or {}).items())]
+    return ("n,," + _KVSEP + "".join(p + _KVSEP for p in pairs) + _KVSEP).encode("utf-8")
+
+
+class OAuthBearerClient:
+    """OAUTHBEARER: one client message carrying the token. The broker answers an empty challenge when it accepts
+    the token, else a JSON error (RFC 7628 3.2.2, e.g. ``{"status":"invalid_token"}``): that fails here at once,
+    with the broker's JSON, rather than after the 0x01 the RFC has the client send to end the exchange."""
+
+    mechanism = OAUTHBEARER
+
+    def __init__(self, token: str, extensions: Mapping[str, str] | None = None) -> None:
+        self._message = oauthbearer_initial_response(token, extensions)
+        self._complete = False
+
+    def initial_response(self) -> bytes:
+        return self._message
+
+    def respond(self, challenge: bytes) -> bytes | None:
+        if challenge:
+            detail = challenge.decode("utf-8", "replace")
+            raise SaslVerificationError(f"the broker refused the OAUTHBEARER token: {detail}")
+        self._complete = True
+        return None
+
+    @property
+    def complete(self) -> bool:
+        return self._complete
+
+    def __repr__(self) -> str:
+        return f"OAuthBearerClient(complete={self._complete})"  # never the token
 
 
 def saslname(username: str) -> str:

@@ -13,6 +13,7 @@ SASL_SSL        SASL_SSL          the same over TLS
 MTLS            SSL               client certificate *required*
 WRONGHOST       SSL               presents a certificate for another host name (hostname mismatch)
 PLAINONLY       SASL_PLAINTEXT    enables only PLAIN (a SCRAM client gets UNSUPPORTED_SASL_MECHANISM)
+OAUTH           SASL_PLAINTEXT    OAUTHBEARER only, Kafka's unsecured validator (unsecured JWTs: "alg":"none")
 ==============  ================  ===========================================================================
 
 ACLs: the broker runs KRaft's ``StandardAuthorizer`` with ``allow.everyone.if.no.acl.found=true``, so a resource
@@ -43,11 +44,12 @@ PLAIN_ONLY_PASSWORD = "bob-secret-41d2e8"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 #: The principal of the PLAINTEXT and CONTROLLER listeners (no authentication): a super user of the authorizer.
 SUPER_USER = "User:ANONYMOUS"
-LISTENERS = ("SSL", "SASL_PLAINTEXT", "SASL_SSL", "MTLS", "WRONGHOST", "PLAINONLY")
+LISTENERS = ("SSL", "SASL_PLAINTEXT", "SASL_SSL", "MTLS", "WRONGHOST", "PLAINONLY", "OAUTH")
 #: How long each failure case took to fail (seconds), shown in the terminal summary.
 FAILURE_TIMINGS: dict[str, float] = {}
 _PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 _SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -62,7 +64,7 @@ def broker_properties(certs: TestCertificates) -> dict[str, str]:
     props = {
         "listener.security.protocol.map": ",".join([
             "CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT",
-            "SASL_SSL:SASL_SSL", "MTLS:SSL", "WRONGHOST:SSL", "PLAINONLY:SASL_PLAINTEXT",
+            "SASL_SSL:SASL_SSL", "MTLS:SSL", "WRONGHOST:SSL", "PLAINONLY:SASL_PLAINTEXT", "OAUTH:SASL_PLAINTEXT",
         ]),
         # PEM key store: PKCS#8 key + certificate chain in one file, no key password.
         "ssl.keystore.type": "PEM",
@@ -76,6 +78,9 @@ def broker_properties(certs: TestCertificates) -> dict[str, str]:
         "listener.name.plainonly.sasl.enabled.mechanisms": "PLAIN",
         "listener.name.plainonly.plain.sasl.jaas.config":
             f'{_PLAIN_MODULE} required user_{PLAIN_ONLY_USER}="{PLAIN_ONLY_PASSWORD}";',
+        "listener.name.oauth.sasl.enabled.mechanisms": "OAUTHBEARER",
+        "listener.name.oauth.oauthbearer.sasl.jaas.config":
+            f'{OAUTH_MODULE} required unsecuredLoginStringClaim_sub="admin";',
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "allow.everyone.if.no.acl.found": "true",
         "super.users": SUPER_USER,
@@ -138,15 +143,20 @@ def secure_broker(certs: TestCertificates) -> Iterator[SecureBroker]:
 def librdkafka_settings(broker: SecureBroker, listener: str, mechanism: str = "SCRAM-SHA-512",
                         mutual_tls: bool = False, **extra: Any) -> dict[str, Any]:
     """confluent-kafka (librdkafka) settings for ``listener``: the independent client's view of the same security."""
-    protocol = {"MTLS": "SSL", "WRONGHOST": "SSL", "PLAINONLY": "SASL_PLAINTEXT"}.get(listener, listener)
+    protocol = {"MTLS": "SSL", "WRONGHOST": "SSL", "PLAINONLY": "SASL_PLAINTEXT",
+                "OAUTH": "SASL_PLAINTEXT"}.get(listener, listener)
     conf: dict[str, Any] = {"bootstrap.servers": broker.address(listener), "security.protocol": protocol}
+    if listener == "OAUTH":  # librdkafka's own unsecured JWT, accepted by the listener's unsecured validator
+        mechanism = "OAUTHBEARER"
+        conf.update({"sasl.mechanism": mechanism, "enable.sasl.oauthbearer.unsecure.jwt": True,
+                     "sasl.oauthbearer.config": "principal=reader"})
     if "SSL" in protocol:
         conf["ssl.ca.location"] = str(broker.certs.ca_cert)
         conf["ssl.endpoint.identification.algorithm"] = "https"
     if mutual_tls:
         conf["ssl.certificate.location"] = str(broker.certs.client_cert)
         conf["ssl.key.location"] = str(broker.certs.client_key)
-    if protocol.startswith("SASL_"):
+    if protocol.startswith("SASL_") and mechanism != "OAUTHBEARER":
         conf.update({"sasl.mechanism": mechanism, "sasl.username": USER, "sasl.password": PASSWORD})
     conf.update(extra)
     return conf
