@@ -4,11 +4,18 @@
     tokens.token()                                    # the current token (Secret), fetched again when it is old
     tokens.extensions                                 # SASL extensions (KIP-342) for the client message
 
-Two sources, as the Java client and confluent-kafka have them:
+Three sources, as the Java client and confluent-kafka have them:
 
 * ``sasl.oauthbearer.token.provider``: a Python callable (or the dotted path of one, importable on the executors)
   that returns the token, or ``(token, expiry)`` with the expiry in epoch seconds (confluent-kafka's ``oauth_cb``
   contract). That is how a cloud's own token library plugs in (AWS MSK IAM's signer, Azure identity, Google auth);
+* ``sasl.oauthbearer.token.endpoint.url``, Java's OIDC login (``OAuthBearerLoginCallbackHandler``): the OAuth
+  client-credentials grant at that endpoint with the ``OAuthBearerLoginModule`` options ``clientId``,
+  ``clientSecret`` (form-encoded, then HTTP Basic, RFC 6749 2.3.1) and ``scope``; the answer's ``access_token`` and
+  ``expires_in``. Each request has a 10 s timeout; a network error or a 5xx answer is tried again after 0.1 s, then
+  0.2 s; a 4xx fails at once with the endpoint's error code (e.g. ``invalid_client``), never its other text. A
+  ``file:`` URL names a file holding the token instead, read at each refresh. ``extension_<name>`` options are SASL
+  extensions (as for a provider);
 * otherwise Java's default login handler (``OAuthBearerUnsecuredLoginCallbackHandler``): an unsecured JWT
   (``"alg":"none"``) built from the ``OAuthBearerLoginModule`` options ``unsecuredLoginStringClaim_<name>``
   (``sub`` required, the principal), ``unsecuredLoginNumberClaim_<name>``, ``unsecuredLoginListClaim_<name>``
@@ -18,28 +25,45 @@ Two sources, as the Java client and confluent-kafka have them:
 
 A token is used by every new connection until 80% of its lifetime has passed (Java's
 ``sasl.login.refresh.window.factor``), then fetched again; one without a known expiry, for an hour. A JWT's own
-``exp`` claim is its expiry when the provider gives none. Tokens are :class:`~spark_kafka_sink.secret.Secret`
-values: never logged, never in an error or a ``repr``.
+``exp`` claim is its expiry when the provider gives none. If fetching the next token fails while the current one
+is still valid, the current one is kept and the fetch tried again 10 s later (the token in hand, not the fetch, is
+what a connection needs); only without a valid token does authentication fail. Tokens are
+:class:`~spark_kafka_sink.secret.Secret` values: never logged, never in an error or a ``repr``.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 import re
 import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError, SaslAuthenticationFailedError
 from spark_kafka_sink.python_objects import resolve_object
 from spark_kafka_sink.secret import Secret
 
-__all__ = ["OAuthBearerTokens", "token_provider", "token_source", "unsecured_jwt"]
+__all__ = ["JAVA_OAUTH_LOGIN_HANDLERS", "OAuthBearerTokens", "token_provider", "token_source", "unsecured_jwt"]
+
+#: sasl.login.callback.handler.class values naming Java's token endpoint login (its 3.1 package, then its own).
+JAVA_OAUTH_LOGIN_HANDLERS = (
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+    "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",
+)
 
 _REFRESH_FACTOR = 0.8  # Java's sasl.login.refresh.window.factor
 _UNKNOWN_LIFETIME_S = 3600.0
+_RETRY_S = 10.0  # after a failed refresh, while the current token is still valid
+_HTTP_TIMEOUT_S = 10.0  # each token endpoint request (connect, and each read)
+_HTTP_ATTEMPTS = 3  # network errors and 5xx answers are tried again, after 0.1 s, then 0.2 s
+log = logging.getLogger(__name__)
 _PREFIX = "unsecuredLogin"
 _RESERVED_CLAIMS = ("iat", "exp")
 # Kafka's OAuthBearerClientInitialResponse: extension keys are letters; values printable ASCII without 0x01.
@@ -85,20 +109,30 @@ class OAuthBearerTokens:
         self._clock = clock
         self._lock = threading.Lock()
         self._token: Secret | None = None
-        self._refresh_at = 0.0
+        self._refresh_at = self._expires_at = 0.0
 
     def token(self) -> Secret:
         """The token to authenticate a new connection with; fetched again once 80% of its lifetime has passed."""
         with self._lock:
             now = self._clock()
             if self._token is None or now >= self._refresh_at:
-                value, expiry = self._fetch()
+                try:
+                    value, expiry = self._fetch()
+                except SaslAuthenticationFailedError as exc:
+                    if self._token is None or now >= self._expires_at:
+                        raise
+                    # The token in hand is still valid: keep it, and ask again a little later.
+                    log.warning("OAUTHBEARER: fetching a new token failed (%s); the current one is still valid "
+                                "for %.0f s", exc.message, self._expires_at - now)
+                    self._refresh_at = min(self._expires_at, now + _RETRY_S)
+                    return self._token
                 if not isinstance(value, str) or not _TOKEN.match(value):
                     raise SaslAuthenticationFailedError(f"{self.source} gave no bearer token (a string of "
                                                         "letters, digits and -._~+/ is expected)")
                 expiry = expiry if expiry is not None else _jwt_expiry(value)
                 lifetime = (expiry - now) if expiry is not None else _UNKNOWN_LIFETIME_S
-                self._token, self._refresh_at = Secret(value), now + _REFRESH_FACTOR * max(0.0, lifetime)
+                self._token, self._expires_at = Secret(value), now + lifetime
+                self._refresh_at = now + _REFRESH_FACTOR * max(0.0, lifetime)
             return self._token
 
     def __repr__(self) -> str:
@@ -148,11 +182,79 @@ def _unsecured_fetch(options: Mapping[str, str], clock: Callable[[], float]) -> 
         raise ConfigError(f"{_KEY}: OAUTHBEARER without sasl.oauthbearer.token.provider makes an unsecured token, "
                           f"which needs the principal: add unsecuredLoginStringClaim_{principal_claim}=\"<name>\" "
                           "to the OAuthBearerLoginModule options (or set sasl.oauthbearer.token.provider)", key=_KEY)
+
     def fetch() -> tuple[str, float]:
         now = clock()
         return unsecured_jwt({"iat": now, "exp": now + lifetime, **claims}), now + lifetime
 
     return fetch
+
+
+def _endpoint_fetch(url: str, options: Mapping[str, str]) -> Callable[[], tuple[str, float | None]]:
+    """Java's ``OAuthBearerLoginCallbackHandler``: the OAuth client-credentials grant (RFC 6749 4.4) at an http(s)
+    token endpoint, or the token in a file (a ``file:`` URL, read again at every refresh)."""
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme == "file":
+        path = Path(urllib.request.url2pathname(parsed.path))
+
+        def from_file() -> tuple[str, float | None]:
+            try:
+                return path.read_text().strip(), None
+            except OSError as exc:
+                raise SaslAuthenticationFailedError(f"the token file {path} cannot be read ({exc.strerror})") from None
+
+        return from_file
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ConfigError(f"sasl.oauthbearer.token.endpoint.url={url!r}: expected an http(s) URL of the token "
+                          "endpoint, or a file: URL of a token", key="sasl.oauthbearer.token.endpoint.url")
+    client_id, secret = options.get("clientId", ""), options.get("clientSecret", "")
+    if not client_id or not secret:
+        raise ConfigError(f"{_KEY}: the token endpoint login needs the OAuthBearerLoginModule options clientId and "
+                          "clientSecret", key=_KEY)
+    form = {"grant_type": "client_credentials", **({"scope": options["scope"]} if options.get("scope") else {})}
+    # RFC 6749 2.3.1: id and secret are form-encoded before they are joined and base64-encoded.
+    basic = base64.b64encode(f"{urllib.parse.quote(client_id, safe='')}:{urllib.parse.quote(secret, safe='')}"
+                             .encode()).decode("ascii")
+    headers = {"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded",
+               "Accept": "application/json"}
+
+    def from_endpoint() -> tuple[str, float | None]:
+        request = urllib.request.Request(url, data=urllib.parse.urlencode(form).encode(), headers=headers,
+                                         method="POST")
+        for attempt in range(_HTTP_ATTEMPTS):
+            if attempt:
+                time.sleep(0.1 * 2 ** (attempt - 1))  # a backoff between attempts at the endpoint
+            try:
+                with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_S) as response:
+                    payload = json.loads(response.read())
+                break
+            except urllib.error.HTTPError as exc:
+                if exc.code < 500:  # the credentials or the request: asking again gives the same answer
+                    raise SaslAuthenticationFailedError(f"the token endpoint {url} refused the client credentials: "
+                                                        f"HTTP {exc.code} {_oauth_error(exc)}") from None
+                failure = f"HTTP {exc.code}"
+            except (urllib.error.URLError, OSError, ValueError) as exc:
+                failure = type(exc).__name__ if not isinstance(exc, urllib.error.URLError) else str(exc.reason)
+        else:
+            raise SaslAuthenticationFailedError(f"the token endpoint {url} did not answer with a token after "
+                                                f"{_HTTP_ATTEMPTS} attempts ({failure})")
+        token = payload.get("access_token") if isinstance(payload, dict) else None
+        if not isinstance(token, str):
+            raise SaslAuthenticationFailedError(f"the token endpoint {url} answered without an access_token")
+        expires_in = payload.get("expires_in")
+        valid = isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool)
+        return token, time.time() + float(expires_in) if valid else None
+
+    return from_endpoint
+
+
+def _oauth_error(exc: urllib.error.HTTPError) -> str:
+    """The RFC 6749 5.2 error code of a refused request (e.g. invalid_client), never its other text."""
+    try:
+        error = json.loads(exc.read()).get("error")
+    except (ValueError, AttributeError, OSError):
+        return ""
+    return f"({error})" if isinstance(error, str) and error.replace("_", "").isalnum() else ""
 
 
 def token_provider(value: Any) -> Callable[[], Any] | None:
@@ -169,10 +271,15 @@ def token_provider(value: Any) -> Callable[[], Any] | None:
 
 
 def token_source(jaas_options: Mapping[str, str] | None, provider: Callable[[], Any] | None,
-                 clock: Callable[[], float] = time.time) -> OAuthBearerTokens:
-    """The tokens of a configuration: ``provider`` if given, else unsecured ones from the login module options."""
+                 clock: Callable[[], float] = time.time, endpoint: str | None = None) -> OAuthBearerTokens:
+    """The tokens of a configuration: ``provider`` if given, else from the token ``endpoint`` URL
+    (``sasl.oauthbearer.token.endpoint.url``) with the login module's clientId / clientSecret / scope, else
+    unsecured ones from the login module options."""
     options = dict(jaas_options or {})
-    prefix = f"{_PREFIX}Extension_" if provider is None else "extension_"
+    if provider is not None and endpoint:
+        raise ConfigError("set either sasl.oauthbearer.token.provider or sasl.oauthbearer.token.endpoint.url",
+                          key="sasl.oauthbearer.token.provider")
+    prefix = f"{_PREFIX}Extension_" if provider is None and not endpoint else "extension_"
     extensions = {k[len(prefix):]: v for k, v in options.items() if k.startswith(prefix)}
     for key, value in extensions.items():
         if key == "auth" or not _EXTENSION_KEY.match(key) or not _EXTENSION_VALUE.match(value):
@@ -180,5 +287,8 @@ def token_source(jaas_options: Mapping[str, str] | None, provider: Callable[[], 
                               "a printable value", key=_KEY)
     if provider is not None:
         return OAuthBearerTokens(_provider_fetch(provider), extensions, "sasl.oauthbearer.token.provider", clock)
+    if endpoint:
+        return OAuthBearerTokens(_endpoint_fetch(endpoint, options), extensions,
+                                 "the token endpoint (sasl.oauthbearer.token.endpoint.url)", clock)
     return OAuthBearerTokens(_unsecured_fetch(options, clock), extensions, "the unsecured login (sasl.jaas.config)",
                              clock)

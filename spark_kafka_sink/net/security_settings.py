@@ -20,7 +20,12 @@ from typing import Any
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.client_keystore import KEYSTORE_TYPES, load_keystore
 from spark_kafka_sink.net.config import NetConfig
-from spark_kafka_sink.net.oauthbearer import OAuthBearerTokens, token_provider, token_source
+from spark_kafka_sink.net.oauthbearer import (
+    JAVA_OAUTH_LOGIN_HANDLERS,
+    OAuthBearerTokens,
+    token_provider,
+    token_source,
+)
 from spark_kafka_sink.net.truststore import TRUSTSTORE_TYPES, load_trusted
 from spark_kafka_sink.protocol.jaas import jaas_credentials, jaas_oauthbearer_options
 from spark_kafka_sink.protocol.sasl import OAUTHBEARER, SUPPORTED_MECHANISMS
@@ -244,8 +249,13 @@ def _sasl_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
         if username is not None or password is not None:
             raise ConfigError("sasl.mechanism=OAUTHBEARER authenticates with a token: sasl.username and sasl.password "
                               "are for PLAIN and SCRAM (see sasl.oauthbearer.token.provider)", key="sasl.username")
+        handler = get("sasl.login.callback.handler.class") or None
+        if handler is not None and handler not in JAVA_OAUTH_LOGIN_HANDLERS:
+            raise ConfigError(f"sasl.login.callback.handler.class={handler!r} cannot run here: give "
+                              "sasl.oauthbearer.token.provider, a Python callable",
+                              key="sasl.login.callback.handler.class")
         tokens = token_source(jaas_oauthbearer_options(jaas.reveal()) if jaas is not None else None,
-                              token_provider(provider))
+                              token_provider(provider), endpoint=get("sasl.oauthbearer.token.endpoint.url") or None)
         return {"sasl_mechanism": mechanism, "oauth_tokens": tokens}
     if provider not in (None, ""):
         raise ConfigError(f"sasl.oauthbearer.token.provider is set but sasl.mechanism={mechanism}: set "

@@ -68,6 +68,8 @@ class ProducerConfig:
     sasl_username: str | None
     sasl_password: Secret | None
     sasl_jaas_config: Secret | None
+    sasl_oauthbearer_token_endpoint_url: str | None
+    sasl_login_callback_handler_class: str | None
     sasl_oauthbearer_token_provider: Callable[[], Any] | None
     ssl_ca_location: str | None
     ssl_truststore_location: str | None
@@ -330,7 +332,8 @@ def _sasl_rules(v: dict[str, Any], explicit: set[str]) -> None:
             raise _conflict("sasl.mechanism=OAUTHBEARER authenticates with a token: sasl.username and sasl.password "
                             "are for PLAIN and SCRAM", "sasl.username")
         jaas = v["sasl_jaas_config"]
-        token_source(None if jaas is None else jaas_oauthbearer_options(jaas.reveal()), provider)  # fail now
+        token_source(None if jaas is None else jaas_oauthbearer_options(jaas.reveal()), provider,  # fail now
+                     endpoint=v["sasl_oauthbearer_token_endpoint_url"])
         return
     if provider is not None:
         raise _conflict(f"sasl.oauthbearer.token.provider is set but sasl.mechanism={v['sasl_mechanism']}; set "

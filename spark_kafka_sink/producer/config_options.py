@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
-from spark_kafka_sink.net.oauthbearer import token_provider
+from spark_kafka_sink.net.oauthbearer import JAVA_OAUTH_LOGIN_HANDLERS, token_provider
 from spark_kafka_sink.net.security_settings import tls_versions
 from spark_kafka_sink.net.truststore import TRUSTSTORE_TYPES
 from spark_kafka_sink.producer.java_partitioners import JAVA_PARTITIONERS, java_partitioner
@@ -180,6 +180,17 @@ def _partitioner(name: str, raw: Any) -> Callable[[str, bytes | None, int], int]
     return target  # type: ignore[no-any-return]
 
 
+def _login_handler(name: str, raw: Any) -> str | None:
+    value = raw.strip() if isinstance(raw, str) else raw
+    if value in (None, ""):
+        return None
+    if value not in JAVA_OAUTH_LOGIN_HANDLERS:
+        raise ConfigError(f"{name}={raw!r} cannot run here: of Java's login handlers OAuthBearerLoginCallbackHandler "
+                          "is built in (with sasl.oauthbearer.token.endpoint.url); for another token source give "
+                          "sasl.oauthbearer.token.provider, a Python callable", key=name)
+    return str(value)
+
+
 def _token_provider(name: str, raw: Any) -> Callable[[], Any] | None:
     return token_provider(raw)
 
@@ -237,6 +248,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
          "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."),
     _opt("sasl.mechanism", "enum", _choice("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", upper=True),
          "PLAIN", "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (GSSAPI is not supported)."),
+    _opt("sasl.oauthbearer.token.endpoint.url", "string", _optional_string, None,
+         "OAUTHBEARER, as Java's OIDC login: the token endpoint (client-credentials grant with sasl.jaas.config's "
+         "clientId, clientSecret, scope) or a file: URL of a token."),
+    _opt("sasl.login.callback.handler.class", "string", _login_handler, None,
+         "Java's OAuthBearerLoginCallbackHandler (the token endpoint login, built in) or unset; other Java "
+         "handlers cannot run here."),
     _opt("sasl.oauthbearer.token.provider", "callable", _token_provider, None,
          "OAUTHBEARER: a Python callable returning the token, or (token, expiry in epoch seconds), or its dotted "
          "path; unset: Java's unsecured login from sasl.jaas.config (unsecuredLoginStringClaim_sub=...)."),
@@ -353,10 +370,6 @@ UNSUPPORTED_OPTIONS: dict[str, str] = {
     "key.serializer": "this producer sends bytes: serialize keys before send()",
     "value.serializer": "this producer sends bytes: serialize values before send()",
     "sasl.kerberos.service.name": "GSSAPI/Kerberos is not supported",
-    "sasl.oauthbearer.token.endpoint.url": "Java's OIDC client-credentials login is not built: give "
-                                           "sasl.oauthbearer.token.provider, a Python callable that fetches the token",
-    "sasl.login.callback.handler.class": "Java login handlers cannot run here: for OAUTHBEARER give "
-                                         "sasl.oauthbearer.token.provider, a Python callable that fetches the token",
 }
 
 

@@ -159,7 +159,7 @@ class KafkaCluster:
     ``KAFKA_VERSION`` or 4.3.1); ``transaction_version`` the ``transaction.version`` feature a 4.x cluster is
     formatted with (default: ``KAFKA_TRANSACTION_VERSION`` or the release's own default, 2 on 4.x);
     ``log_config`` another log4j2 file (the benchmarks' ``conf/kafka/log4j2-requests.properties`` also logs every
-    request, for request counts).
+    request, for request counts); ``jvm_options`` more JVM options (e.g. a ``-D`` system property).
     """
 
     size: int = 1
@@ -173,6 +173,7 @@ class KafkaCluster:
     version: str = field(default_factory=selected_kafka_version)
     transaction_version: int | None = field(default_factory=selected_transaction_version)
     log_config: Path | None = None  # a log4j2 file instead of conf/kafka/log4j2.properties
+    jvm_options: Sequence[str] = ()  # more -D... options for every node's JVM
     nodes: dict[int, _Node] = field(default_factory=dict, init=False)
     _owns_base_dir: bool = field(default=False, init=False)
 
@@ -339,6 +340,7 @@ class KafkaCluster:
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={self.log_config or CONF_DIR / 'kafka' / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={node.data_dir / 'logs'}",
+            *self.jvm_options,
             "-cp", f"{broker_lib(self.version)}/*", "kafka.Kafka", str(node.data_dir / "server.properties"),
         ]
         log = open(node.log_file, "ab")

@@ -105,11 +105,57 @@ def test_settings_errors_name_the_option(options: dict[str, str], key: str, text
         assert info.value.key == key
 
 
-@pytest.mark.parametrize("key", ["sasl.oauthbearer.token.endpoint.url", "sasl.login.callback.handler.class"])
-def test_javas_oidc_login_keys_point_to_the_provider(key: str) -> None:
+def test_other_java_login_handlers_point_to_the_provider() -> None:
     with pytest.raises(ConfigError, match="give sasl.oauthbearer.token.provider") as info:
-        ProducerConfig.from_dict({"bootstrap.servers": "h:1", key: "https://idp.example/token"})
-    assert info.value.key == key
+        ProducerConfig.from_dict({"bootstrap.servers": "h:1", "security.protocol": "SASL_PLAINTEXT",
+                                  "sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config": UNSECURED_JAAS,
+                                  "sasl.login.callback.handler.class": "com.example.MyLoginHandler"})
+    assert info.value.key == "sasl.login.callback.handler.class"
+
+
+@pytest.mark.parametrize(("endpoint", "jaas", "text"), [
+    ("ftp://idp.example/token", f'{OAUTH_MODULE} required clientId="a" clientSecret="b";', r"an http\(s\) URL"),
+    ("https://idp.example/token", f'{OAUTH_MODULE} required clientId="a";', "clientId and clientSecret"),
+])
+def test_token_endpoint_settings_errors(endpoint: str, jaas: str, text: str) -> None:
+    with pytest.raises(ConfigError, match=text):
+        ProducerConfig.from_dict({"bootstrap.servers": "h:1", "security.protocol": "SASL_PLAINTEXT",
+                                  "sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config": jaas,
+                                  "sasl.oauthbearer.token.endpoint.url": endpoint})
+
+
+def test_a_token_file_url_is_read_at_each_refresh(tmp_path: Any) -> None:
+    """Java's file: token endpoint: the file's token, read again when the one in hand gets old."""
+    path = tmp_path / "token"
+    path.write_text(unsecured_jwt({"sub": "a", "exp": 1100}) + "\n")
+    clock = [1000.0]
+    tokens = token_source(None, None, clock=lambda: clock[0], endpoint=path.as_uri())
+    assert claims(tokens.token().reveal())["exp"] == 1100
+    path.write_text(unsecured_jwt({"sub": "a", "exp": 1200}))
+    clock[0] = 1090.0  # past 80% of the first token's lifetime
+    assert claims(tokens.token().reveal())["exp"] == 1200
+
+
+def test_a_failed_refresh_keeps_a_token_that_is_still_valid() -> None:
+    clock = [1000.0]
+    answers: list[Any] = [("first", 1100.0), SaslAuthenticationFailedError("endpoint down"), ("second", 1300.0)]
+
+    def provider() -> tuple[str, float]:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer  # type: ignore[no-any-return]
+
+    tokens = token_source(None, provider, clock=lambda: clock[0])
+    assert tokens.token().reveal() == "first"
+    clock[0] = 1085.0  # refresh due; the provider fails; "first" is valid until 1100
+    assert tokens.token().reveal() == "first"
+    clock[0] = 1095.0  # asked again 10 s later
+    assert tokens.token().reveal() == "second"
+    answers.append(SaslAuthenticationFailedError("endpoint down"))
+    clock[0] = 1400.0  # expired: nothing left to fall back on
+    with pytest.raises(SaslAuthenticationFailedError):
+        tokens.token()
 
 
 def test_a_provider_needs_oauthbearer_and_a_dotted_path_resolves() -> None:

@@ -1,0 +1,246 @@
+"""OAUTHBEARER with Java's OIDC login (sasl.oauthbearer.token.endpoint.url, clientId / clientSecret / scope in
+sasl.jaas.config) against a broker that validates signed tokens itself: Kafka's OAuthBearerValidatorCallbackHandler
+checks each token's RS256 signature against the identity provider's JWKS, its audience and its expiry.
+
+The identity provider is a small OAuth server in this process (client-credentials grant, JWKS), signing with an RSA
+key made for the module; the broker fetches its JWKS over HTTP, so a token not signed by it, or for another audience,
+is refused by Kafka's own code. Records are read back with confluent-kafka over the broker's PLAINTEXT listener."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from spark_kafka_sink.errors import SaslAuthenticationFailedError
+from spark_kafka_sink.testing.broker import KafkaCluster
+from spark_kafka_sink.testing.broker_jars import fetch_jars
+from tests.security.conftest import OAUTH_MODULE
+
+pytestmark = [pytest.mark.broker, pytest.mark.timeout(300)]
+
+CLIENT_ID = "spark-writer"
+CLIENT_SECRET = "oidc-Secret-9Q7x"  # distinctive: searched for in errors
+AUDIENCE = "kafka-test"
+JAVA_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+@dataclass
+class IdentityProvider:
+    """An OAuth server: POST /token (client credentials, HTTP Basic) answers a signed JWT, GET /jwks the key."""
+
+    server: ThreadingHTTPServer
+    key: Any
+    token_requests: list[dict[str, list[str]]] = field(default_factory=list)
+    fail_next: list[int] = field(default_factory=list)  # HTTP statuses to answer before the next good one
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"  # bound there by the fixture
+
+    def token(self, subject: str, lifetime: float = 3600) -> str:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+
+        now = time.time()
+        header = b64url(json.dumps({"alg": "RS256", "typ": "JWT", "kid": "k1"}).encode())
+        claims = b64url(json.dumps({"sub": subject, "aud": AUDIENCE, "iss": self.url, "iat": int(now),
+                                    "exp": int(now + lifetime), "scope": "kafka"}).encode())
+        signature = self.key.sign(f"{header}.{claims}".encode(), padding.PKCS1v15(), hashes.SHA256())
+        return f"{header}.{claims}.{b64url(signature)}"
+
+    def jwks(self) -> dict[str, Any]:
+        numbers = self.key.public_key().public_numbers()
+        as_bytes = [n.to_bytes((n.bit_length() + 7) // 8, "big") for n in (numbers.n, numbers.e)]
+        return {"keys": [{"kty": "RSA", "kid": "k1", "use": "sig", "alg": "RS256",
+                          "n": b64url(as_bytes[0]), "e": b64url(as_bytes[1])}]}
+
+
+def _handler(idp: list[IdentityProvider]) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:  # quiet
+            pass
+
+        def _answer(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            self._answer(200, idp[0].jwks()) if self.path == "/jwks" else self._answer(404, {})
+
+        def do_POST(self) -> None:  # noqa: N802
+            form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+            idp[0].token_requests.append(form)
+            expected = base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
+            if idp[0].fail_next:
+                self._answer(idp[0].fail_next.pop(0), {"error": "temporarily_unavailable"})
+            elif self.headers.get("Authorization") != f"Basic {expected}":
+                self._answer(401, {"error": "invalid_client", "error_description": "bad client secret"})
+            elif form.get("grant_type") != ["client_credentials"]:
+                self._answer(400, {"error": "unsupported_grant_type"})
+            else:
+                self._answer(200, {"access_token": idp[0].token(CLIENT_ID), "token_type": "Bearer",
+                                   "expires_in": 3600})
+
+    return Handler
+
+
+@pytest.fixture(scope="module")
+def idp() -> Iterator[IdentityProvider]:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    holder: list[IdentityProvider] = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(holder))
+    holder.append(IdentityProvider(server, rsa.generate_private_key(public_exponent=65537, key_size=2048)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield holder[0]
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def oidc_broker(idp: IdentityProvider) -> Iterator[KafkaCluster]:
+    fetch_jars()
+    jwks = f"{idp.url}/jwks"
+    cluster = KafkaCluster(
+        size=1, listeners=("OIDC",),
+        properties={
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,OIDC:SASL_PLAINTEXT",
+            "listener.name.oidc.sasl.enabled.mechanisms": "OAUTHBEARER",
+            "listener.name.oidc.oauthbearer.sasl.jaas.config": f"{OAUTH_MODULE} required;",
+            "listener.name.oidc.oauthbearer.sasl.server.callback.handler.class":
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+            "sasl.oauthbearer.jwks.endpoint.url": jwks,
+            "sasl.oauthbearer.expected.audience": AUDIENCE,
+        },
+        jvm_options=[f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={jwks}"],
+    ).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def java_settings(cluster: KafkaCluster, idp: IdentityProvider, secret: str = CLIENT_SECRET,
+                  scope: str = "kafka") -> dict[str, Any]:
+    """What a Java client's OIDC configuration (Confluent's documented one) says. (The producers of one
+    configuration in a process share its token, as Java's login manager shares a login: another ``scope`` makes
+    another configuration.)"""
+    return {
+        "bootstrap.servers": cluster.listener_bootstrap("OIDC"), "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "OAUTHBEARER", "sasl.login.callback.handler.class": JAVA_HANDLER,
+        "sasl.oauthbearer.token.endpoint.url": f"{idp.url}/token",
+        "sasl.jaas.config": f'{OAUTH_MODULE} required clientId="{CLIENT_ID}" clientSecret="{secret}" scope="{scope}";',
+        "max.block.ms": 20_000,
+    }
+
+
+def read_back(cluster: KafkaCluster, topic: str, expected: int) -> list[tuple[bytes | None, bytes | None]]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"oidc-{topic}",
+                         "enable.auto.commit": False})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        records: list[tuple[bytes | None, bytes | None]] = []
+        deadline = time.monotonic() + 30
+        while len(records) < expected and time.monotonic() < deadline:
+            records += [(m.key(), m.value()) for m in consumer.consume(100, timeout=1.0) if m.error() is None]
+        return records
+    finally:
+        consumer.close()
+
+
+def new_topic(cluster: KafkaCluster, partitions: int = 2) -> str:
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    topic = f"oidc-{time.monotonic_ns()}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    return topic
+
+
+def test_producer_with_javas_oidc_login(oidc_broker: KafkaCluster, idp: IdentityProvider) -> None:
+    """The client-credentials grant (HTTP Basic, grant_type, scope), then a token the broker verifies against the
+    provider's key: records land; one token serves all of the producer's connections."""
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    topic = new_topic(oidc_broker, partitions=3)
+    idp.token_requests.clear()
+    with KafkaProducer(java_settings(oidc_broker, idp)) as producer:
+        for p in range(3):
+            producer.send(topic, value=f"v{p}".encode(), key=b"k", partition=p).result(timeout=30)
+    assert sorted(read_back(oidc_broker, topic, 3)) == [(b"k", b"v0"), (b"k", b"v1"), (b"k", b"v2")]
+    assert idp.token_requests == [{"grant_type": ["client_credentials"], "scope": ["kafka"]}]
+
+
+def test_a_token_not_signed_by_the_provider_is_refused(oidc_broker: KafkaCluster, idp: IdentityProvider) -> None:
+    """The same claims, signed by another key: Kafka's validator refuses it (so the signature is what counts)."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    forger = IdentityProvider(idp.server, rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    forged = forger.token(CLIENT_ID)
+    settings = {k: v for k, v in java_settings(oidc_broker, idp).items()
+                if k not in ("sasl.oauthbearer.token.endpoint.url", "sasl.jaas.config",
+                             "sasl.login.callback.handler.class")}
+    with pytest.raises(SaslAuthenticationFailedError, match="invalid_token"):
+        with KafkaProducer({**settings, "sasl.oauthbearer.token.provider": lambda: forged}) as producer:
+            producer.send(new_topic(oidc_broker), value=b"never").result(timeout=30)
+
+
+def test_a_wrong_client_secret_fails_at_once_without_showing_it(oidc_broker: KafkaCluster,
+                                                                 idp: IdentityProvider) -> None:
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    wrong = "not-" + CLIENT_SECRET
+    started = time.monotonic()
+    with pytest.raises(SaslAuthenticationFailedError, match=r"refused the client credentials: HTTP 401 "
+                                                            r"\(invalid_client\)") as info:
+        with KafkaProducer(java_settings(oidc_broker, idp, secret=wrong)) as producer:
+            producer.send(new_topic(oidc_broker), value=b"never").result(timeout=30)
+    assert time.monotonic() - started < 10
+    assert wrong not in str(info.value) and CLIENT_SECRET not in str(info.value)
+
+
+def test_an_unavailable_token_endpoint_is_asked_again(oidc_broker: KafkaCluster, idp: IdentityProvider) -> None:
+    """A 503 from the provider is tried again (a 4xx is not, above)."""
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    topic = new_topic(oidc_broker)
+    idp.token_requests.clear()
+    idp.fail_next[:] = [503]
+    with KafkaProducer(java_settings(oidc_broker, idp, scope="kafka-retried")) as producer:
+        producer.send(topic, value=b"after-503", key=b"k").result(timeout=30)
+    assert len(idp.token_requests) == 2 and read_back(oidc_broker, topic, 1) == [(b"k", b"after-503")]
+
+
+@pytest.mark.spark
+def test_spark_write_with_javas_oidc_options(oidc_broker: KafkaCluster, idp: IdentityProvider, spark: Any) -> None:
+    """The kafka.* options of a format("kafka") job on an OIDC cluster, unchanged."""
+    topic = new_topic(oidc_broker)
+    writer = spark.createDataFrame([(f"k{i}", f"v{i}") for i in range(20)], "key string, value string").write
+    for key, value in java_settings(oidc_broker, idp).items():
+        writer = writer.option(f"kafka.{key}", str(value))
+    writer.format("pykafka-sink").option("topic", topic).mode("append").save()
+    assert sorted(read_back(oidc_broker, topic, 20)) == sorted((f"k{i}".encode(), f"v{i}".encode())
+                                                                for i in range(20))
