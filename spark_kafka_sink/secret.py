@@ -46,7 +46,12 @@ class Secret:
         return (Secret, (self._value,))
 
 
+# Key material given inline as PEM text (KIP-651), which Java types as passwords too.
+_PEM_VALUES = ("ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates")
+
+
 def is_secret_name(name: str) -> bool:
-    """Keys whose values must never be printed: anything about passwords, secrets or JAAS login config."""
+    """Keys whose values must never be printed: anything about passwords, secrets or JAAS login config, and inline
+    PEM key material."""
     lowered = name.lower()
-    return any(word in lowered for word in ("password", "secret", "jaas"))
+    return any(word in lowered for word in ("password", "secret", "jaas")) or lowered.strip().endswith(_PEM_VALUES)

@@ -12,6 +12,9 @@
 * a PEM file (``ssl.keystore.type=PEM``): the private key and the certificate chain, the key encrypted or not
   (``ssl.key.password``).
 
+Or the key and chain are PEM text in ``ssl.keystore.key`` and ``ssl.keystore.certificate.chain`` (Java's KIP-651
+options, with ``ssl.keystore.type=PEM``): :func:`load_inline_pem`.
+
 ``declared_type`` is ``ssl.keystore.type`` (JKS, PKCS12, PEM) or None: the file's first bytes tell. A keystore with
 several private keys is refused (Java would pick one per connection by what the broker asks for; say which by
 keeping one). Python's ``ssl`` loads a key only from a file: the key and chain of a JKS or PKCS12 keystore are
@@ -35,7 +38,7 @@ from spark_kafka_sink.net.java_keystore import KeystorePasswordError, read_keyst
 from spark_kafka_sink.net.truststore import store_kind
 from spark_kafka_sink.secret import Secret
 
-__all__ = ["KEYSTORE_TYPES", "load_keystore"]
+__all__ = ["KEYSTORE_TYPES", "load_inline_pem", "load_keystore"]
 
 #: The values ssl.keystore.type takes (upper case).
 KEYSTORE_TYPES = ("JKS", "PKCS12", "PEM")
@@ -128,20 +131,33 @@ def _pkcs12_pem(data: bytes, location: str, store_password: Secret | None, key_p
 
 
 def _load_pem_keystore(context: ssl.SSLContext, location: str, key_password: Secret | None) -> None:
+    load_pem_key_and_chain(context, location, key_password, _OPTION, location)
+
+
+def load_inline_pem(context: ssl.SSLContext, key: Secret, chain: Secret, key_password: Secret | None) -> None:
+    """``ssl.keystore.key`` and ``ssl.keystore.certificate.chain`` (PEM text, KIP-651): the key (encrypted with
+    ``ssl.key.password``, or not) and its certificate chain, loaded through the same in-memory file."""
+    pem = (key.reveal().strip() + "\n" + chain.reveal().strip() + "\n").encode("utf-8")
+    with _private_file(pem) as path:
+        load_pem_key_and_chain(context, path, key_password, "ssl.keystore.key", "ssl.keystore.key")
+
+
+def load_pem_key_and_chain(context: ssl.SSLContext, path: str, key_password: Secret | None, option: str,
+                           what: str) -> None:
+    """A PEM file of a private key and its certificate chain; errors name ``option`` and call it ``what``."""
     def password() -> str:  # asked by OpenSSL only for an encrypted key (without it OpenSSL prompts on the tty)
         if key_password is None:
-            raise ConfigError(f"the private key in {location} is encrypted: set ssl.key.password",
-                              key="ssl.key.password")
+            raise ConfigError(f"the private key in {what} is encrypted: set ssl.key.password", key="ssl.key.password")
         return key_password.reveal()
 
     try:
-        context.load_cert_chain(location, password=password)
+        context.load_cert_chain(path, password=password)
     except ssl.SSLError as exc:
-        if key_password is not None and "BAD_DECRYPT" in str(exc).upper():
-            raise ConfigError(f"ssl.key.password does not decrypt the private key in {location}",
+        if key_password is not None and b"ENCRYPTED" in Path(path).read_bytes():  # OpenSSL only says "PEM lib"
+            raise ConfigError(f"ssl.key.password does not decrypt the private key in {what}",
                               key="ssl.key.password") from None
-        raise ConfigError(f"{_OPTION}: {location} is not a PEM file of a private key and its certificate chain "
-                          f"({exc.reason or 'unreadable'})", key=_OPTION) from None
+        raise ConfigError(f"{option}: {what} is not PEM text of a private key and its certificate chain "
+                          f"({exc.reason or 'unreadable'})", key=option) from None
 
 
 @contextlib.contextmanager

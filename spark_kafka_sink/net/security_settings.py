@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
-from spark_kafka_sink.net.client_keystore import KEYSTORE_TYPES, load_keystore
+from spark_kafka_sink.net.client_keystore import KEYSTORE_TYPES, load_inline_pem, load_keystore
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.oauthbearer import (
     JAVA_OAUTH_LOGIN_HANDLERS,
@@ -61,6 +61,10 @@ class SecuritySettings:
     keystore_location: str | None = None
     keystore_type: str | None = None  # JKS, PKCS12, PEM; None: by the file's content
     keystore_password: Secret | None = None
+    # Or PEM text (KIP-651): ssl.truststore.certificates; ssl.keystore.key with ssl.keystore.certificate.chain.
+    truststore_certificates: Secret | None = None
+    keystore_key: Secret | None = None
+    keystore_certificate_chain: Secret | None = None
     check_hostname: bool = True
     # The oldest and newest TLS version offered (ssl.enabled.protocols, capped by ssl.protocol): see tls_versions.
     tls_versions: tuple[ssl.TLSVersion, ssl.TLSVersion] = (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3)
@@ -117,12 +121,20 @@ class SecuritySettings:
         context.minimum_version, context.maximum_version = self.tls_versions  # never older than TLS 1.2
         context.check_hostname = self.check_hostname
         context.verify_mode = ssl.CERT_REQUIRED  # never turned off: only the host name check is optional
-        if self.ca_location:
+        if self.truststore_certificates is not None:
+            try:
+                context.load_verify_locations(cadata=self.truststore_certificates.reveal())
+            except (ssl.SSLError, ValueError):
+                raise ConfigError("ssl.truststore.certificates holds no PEM certificate (BEGIN CERTIFICATE)",
+                                  key="ssl.truststore.certificates") from None
+        elif self.ca_location:
             _readable(self.ca_location, self.ca_option)
             load_trusted(context, self.ca_location, self.ca_option, self.truststore_type, self.truststore_password)
         else:
             context.load_default_certs(ssl.Purpose.SERVER_AUTH)
-        if self.keystore_location:
+        if self.keystore_key is not None and self.keystore_certificate_chain is not None:
+            load_inline_pem(context, self.keystore_key, self.keystore_certificate_chain, self.key_password)
+        elif self.keystore_location:
             _readable(self.keystore_location, "ssl.keystore.location")
             load_keystore(context, self.keystore_location, self.keystore_type, self.keystore_password,
                           self.key_password)
@@ -158,6 +170,7 @@ class SecuritySettings:
             raise ConfigError(f"ssl.certificate.location / ssl.key.location: not a PEM certificate and private key "
                               f"({exc.reason or 'unreadable'})", key="ssl.certificate.location") from None
 
+
 def _tls_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     keystore_type = (get("ssl.keystore.type") or "").upper() or None
@@ -176,6 +189,11 @@ def _tls_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"ssl.truststore.type={store_type} is not supported ({', '.join(TRUSTSTORE_TYPES)} are)",
                           key="ssl.truststore.type")
     out["truststore_type"] = store_type
+    inline = {key: _secret(opts[key]) if opts.get(key) not in (None, "") else None
+              for key in ("ssl.truststore.certificates", "ssl.keystore.key", "ssl.keystore.certificate.chain")}
+    _check_inline_pem(inline, get, keystore_type, store_type)
+    out.update(truststore_certificates=inline["ssl.truststore.certificates"], keystore_key=inline["ssl.keystore.key"],
+               keystore_certificate_chain=inline["ssl.keystore.certificate.chain"])
     password = opts.get("ssl.truststore.password")
     out["truststore_password"] = _secret(password) if password is not None else None
     ca, truststore = get("ssl.ca.location") or None, get("ssl.truststore.location") or None
@@ -271,6 +289,32 @@ def _sasl_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
     if password is None:
         raise ConfigError("SASL needs a password: set sasl.password (or sasl.jaas.config)", key="sasl.password")
     return {"sasl_mechanism": mechanism, "sasl_username": username, "sasl_password": password}
+
+
+def _check_inline_pem(inline: Mapping[str, Secret | None], get: _Getter, keystore_type: str | None,
+                      truststore_type: str | None) -> None:
+    """Java's rules for the PEM text options: with the PEM type (or none), not with a file, key and chain together."""
+    if inline["ssl.truststore.certificates"] is not None:
+        if get("ssl.truststore.location") or get("ssl.ca.location"):
+            raise ConfigError("ssl.truststore.certificates and a truststore file (ssl.truststore.location / "
+                              "ssl.ca.location) both name the trusted certificates: set one",
+                              key="ssl.truststore.certificates")
+        if truststore_type not in (None, "PEM"):
+            raise ConfigError(f"ssl.truststore.certificates is PEM text: ssl.truststore.type={truststore_type} does "
+                              "not apply (set PEM or leave it unset)", key="ssl.truststore.type")
+    key, chain = inline["ssl.keystore.key"], inline["ssl.keystore.certificate.chain"]
+    if key is None and chain is None:
+        return
+    if key is None or chain is None:
+        missing = "ssl.keystore.key" if key is None else "ssl.keystore.certificate.chain"
+        raise ConfigError(f"ssl.keystore.key and ssl.keystore.certificate.chain go together: {missing} is missing",
+                          key=missing)
+    if get("ssl.keystore.location") or get("ssl.certificate.location") or get("ssl.key.location"):
+        raise ConfigError("ssl.keystore.key and a keystore file (ssl.keystore.location, or ssl.certificate.location "
+                          "/ ssl.key.location) both name the client certificate: set one", key="ssl.keystore.key")
+    if keystore_type not in (None, "PEM"):
+        raise ConfigError(f"ssl.keystore.key is PEM text: ssl.keystore.type={keystore_type} does not apply (set PEM "
+                          "or leave it unset)", key="ssl.keystore.type")
 
 
 def _readable(path: str, key: str) -> None:

@@ -80,6 +80,9 @@ class ProducerConfig:
     ssl_key_password: Secret | None
     ssl_keystore_location: str | None
     ssl_keystore_type: str | None
+    ssl_keystore_key: Secret | None
+    ssl_keystore_certificate_chain: Secret | None
+    ssl_truststore_certificates: Secret | None
     ssl_keystore_password: Secret | None
     ssl_endpoint_identification_algorithm: str
     ssl_check_hostname: bool

@@ -280,6 +280,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
          "optional package cryptography), or PEM; instead of ssl.certificate.location and ssl.key.location."),
     _opt("ssl.keystore.type", "enum", _store_type("JKS", "PKCS12", "PEM"), None,
          "JKS, PKCS12 or PEM; unset: read from the file's first bytes."),
+    _opt("ssl.keystore.key", "secret", _secret, None,
+         "The client's private key as PEM text (PKCS#8; encrypted: ssl.key.password), with "
+         "ssl.keystore.certificate.chain; never logged."),
+    _opt("ssl.keystore.certificate.chain", "secret", _secret, None,
+         "The client certificate chain as PEM text, with ssl.keystore.key."),
+    _opt("ssl.truststore.certificates", "secret", _secret, None,
+         "CA certificates to trust as PEM text, instead of a truststore file."),
     _opt("ssl.keystore.password", "secret", _secret, None,
          "Password of ssl.keystore.location (and of its key unless ssl.key.password is set); never logged."),
     _opt("ssl.endpoint.identification.algorithm", "string", _choice("https", ""), "https",

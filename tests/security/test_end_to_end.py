@@ -226,6 +226,28 @@ def test_producer_with_a_java_keystore_over_mutual_tls(secure_broker: SecureBrok
     assert TRUSTSTORE_PASSWORD not in " ".join(r.getMessage() + repr(r.args) for r in caplog.records)
 
 
+def test_producer_with_inline_pem_over_mutual_tls(secure_broker: SecureBroker,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """KIP-651's PEM text options (an encrypted key, its chain, the CA), on the listener that requires a client
+    certificate: the key material reaches the handshake, and no log line or repr shows it."""
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    certs = secure_broker.certs
+    topic = create_topic_secure(secure_broker)
+    key = certs.client_key_encrypted.read_text()
+    settings = producer_settings(secure_broker, "SSL", extra={
+        "bootstrap.servers": secure_broker.address("MTLS"), "ssl.keystore.type": "PEM", "ssl.keystore.key": key,
+        "ssl.keystore.certificate.chain": certs.client_cert.read_text(), "ssl.key.password": certs.client_key_password,
+        "ssl.truststore.certificates": certs.ca_cert.read_text()})
+    del settings["ssl.ca.location"]
+    with caplog.at_level(logging.DEBUG), KafkaProducer(settings) as producer:
+        producer.send(topic, value=b"inline-pem", key=b"k").result(timeout=30)
+        shown = repr(producer.config) + str(producer.config)
+    assert read_back_secure(secure_broker, "MTLS", topic, expected=1, mutual_tls=True) == [(b"k", b"inline-pem")]
+    logged = " ".join(r.getMessage() + repr(r.args) for r in caplog.records)
+    assert "BEGIN" not in logged + shown and certs.client_key_password not in logged + shown
+
+
 @pytest.mark.spark
 def test_spark_write_with_java_keystores(secure_broker: SecureBroker, spark: Any, tmp_path: Path) -> None:
     """A Spark job's kafka.ssl.* options as format("kafka") takes them for mutual TLS: JKS truststore and

@@ -212,6 +212,48 @@ def test_a_client_keystore_loads(kind: str, declared: str | None, key_password: 
     SecuritySettings.from_options(options).ssl_context()
 
 
+@pytest.mark.parametrize("encrypted", [False, True])
+def test_inline_pem_text_loads(encrypted: bool, certs: TestCertificates) -> None:
+    """KIP-651: ssl.truststore.certificates, ssl.keystore.key and ssl.keystore.certificate.chain as PEM text (what
+    the broker makes of the key is shown in test_end_to_end)."""
+    key = certs.client_key_encrypted if encrypted else certs.client_key
+    options = {"security.protocol": "SSL", "ssl.truststore.certificates": certs.ca_cert.read_text(),
+               "ssl.keystore.key": key.read_text(), "ssl.keystore.type": "PEM",
+               "ssl.keystore.certificate.chain": certs.client_cert.read_text() + certs.ca_cert.read_text()}
+    if encrypted:
+        options["ssl.key.password"] = certs.client_key_password
+    settings = SecuritySettings.from_options(options)
+    assert "BEGIN" not in repr(settings)
+    context = settings.ssl_context()
+    assert _trusts(context, certs.ca_cert) and len(context.get_ca_certs()) == 1
+
+
+def test_inline_pem_mistakes_name_the_option(certs: TestCertificates) -> None:
+    key, chain, ca = certs.client_key.read_text(), certs.client_cert.read_text(), certs.ca_cert.read_text()
+    cases: list[tuple[dict[str, str], str, str]] = [
+        ({"ssl.keystore.key": key}, "ssl.keystore.certificate.chain", "go together"),
+        ({"ssl.keystore.key": key, "ssl.keystore.certificate.chain": chain, "ssl.keystore.type": "JKS"},
+         "ssl.keystore.type", "PEM text"),
+        ({"ssl.keystore.key": key, "ssl.keystore.certificate.chain": chain,
+          "ssl.keystore.location": str(certs.client_cert)}, "ssl.keystore.key", "set one"),
+        ({"ssl.truststore.certificates": ca, "ssl.ca.location": str(certs.ca_cert)}, "ssl.truststore.certificates",
+         "set one"),
+        ({"ssl.truststore.certificates": "not a certificate"}, "ssl.truststore.certificates", "no PEM certificate"),
+        ({"ssl.keystore.key": certs.client_key_encrypted.read_text(), "ssl.keystore.certificate.chain": chain},
+         "ssl.key.password", "encrypted"),
+        ({"ssl.keystore.key": certs.client_key_encrypted.read_text(), "ssl.keystore.certificate.chain": chain,
+          "ssl.key.password": "wrong-pw"}, "ssl.key.password", "does not decrypt"),
+        ({"ssl.keystore.key": certs.untrusted_ca_cert.read_text(), "ssl.keystore.certificate.chain": chain},
+         "ssl.keystore.key", "is not PEM text of a private key"),
+    ]
+    for options, option, text in cases:
+        with pytest.raises(ConfigError, match=text) as info:
+            SecuritySettings.from_options({"security.protocol": "SSL", **options}).ssl_context()
+        assert info.value.key == option, (options, info.value)
+        material = [line for text in options.values() for line in text.splitlines()[1:2]]  # a base64 line each
+        assert not any(m and m in str(info.value) for m in material) and "wrong-pw" not in str(info.value)
+
+
 def test_client_keystore_mistakes_name_the_option(tmp_path: Path, certs: TestCertificates,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     jks = java_keystore(certs.client_cert, certs.client_key, tmp_path / "c.jks", "JKS", "store-pw", "key-pw-2")
