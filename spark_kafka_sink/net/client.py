@@ -146,6 +146,10 @@ class NetworkClient:
         self._nodes: dict[int, _Node] = {}
         self._stash: list[ClientResponse] = []  # responses a blocking call read for others, returned by poll()
         self._metadata_in_flight = False
+        # Rebootstrap (metadata.recovery.strategy): since when a metadata refresh has been due without an answer,
+        # and whether bootstrap.servers stand in for the brokers last known until one answers.
+        self._metadata_wanted_since: int | None = None
+        self._rebootstrapped = False
         self._closed = False
         self._random = random.Random()
         # Shared with other threads: the wakeup pair and the closed flag below, guarded by _wakeup_lock.
@@ -279,10 +283,37 @@ class NetworkClient:
             return {}
         return {name: levels[1] for name, levels in versions.finalized_features.items()}
 
+    def _candidates(self) -> list[int]:
+        """The nodes a cluster-wide request may go to: the brokers of the last metadata, else (none yet, or
+        rebootstrapping) the bootstrap servers."""
+        known = [] if self._rebootstrapped else list(self.metadata.brokers())
+        return known or self.bootstrap_node_ids
+
+    def _should_rebootstrap(self, node_id: int | None, now_ms: int) -> bool:
+        """metadata.recovery.strategy=rebootstrap: no known broker may be tried now (KIP-899), or none answered a
+        metadata request for metadata.recovery.rebootstrap.trigger.ms (KIP-1102)."""
+        if self.config.metadata_recovery_strategy != "rebootstrap" or self._rebootstrapped:
+            return False
+        if not list(self.metadata.brokers()):
+            return False  # still on the bootstrap servers
+        since = self._metadata_wanted_since
+        waited = since is not None and now_ms - since >= self.config.metadata_recovery_rebootstrap_trigger_ms
+        return node_id is None or waited
+
+    def _rebootstrap(self, now_ms: int) -> None:
+        log.info("rebootstrap: no broker of the last metadata answered (%s); connecting to bootstrap.servers "
+                 "again", ", ".join(self.address(n) for n in self.metadata.brokers()))
+        self._rebootstrapped = True
+        self._metadata_wanted_since = now_ms
+        for node_id in self.bootstrap_node_ids:  # connect anew (the names are resolved again)
+            node = self._nodes.get(node_id)
+            if node is not None and node.conn.state is ConnectionState.DISCONNECTED:
+                node.next_attempt_ms = now_ms
+
     def least_loaded_node(self, now_ms: int) -> int | None:
         """A node to send a cluster-wide request to: a READY one with the fewest in-flight requests, else one
         that is connecting, else one we may connect to now; None if every node is backing off."""
-        candidates = list(self.metadata.brokers()) or self.bootstrap_node_ids
+        candidates = self._candidates()
         start = self._random.randrange(len(candidates))
         best: int | None = None
         best_load = -1
@@ -427,6 +458,7 @@ class NetworkClient:
             body = completion.body
             if completion.error is None and body is not None and body.get("error_code", NO_ERROR) == NO_ERROR:
                 self.metadata.update(body, now_ms)
+                self._metadata_wanted_since, self._rebootstrapped = None, False
             else:
                 self.metadata.failed_update(now_ms)
             return None
@@ -442,7 +474,12 @@ class NetworkClient:
         wait = self.metadata.time_to_next_update(now_ms)
         if wait > 0:
             return wait
+        if self._metadata_wanted_since is None:
+            self._metadata_wanted_since = now_ms
         node_id = self.least_loaded_node(now_ms)
+        if self._should_rebootstrap(node_id, now_ms):
+            self._rebootstrap(now_ms)
+            node_id = self.least_loaded_node(now_ms)
         if node_id is None:
             return self.config.reconnect_backoff_ms
         if not self.ready(node_id, now_ms):
@@ -535,7 +572,7 @@ class NetworkClient:
 
     def _spare_attempts(self, now_ms: int) -> list[int]:
         """Nodes to try in parallel while none is READY: up to _PARALLEL_ATTEMPTS set up at a time."""
-        candidates = list(self.metadata.brokers()) or self.bootstrap_node_ids
+        candidates = self._candidates()
         busy = sum(1 for n in candidates if n in self._nodes and self._nodes[n].conn.state in SETTING_UP)
         free = [n for n in candidates if n not in self._nodes or (
             self._nodes[n].conn.state is ConnectionState.DISCONNECTED and now_ms >= self._nodes[n].next_attempt_ms)]
@@ -556,6 +593,7 @@ class NetworkClient:
             "include_topic_authorized_operations": include_topic_authorized_operations},
             self.config.request_timeout_ms if timeout_ms is None else timeout_ms)
         self.metadata.update(body, self._clock())
+        self._metadata_wanted_since, self._rebootstrapped = None, False
         return self.metadata
 
     # ------------------------------------------------------------------------------------------ closing

@@ -42,12 +42,14 @@ _INT_KEYS: dict[str, str] = {
     "max.in.flight.requests.per.connection": "max_in_flight_requests_per_connection",
     "send.buffer.bytes": "send_buffer_bytes",
     "receive.buffer.bytes": "receive_buffer_bytes",
+    "metadata.recovery.rebootstrap.trigger.ms": "metadata_recovery_rebootstrap_trigger_ms",
 }
 _SECURITY_PREFIXES = ("ssl.", "sasl.")
 
 #: Every key :meth:`NetConfig.from_properties` reads (plus any ``ssl.*`` / ``sasl.*`` key).
 NET_CONFIG_KEYS: frozenset[str] = frozenset(
-    {"bootstrap.servers", "client.id", "security.protocol", "allow.auto.create.topics", *_INT_KEYS}
+    {"bootstrap.servers", "client.id", "security.protocol", "allow.auto.create.topics", "metadata.recovery.strategy",
+     *_INT_KEYS}
 )
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
@@ -101,6 +103,11 @@ class NetConfig:
     max_in_flight_requests_per_connection: int = 5
     send_buffer_bytes: int = 131_072  # SO_SNDBUF; -1 = OS default
     receive_buffer_bytes: int = 32_768  # SO_RCVBUF; -1 = OS default
+    # KIP-899 / KIP-1102 (Java 4.0's defaults): with "rebootstrap", when no broker of the last metadata can be
+    # reached (every one backing off), or none answered a metadata request for the trigger, connect to
+    # bootstrap.servers again (re-resolved); "none": keep trying the brokers last known.
+    metadata_recovery_strategy: str = "rebootstrap"
+    metadata_recovery_rebootstrap_trigger_ms: int = 300_000
     security_protocol: str = "PLAINTEXT"
     security_options: tuple[tuple[str, SecurityValue], ...] = ()  # ssl.* / sasl.* settings, for net/security.py
     client_software_name: str = "spark-kafka-sink"  # ApiVersions v3+; must match [a-zA-Z0-9](...)
@@ -123,6 +130,9 @@ class NetConfig:
         if not isinstance(self.allow_auto_create_topics, bool):
             raise ConfigError(f"allow.auto.create.topics must be true or false, got {self.allow_auto_create_topics!r}",
                               key="allow.auto.create.topics")
+        if self.metadata_recovery_strategy not in ("none", "rebootstrap"):
+            raise ConfigError(f"metadata.recovery.strategy must be none or rebootstrap, got "
+                              f"{self.metadata_recovery_strategy!r}", key="metadata.recovery.strategy")
         if self.security_protocol not in _SECURITY_PROTOCOLS:
             raise ConfigError(f"security.protocol must be one of {', '.join(_SECURITY_PROTOCOLS)}, "
                               f"got {self.security_protocol!r}", key="security.protocol")
@@ -152,6 +162,8 @@ class NetConfig:
         for key, attr in _INT_KEYS.items():
             if key in props:
                 kwargs[attr] = _to_int(key, props[key])
+        if "metadata.recovery.strategy" in props:
+            kwargs["metadata_recovery_strategy"] = str(props["metadata.recovery.strategy"]).strip().lower()
         if "allow.auto.create.topics" in props:
             kwargs["allow_auto_create_topics"] = _to_bool("allow.auto.create.topics", props["allow.auto.create.topics"])
         kwargs["security_options"] = tuple((k, v) for k, v in props.items() if k.startswith(_SECURITY_PREFIXES))

@@ -98,6 +98,8 @@ class ProducerConfig:
     receive_buffer_bytes: int
     metadata_max_age_ms: int
     metadata_max_idle_ms: int
+    metadata_recovery_strategy: str
+    metadata_recovery_rebootstrap_trigger_ms: int
     allow_auto_create_topics: bool
     metrics_sample_window_ms: int
     metrics_num_samples: int

@@ -313,6 +313,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("metadata.max.age.ms", _MS, _int(0), 300_000, "Refresh metadata at least this often."),
     _opt("metadata.max.idle.ms", _MS, _int(5_000), 300_000,
          "Stop refreshing the metadata of a topic not sent to for this long (the next send fetches it again)."),
+    _opt("metadata.recovery.strategy", "enum", _choice("none", "rebootstrap"), "rebootstrap",
+         "rebootstrap (Java 4.0's default): when no broker of the last metadata can be reached, or none answered "
+         "for metadata.recovery.rebootstrap.trigger.ms, connect to bootstrap.servers again; none: do not."),
+    _opt("metadata.recovery.rebootstrap.trigger.ms", _MS, _int(0), 300_000,
+         "How long metadata may go unanswered by the known brokers before rebootstrapping."),
     _opt("allow.auto.create.topics", "bool", _bool, True,
          "Let the broker auto-create a missing topic (if it allows); false: sending to it fails after max.block.ms."),
     _opt("metrics.sample.window.ms", _MS, _int(1), 30_000,

@@ -246,6 +246,16 @@ class KafkaCluster:
         self._launch(require_java(), self.nodes[node_id])
         self.wait_ready(timeout)
 
+    def move_node(self, node_id: int, port: int | None = None, timeout: float = 120.0) -> int:
+        """Restart one node with its PLAINTEXT listener on another port (advertised there too), as when a broker
+        is replaced at another address: controlled shutdown, new config, start. Returns the new port."""
+        node = self.nodes[node_id]
+        self._terminate(node, 30.0)
+        node.port = port if port is not None else free_port()
+        self._write_config(node)
+        self.start_node(node_id, timeout)
+        return node.port
+
     def running_node_ids(self) -> list[int]:
         return [n.node_id for n in self.nodes.values() if n.process is not None and n.process.poll() is None]
 

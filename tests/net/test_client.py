@@ -417,3 +417,44 @@ def test_a_silent_bootstrap_address_does_not_hide_a_good_one(clients: list[Netwo
             assert time.monotonic() - start < 5
             assert client.metadata.cluster_id == "fake"
             client.close()
+
+
+@pytest.mark.parametrize(("trigger_ms", "rebootstraps"), [(300, True), (300_000, False)])
+def test_metadata_unanswered_for_the_trigger_rebootstraps(clients: list[NetworkClient], trigger_ms: int,
+                                                          rebootstraps: bool) -> None:
+    """metadata.recovery.rebootstrap.trigger.ms (KIP-1102): the broker of the last metadata takes connections but
+    never answers Metadata. Past the trigger the client asks bootstrap.servers again; with the default trigger it
+    keeps asking that broker (reconnect.backoff.ms=0 keeps it connectable, so the every-broker-backing-off rule
+    of KIP-899 does not apply)."""
+    asked_bootstrap: list[float] = []
+    silent_port: list[int] = []
+
+    def idle_ends(script: Callable[[Peer], None]) -> Callable[[Peer], None]:
+        def run(peer: Peer) -> None:
+            try:
+                script(peer)
+            except TimeoutError:  # a connection the client keeps open but no longer uses
+                pass
+        return run
+
+    def answer(header: RequestHeader, body: dict[str, Any]) -> Mapping[str, Any] | None:
+        asked_bootstrap.append(time.monotonic())
+        return metadata_answer(silent_port[0])(header, body)
+
+    with FakeBroker(idle_ends(serve({METADATA.key: lambda _h, _b: None})), connections=8) as silent, \
+            FakeBroker(idle_ends(serve({METADATA.key: answer})), connections=2) as boot:
+        silent_port.append(silent.port)
+        client = make_client((boot.host, boot.port), request_timeout_ms=1_000, reconnect_backoff_ms=0,
+                             metadata_recovery_rebootstrap_trigger_ms=trigger_ms)
+        clients.append(client)
+        client.metadata.add_topic("t", monotonic_ms())
+        deadline = time.monotonic() + 5
+        while not asked_bootstrap:
+            assert time.monotonic() < deadline, "the bootstrap server was never asked"
+            client.poll(20, monotonic_ms())
+        client.metadata.request_update()  # now known: broker 1, the silent one
+        window = time.monotonic() + 4  # the trigger case rebootstraps after the first request timeout (~1 s)
+        while len(asked_bootstrap) < 2 and time.monotonic() < window:
+            client.poll(20, monotonic_ms())
+        assert (len(asked_bootstrap) >= 2) is rebootstraps
+        client.close()  # the fakes' scripts end with the connections
