@@ -382,6 +382,12 @@ UNSUPPORTED_OPTIONS: dict[str, str] = {
     "key.serializer": "this producer sends bytes: serialize keys before send()",
     "value.serializer": "this producer sends bytes: serialize values before send()",
     "sasl.kerberos.service.name": "GSSAPI/Kerberos is not supported",
+    "ssl.cipher.suites": "the cipher suites are OpenSSL's defaults for the TLS versions offered (set them with "
+                         "ssl.enabled.protocols / ssl.protocol); naming suites is not supported",
+    "ssl.engine.factory.class": "a Java SSL engine cannot run here: TLS is Python's ssl (OpenSSL)",
+    "sasl.login.class": "Java login classes cannot run here: for OAUTHBEARER give sasl.oauthbearer.token.provider",
+    "sasl.client.callback.handler.class": "Java callback handlers cannot run here: for OAUTHBEARER give "
+                                          "sasl.oauthbearer.token.provider, a Python callable",
 }
 
 
@@ -401,6 +407,17 @@ IGNORED_OPTIONS: dict[str, str] = {
     "metrics.recording.level": "every metric is recorded; read them with metrics()",
     "auto.include.jmx.reporter": "there is no JMX here; read the metrics with metrics()",
     "enable.metrics.push": "the client does not push its metrics to the broker (KIP-714)",
+    **{key: "a Java JSSE setting: OpenSSL keeps the keys, verifies the chain (PKIX) and draws the randomness here"
+       for key in ("ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
+                   "ssl.provider", "security.providers")},
+    **{key: "OAUTHBEARER tokens are fetched again at 80% of their lifetime (Java's default refresh window)"
+       for key in ("sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter",
+                   "sasl.login.refresh.min.period.seconds", "sasl.login.refresh.buffer.seconds")},
+    **{key: "an OAUTHBEARER token is not validated by the client: the broker validates it"
+       for key in ("sasl.oauthbearer.scope.claim.name", "sasl.oauthbearer.sub.claim.name",
+                   "sasl.oauthbearer.clock.skew.seconds", "sasl.oauthbearer.expected.audience",
+                   "sasl.oauthbearer.expected.issuer", "sasl.oauthbearer.jwks.endpoint.url",
+                   "sasl.oauthbearer.jwks.endpoint.refresh.ms")},
 }
 
 

@@ -73,6 +73,21 @@ def test_java_keys_that_are_no_producer_setting_are_ignored_with_a_warning(caplo
     assert not any("readers-7f3a" in w or "com.example" in w for w in warnings)
 
 
+def test_javas_jsse_and_oauth_tuning_keys_are_ignored_and_the_ones_that_would_matter_refused() -> None:
+    """A Java TLS or OIDC configuration's keys that choose Java internals are taken and ignored; those whose
+    effect cannot be had here (cipher suites, Java classes) are refused with the reason."""
+    c = cfg({"ssl.keymanager.algorithm": "SunX509", "ssl.trustmanager.algorithm": "PKIX",
+             "sasl.login.refresh.buffer.seconds": "300", "sasl.oauthbearer.expected.audience": "kafka"})
+    assert c.ignored == {"ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "sasl.login.refresh.buffer.seconds",
+                         "sasl.oauthbearer.expected.audience"}
+    for key, value, reason in (("ssl.cipher.suites", "TLS_AES_128_GCM_SHA256", "naming suites is not supported"),
+                               ("ssl.engine.factory.class", "com.example.Engine", "cannot run here"),
+                               ("sasl.login.class", "com.example.Login", "sasl.oauthbearer.token.provider")):
+        with pytest.raises(ConfigError, match=reason) as info:
+            cfg({key: value})
+        assert info.value.key == key
+
+
 def test_client_dns_lookup_takes_javas_default_only() -> None:
     assert cfg({"client.dns.lookup": "use_all_dns_ips"}).client_dns_lookup == "use_all_dns_ips"
     with pytest.raises(ConfigError, match="Kerberos") as info:
