@@ -12,8 +12,10 @@ Three sources, as the Java client and confluent-kafka have them:
 * ``sasl.oauthbearer.token.endpoint.url``, Java's OIDC login (``OAuthBearerLoginCallbackHandler``): the OAuth
   client-credentials grant at that endpoint with the ``OAuthBearerLoginModule`` options ``clientId``,
   ``clientSecret`` (form-encoded, then HTTP Basic, RFC 6749 2.3.1) and ``scope``; the answer's ``access_token`` and
-  ``expires_in``. Each request has a 10 s timeout; a network error or a 5xx answer is tried again after 0.1 s, then
-  0.2 s; a 4xx fails at once with the endpoint's error code (e.g. ``invalid_client``), never its other text. A
+  ``expires_in``. ``sasl.login.connect.timeout.ms`` / ``sasl.login.read.timeout.ms`` bound each request (10 s by
+  default; urllib takes one timeout, the larger); a network error or a 5xx answer is tried again after
+  ``sasl.login.retry.backoff.ms``, doubling, until ``sasl.login.retry.backoff.max.ms`` has passed (100 ms / 10 s,
+  Java's); a 4xx fails at once with the endpoint's error code (e.g. ``invalid_client``), never its other text. A
   ``file:`` URL names a file holding the token instead, read at each refresh. ``extension_<name>`` options are SASL
   extensions (as for a provider);
 * otherwise Java's default login handler (``OAuthBearerUnsecuredLoginCallbackHandler``): an unsecured JWT
@@ -47,10 +49,12 @@ from pathlib import Path
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError, SaslAuthenticationFailedError
+from spark_kafka_sink.protocol.sasl import SaslVerificationError
 from spark_kafka_sink.python_objects import resolve_object
 from spark_kafka_sink.secret import Secret
 
-__all__ = ["JAVA_OAUTH_LOGIN_HANDLERS", "OAuthBearerTokens", "token_provider", "token_source", "unsecured_jwt"]
+__all__ = ["JAVA_OAUTH_LOGIN_HANDLERS", "LOGIN_SETTINGS", "OAuthBearerTokens", "token_provider", "token_source",
+           "unsecured_jwt"]
 
 #: sasl.login.callback.handler.class values naming Java's token endpoint login (its 3.1 package, then its own).
 JAVA_OAUTH_LOGIN_HANDLERS = (
@@ -61,8 +65,10 @@ JAVA_OAUTH_LOGIN_HANDLERS = (
 _REFRESH_FACTOR = 0.8  # Java's sasl.login.refresh.window.factor
 _UNKNOWN_LIFETIME_S = 3600.0
 _RETRY_S = 10.0  # after a failed refresh, while the current token is still valid
-_HTTP_TIMEOUT_S = 10.0  # each token endpoint request (connect, and each read)
-_HTTP_ATTEMPTS = 3  # network errors and 5xx answers are tried again, after 0.1 s, then 0.2 s
+#: The sasl.login.* settings of the token endpoint's HTTP requests (ms) and their defaults here. Java has no
+#: timeout by default; a request that never ends would hold the network thread, so 10 s.
+LOGIN_SETTINGS = {"sasl.login.connect.timeout.ms": 10_000, "sasl.login.read.timeout.ms": 10_000,
+                  "sasl.login.retry.backoff.ms": 100, "sasl.login.retry.backoff.max.ms": 10_000}
 log = logging.getLogger(__name__)
 _PREFIX = "unsecuredLogin"
 _RESERVED_CLAIMS = ("iat", "exp")
@@ -127,7 +133,7 @@ class OAuthBearerTokens:
                     self._refresh_at = min(self._expires_at, now + _RETRY_S)
                     return self._token
                 if not isinstance(value, str) or not _TOKEN.match(value):
-                    raise SaslAuthenticationFailedError(f"{self.source} gave no bearer token (a string of "
+                    raise SaslVerificationError(f"{self.source} gave no bearer token (a string of "
                                                         "letters, digits and -._~+/ is expected)")
                 expiry = expiry if expiry is not None else _jwt_expiry(value)
                 lifetime = (expiry - now) if expiry is not None else _UNKNOWN_LIFETIME_S
@@ -146,7 +152,7 @@ def _provider_fetch(provider: Callable[[], Any]) -> Callable[[], tuple[str, floa
         try:
             result = provider()
         except Exception as exc:  # the provider's own failure: its type only (its message may hold a secret)
-            raise SaslAuthenticationFailedError(f"sasl.oauthbearer.token.provider {name} raised "
+            raise SaslVerificationError(f"sasl.oauthbearer.token.provider {name} raised "
                                                 f"{type(exc).__name__}") from None
         if isinstance(result, tuple) and len(result) == 2:
             token, expiry = result
@@ -190,7 +196,8 @@ def _unsecured_fetch(options: Mapping[str, str], clock: Callable[[], float]) -> 
     return fetch
 
 
-def _endpoint_fetch(url: str, options: Mapping[str, str]) -> Callable[[], tuple[str, float | None]]:
+def _endpoint_fetch(url: str, options: Mapping[str, str],
+                    login: Mapping[str, int]) -> Callable[[], tuple[str, float | None]]:
     """Java's ``OAuthBearerLoginCallbackHandler``: the OAuth client-credentials grant (RFC 6749 4.4) at an http(s)
     token endpoint, or the token in a file (a ``file:`` URL, read again at every refresh)."""
     parsed = urllib.parse.urlparse(url)
@@ -201,7 +208,7 @@ def _endpoint_fetch(url: str, options: Mapping[str, str]) -> Callable[[], tuple[
             try:
                 return path.read_text().strip(), None
             except OSError as exc:
-                raise SaslAuthenticationFailedError(f"the token file {path} cannot be read ({exc.strerror})") from None
+                raise SaslVerificationError(f"the token file {path} cannot be read ({exc.strerror})") from None
 
         return from_file
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
@@ -218,29 +225,40 @@ def _endpoint_fetch(url: str, options: Mapping[str, str]) -> Callable[[], tuple[
     headers = {"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded",
                "Accept": "application/json"}
 
+    settings = {**LOGIN_SETTINGS, **login}
+    # urllib bounds the connect and each read by one socket timeout: the larger of the two settings.
+    timeout_s = max(settings["sasl.login.connect.timeout.ms"], settings["sasl.login.read.timeout.ms"]) / 1000
+    backoff_s, backoff_max_s = settings["sasl.login.retry.backoff.ms"] / 1000, \
+        settings["sasl.login.retry.backoff.max.ms"] / 1000
+
     def from_endpoint() -> tuple[str, float | None]:
         request = urllib.request.Request(url, data=urllib.parse.urlencode(form).encode(), headers=headers,
                                          method="POST")
-        for attempt in range(_HTTP_ATTEMPTS):
-            if attempt:
-                time.sleep(0.1 * 2 ** (attempt - 1))  # a backoff between attempts at the endpoint
+        # As Java's login retries: waits doubling from sasl.login.retry.backoff.ms, each at most
+        # sasl.login.retry.backoff.max.ms, until that much time has passed since the first attempt.
+        started, attempts, wait = time.monotonic(), 0, backoff_s
+        while True:
+            attempts += 1
             try:
-                with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_S) as response:
+                with urllib.request.urlopen(request, timeout=timeout_s) as response:
                     payload = json.loads(response.read())
                 break
             except urllib.error.HTTPError as exc:
                 if exc.code < 500:  # the credentials or the request: asking again gives the same answer
-                    raise SaslAuthenticationFailedError(f"the token endpoint {url} refused the client credentials: "
+                    raise SaslVerificationError(f"the token endpoint {url} refused the client credentials: "
                                                         f"HTTP {exc.code} {_oauth_error(exc)}") from None
                 failure = f"HTTP {exc.code}"
             except (urllib.error.URLError, OSError, ValueError) as exc:
-                failure = type(exc).__name__ if not isinstance(exc, urllib.error.URLError) else str(exc.reason)
-        else:
-            raise SaslAuthenticationFailedError(f"the token endpoint {url} did not answer with a token after "
-                                                f"{_HTTP_ATTEMPTS} attempts ({failure})")
+                failure = ("timed out" if isinstance(exc, TimeoutError) else str(exc.reason)
+                           if isinstance(exc, urllib.error.URLError) else type(exc).__name__)
+            if time.monotonic() + wait - started > backoff_max_s:
+                raise SaslVerificationError(f"the token endpoint {url} did not answer with a token in "
+                                                    f"{attempts} attempts ({failure})")
+            time.sleep(wait)  # the backoff between two attempts at the endpoint
+            wait = min(2 * wait, backoff_max_s)
         token = payload.get("access_token") if isinstance(payload, dict) else None
         if not isinstance(token, str):
-            raise SaslAuthenticationFailedError(f"the token endpoint {url} answered without an access_token")
+            raise SaslVerificationError(f"the token endpoint {url} answered without an access_token")
         expires_in = payload.get("expires_in")
         valid = isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool)
         return token, time.time() + float(expires_in) if valid else None
@@ -271,7 +289,8 @@ def token_provider(value: Any) -> Callable[[], Any] | None:
 
 
 def token_source(jaas_options: Mapping[str, str] | None, provider: Callable[[], Any] | None,
-                 clock: Callable[[], float] = time.time, endpoint: str | None = None) -> OAuthBearerTokens:
+                 clock: Callable[[], float] = time.time, endpoint: str | None = None,
+                 login: Mapping[str, int] | None = None) -> OAuthBearerTokens:
     """The tokens of a configuration: ``provider`` if given, else from the token ``endpoint`` URL
     (``sasl.oauthbearer.token.endpoint.url``) with the login module's clientId / clientSecret / scope, else
     unsecured ones from the login module options."""
@@ -288,7 +307,7 @@ def token_source(jaas_options: Mapping[str, str] | None, provider: Callable[[], 
     if provider is not None:
         return OAuthBearerTokens(_provider_fetch(provider), extensions, "sasl.oauthbearer.token.provider", clock)
     if endpoint:
-        return OAuthBearerTokens(_endpoint_fetch(endpoint, options), extensions,
+        return OAuthBearerTokens(_endpoint_fetch(endpoint, options, login or {}), extensions,
                                  "the token endpoint (sasl.oauthbearer.token.endpoint.url)", clock)
     return OAuthBearerTokens(_unsecured_fetch(options, clock), extensions, "the unsecured login (sasl.jaas.config)",
                              clock)

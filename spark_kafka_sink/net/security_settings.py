@@ -22,6 +22,7 @@ from spark_kafka_sink.net.client_keystore import KEYSTORE_TYPES, load_inline_pem
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.oauthbearer import (
     JAVA_OAUTH_LOGIN_HANDLERS,
+    LOGIN_SETTINGS,
     OAuthBearerTokens,
     token_provider,
     token_source,
@@ -272,8 +273,10 @@ def _sasl_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
             raise ConfigError(f"sasl.login.callback.handler.class={handler!r} cannot run here: give "
                               "sasl.oauthbearer.token.provider, a Python callable",
                               key="sasl.login.callback.handler.class")
+        login = {key: _login_ms(key, get(key)) for key in LOGIN_SETTINGS if get(key) not in (None, "")}
         tokens = token_source(jaas_oauthbearer_options(jaas.reveal()) if jaas is not None else None,
-                              token_provider(provider), endpoint=get("sasl.oauthbearer.token.endpoint.url") or None)
+                              token_provider(provider), endpoint=get("sasl.oauthbearer.token.endpoint.url") or None,
+                              login=login)
         return {"sasl_mechanism": mechanism, "oauth_tokens": tokens}
     if provider not in (None, ""):
         raise ConfigError(f"sasl.oauthbearer.token.provider is set but sasl.mechanism={mechanism}: set "
@@ -315,6 +318,16 @@ def _check_inline_pem(inline: Mapping[str, Secret | None], get: _Getter, keystor
     if keystore_type not in (None, "PEM"):
         raise ConfigError(f"ssl.keystore.key is PEM text: ssl.keystore.type={keystore_type} does not apply (set PEM "
                           "or leave it unset)", key="ssl.keystore.type")
+
+
+def _login_ms(key: str, text: str | None) -> int:
+    try:
+        value = int(str(text))
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ConfigError(f"{key} must be an integer >= 0 (milliseconds), got {text!r}", key=key)
+    return value
 
 
 def _readable(path: str, key: str) -> None:

@@ -70,6 +70,10 @@ class ProducerConfig:
     sasl_jaas_config: Secret | None
     sasl_oauthbearer_token_endpoint_url: str | None
     sasl_login_callback_handler_class: str | None
+    sasl_login_connect_timeout_ms: int
+    sasl_login_read_timeout_ms: int
+    sasl_login_retry_backoff_ms: int
+    sasl_login_retry_backoff_max_ms: int
     sasl_oauthbearer_token_provider: Callable[[], Any] | None
     ssl_ca_location: str | None
     ssl_truststore_location: str | None

@@ -254,6 +254,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("sasl.login.callback.handler.class", "string", _login_handler, None,
          "Java's OAuthBearerLoginCallbackHandler (the token endpoint login, built in) or unset; other Java "
          "handlers cannot run here."),
+    _opt("sasl.login.connect.timeout.ms", _MS, _int(0), 10_000,
+         "OAUTHBEARER token endpoint: bounds connecting (with sasl.login.read.timeout.ms: urllib takes one timeout, "
+         "the larger of the two)."),
+    _opt("sasl.login.read.timeout.ms", _MS, _int(0), 10_000, "OAUTHBEARER token endpoint: bounds each read."),
+    _opt("sasl.login.retry.backoff.ms", _MS, _int(0), 100,
+         "OAUTHBEARER token endpoint: first wait before asking again after a network error or a 5xx answer "
+         "(doubling)."),
+    _opt("sasl.login.retry.backoff.max.ms", _MS, _int(0), 10_000,
+         "OAUTHBEARER token endpoint: the longest wait, and how long to keep asking."),
     _opt("sasl.oauthbearer.token.provider", "callable", _token_provider, None,
          "OAUTHBEARER: a Python callable returning the token, or (token, expiry in epoch seconds), or its dotted "
          "path; unset: Java's unsecured login from sasl.jaas.config (unsecuredLoginStringClaim_sub=...)."),

@@ -45,6 +45,7 @@ class IdentityProvider:
     key: Any
     token_requests: list[dict[str, list[str]]] = field(default_factory=list)
     fail_next: list[int] = field(default_factory=list)  # HTTP statuses to answer before the next good one
+    delay_s: float = 0.0  # a slow provider: this long before each token answer
 
     @property
     def url(self) -> str:
@@ -87,6 +88,7 @@ def _handler(idp: list[IdentityProvider]) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802
             form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
             idp[0].token_requests.append(form)
+            time.sleep(idp[0].delay_s)  # the provider's own slowness (what the read timeout is tested against)
             expected = base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
             if idp[0].fail_next:
                 self._answer(idp[0].fail_next.pop(0), {"error": "temporarily_unavailable"})
@@ -105,8 +107,12 @@ def _handler(idp: list[IdentityProvider]) -> type[BaseHTTPRequestHandler]:
 def idp() -> Iterator[IdentityProvider]:
     from cryptography.hazmat.primitives.asymmetric import rsa
 
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            pass  # a client that gave up (the timeout test) closes before its answer: nothing to report
+
     holder: list[IdentityProvider] = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(holder))
+    server = Server(("127.0.0.1", 0), _handler(holder))
     holder.append(IdentityProvider(server, rsa.generate_private_key(public_exponent=65537, key_size=2048)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -223,15 +229,49 @@ def test_a_wrong_client_secret_fails_at_once_without_showing_it(oidc_broker: Kaf
 
 
 def test_an_unavailable_token_endpoint_is_asked_again(oidc_broker: KafkaCluster, idp: IdentityProvider) -> None:
-    """A 503 from the provider is tried again (a 4xx is not, above)."""
+    """503s from the provider are tried again (a 4xx is not, above), for as long as sasl.login.retry.backoff.max.ms
+    allows: two 503s are outlasted with the defaults; with a 500 ms budget, endless 503s fail after a few tries."""
     from spark_kafka_sink.producer.producer import KafkaProducer
 
     topic = new_topic(oidc_broker)
     idp.token_requests.clear()
-    idp.fail_next[:] = [503]
+    idp.fail_next[:] = [503, 503]
     with KafkaProducer(java_settings(oidc_broker, idp, scope="kafka-retried")) as producer:
         producer.send(topic, value=b"after-503", key=b"k").result(timeout=30)
-    assert len(idp.token_requests) == 2 and read_back(oidc_broker, topic, 1) == [(b"k", b"after-503")]
+    assert len(idp.token_requests) == 3 and read_back(oidc_broker, topic, 1) == [(b"k", b"after-503")]
+    idp.token_requests.clear()
+    idp.fail_next[:] = [503] * 100
+    try:
+        with pytest.raises(SaslAuthenticationFailedError, match=r"did not answer with a token in \d attempts"):
+            settings = {**java_settings(oidc_broker, idp, scope="kafka-budget"),
+                        "sasl.login.retry.backoff.max.ms": 500}
+            with KafkaProducer(settings) as producer:
+                producer.send(topic, value=b"never").result(timeout=30)
+    finally:
+        idp.fail_next.clear()
+    assert 3 <= len(idp.token_requests) <= 5  # 100, 200 ms waits: ~4 tries in 0.5 s
+
+
+def test_the_login_timeouts_bound_a_slow_token_endpoint(oidc_broker: KafkaCluster, idp: IdentityProvider) -> None:
+    """sasl.login.read.timeout.ms: a provider 1 s slow is waited for by default, not with a 300 ms timeout."""
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    topic = new_topic(oidc_broker)
+    idp.delay_s = 1.0
+    try:
+        with KafkaProducer(java_settings(oidc_broker, idp, scope="kafka-slow")) as producer:
+            producer.send(topic, value=b"slow-but-fine", key=b"k").result(timeout=30)
+        started = time.monotonic()
+        with pytest.raises(SaslAuthenticationFailedError, match="timed out"):
+            settings = {**java_settings(oidc_broker, idp, scope="kafka-impatient"),
+                        "sasl.login.read.timeout.ms": 300, "sasl.login.connect.timeout.ms": 300,
+                        "sasl.login.retry.backoff.max.ms": 0}
+            with KafkaProducer(settings) as producer:
+                producer.send(topic, value=b"never").result(timeout=30)
+        assert time.monotonic() - started < 5
+    finally:
+        idp.delay_s = 0.0
+    assert read_back(oidc_broker, topic, 1) == [(b"k", b"slow-but-fine")]
 
 
 @pytest.mark.spark

@@ -13,7 +13,7 @@ from spark_kafka_sink.testing.broker import KafkaCluster, free_port
 from spark_kafka_sink.testing.broker_jars import fetch_jars
 from tests.conftest import create_topic, read_topic
 
-pytestmark = [pytest.mark.broker, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.cluster, pytest.mark.broker, pytest.mark.timeout(300)]
 
 
 @pytest.mark.parametrize("strategy", ["rebootstrap", "none"])
