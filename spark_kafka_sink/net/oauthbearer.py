@@ -133,8 +133,8 @@ class OAuthBearerTokens:
                     self._refresh_at = min(self._expires_at, now + _RETRY_S)
                     return self._token
                 if not isinstance(value, str) or not _TOKEN.match(value):
-                    raise SaslVerificationError(f"{self.source} gave no bearer token (a string of "
-                                                        "letters, digits and -._~+/ is expected)")
+                    raise SaslVerificationError(f"{self.source} gave no bearer token (a string of letters, "
+                                                "digits and -._~+/ is expected)")
                 expiry = expiry if expiry is not None else _jwt_expiry(value)
                 lifetime = (expiry - now) if expiry is not None else _UNKNOWN_LIFETIME_S
                 self._token, self._expires_at = Secret(value), now + lifetime
@@ -153,7 +153,7 @@ def _provider_fetch(provider: Callable[[], Any]) -> Callable[[], tuple[str, floa
             result = provider()
         except Exception as exc:  # the provider's own failure: its type only (its message may hold a secret)
             raise SaslVerificationError(f"sasl.oauthbearer.token.provider {name} raised "
-                                                f"{type(exc).__name__}") from None
+                                        f"{type(exc).__name__}") from None
         if isinstance(result, tuple) and len(result) == 2:
             token, expiry = result
             return token, None if expiry is None else float(expiry)
@@ -246,14 +246,14 @@ def _endpoint_fetch(url: str, options: Mapping[str, str],
             except urllib.error.HTTPError as exc:
                 if exc.code < 500:  # the credentials or the request: asking again gives the same answer
                     raise SaslVerificationError(f"the token endpoint {url} refused the client credentials: "
-                                                        f"HTTP {exc.code} {_oauth_error(exc)}") from None
+                                                f"HTTP {exc.code} {_oauth_error(exc)}") from None
                 failure = f"HTTP {exc.code}"
             except (urllib.error.URLError, OSError, ValueError) as exc:
                 failure = ("timed out" if isinstance(exc, TimeoutError) else str(exc.reason)
                            if isinstance(exc, urllib.error.URLError) else type(exc).__name__)
             if time.monotonic() + wait - started > backoff_max_s:
                 raise SaslVerificationError(f"the token endpoint {url} did not answer with a token in "
-                                                    f"{attempts} attempts ({failure})")
+                                            f"{attempts} attempts ({failure})")
             time.sleep(wait)  # the backoff between two attempts at the endpoint
             wait = min(2 * wait, backoff_max_s)
         token = payload.get("access_token") if isinstance(payload, dict) else None
