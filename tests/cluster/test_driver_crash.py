@@ -175,8 +175,12 @@ def test_re_run_after_the_transaction_timeout_rewrites_only_what_the_broker_abor
     topic = topic_factory(partitions=3)
     args = ["--bootstrap-servers", bootstrap, "--topic", topic, "--rows", str(ROWS), "--partitions", "3",
             "--guarantee", "exactly_once", "--option", f"transactionalIdPrefix=late-{uuid.uuid4().hex[:8]}",
-            "--option", "writeId=2", "--option", "kafka.transaction.timeout.ms=3000"]
-    proc, marker = launch("batch_to_kafka.py", args, tmp_path, pause="after-first-commit")
+            "--option", "writeId=2"]
+    # A short timeout for the killed run only, so the broker aborts its open transactions soon. The re-run keeps
+    # the default: with 3 s, a slow host could see the broker abort the re-run's own transactions before the driver
+    # commits them (it did once, at 2026-11-27 19:57, the job taking over 3 s from task to commit).
+    proc, marker = launch("batch_to_kafka.py", [*args, "--option", "kafka.transaction.timeout.ms=3000"], tmp_path,
+                          pause="after-first-commit")
     kill_when_paused(proc, marker)  # one partition committed, two transactions left open
     wait_until_nothing_open(bootstrap, topic)  # ... until the broker aborted them (transaction.timeout.ms)
     committed_before = Counter(json.loads(r.value or b"{}")["order_id"] for r in readback(topic))

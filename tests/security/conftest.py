@@ -14,6 +14,8 @@ MTLS            SSL               client certificate *required*
 WRONGHOST       SSL               presents a certificate for another host name (hostname mismatch)
 PLAINONLY       SASL_PLAINTEXT    enables only PLAIN (a SCRAM client gets UNSUPPORTED_SASL_MECHANISM)
 OAUTH           SASL_PLAINTEXT    OAUTHBEARER only, Kafka's unsecured validator (unsecured JWTs: "alg":"none")
+OIDC            SASL_PLAINTEXT    OAUTHBEARER only, Kafka's OAuthBearerValidatorCallbackHandler: RS256 tokens
+                                  verified against the JWKS of the test's identity provider (``idp``, _idp.py)
 ==============  ================  ===========================================================================
 
 ACLs: the broker runs KRaft's ``StandardAuthorizer`` with ``allow.everyone.if.no.acl.found=true``, so a resource
@@ -36,6 +38,7 @@ import pytest
 from spark_kafka_sink.testing.broker import KafkaCluster
 from spark_kafka_sink.testing.broker_jars import fetch_jars
 from spark_kafka_sink.testing.certs import TestCertificates, make_test_certificates
+from tests.security._idp import AUDIENCE, IdentityProvider, start_identity_provider
 
 USER = "alice"
 PASSWORD = "alice-secret-7f3a9c"  # distinctive, so tests can search logs and messages for it
@@ -44,7 +47,7 @@ PLAIN_ONLY_PASSWORD = "bob-secret-41d2e8"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 #: The principal of the PLAINTEXT and CONTROLLER listeners (no authentication): a super user of the authorizer.
 SUPER_USER = "User:ANONYMOUS"
-LISTENERS = ("SSL", "SASL_PLAINTEXT", "SASL_SSL", "MTLS", "WRONGHOST", "PLAINONLY", "OAUTH")
+LISTENERS = ("SSL", "SASL_PLAINTEXT", "SASL_SSL", "MTLS", "WRONGHOST", "PLAINONLY", "OAUTH", "OIDC")
 #: How long each failure case took to fail (seconds), shown in the terminal summary.
 FAILURE_TIMINGS: dict[str, float] = {}
 _PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
@@ -59,12 +62,13 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.write_line(f"{name:36} {seconds * 1000:7.0f} ms")
 
 
-def broker_properties(certs: TestCertificates) -> dict[str, str]:
+def broker_properties(certs: TestCertificates, jwks_url: str) -> dict[str, str]:
     """server.properties additions for the listeners above (the launcher adds the listeners themselves)."""
     props = {
         "listener.security.protocol.map": ",".join([
             "CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT",
             "SASL_SSL:SASL_SSL", "MTLS:SSL", "WRONGHOST:SSL", "PLAINONLY:SASL_PLAINTEXT", "OAUTH:SASL_PLAINTEXT",
+            "OIDC:SASL_PLAINTEXT",
         ]),
         # PEM key store: PKCS#8 key + certificate chain in one file, no key password.
         "ssl.keystore.type": "PEM",
@@ -81,6 +85,12 @@ def broker_properties(certs: TestCertificates) -> dict[str, str]:
         "listener.name.oauth.sasl.enabled.mechanisms": "OAUTHBEARER",
         "listener.name.oauth.oauthbearer.sasl.jaas.config":
             f'{OAUTH_MODULE} required unsecuredLoginStringClaim_sub="admin";',
+        "listener.name.oidc.sasl.enabled.mechanisms": "OAUTHBEARER",
+        "listener.name.oidc.oauthbearer.sasl.jaas.config": f"{OAUTH_MODULE} required;",
+        "listener.name.oidc.oauthbearer.sasl.server.callback.handler.class":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        "sasl.oauthbearer.jwks.endpoint.url": jwks_url,
+        "sasl.oauthbearer.expected.audience": AUDIENCE,
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "allow.everyone.if.no.acl.found": "true",
         "super.users": SUPER_USER,
@@ -126,13 +136,24 @@ def certs() -> Iterator[TestCertificates]:
 
 
 @pytest.fixture(scope="session")
-def secure_broker(certs: TestCertificates) -> Iterator[SecureBroker]:
+def idp() -> Iterator[IdentityProvider]:
+    provider, stop = start_identity_provider()
+    try:
+        yield provider
+    finally:
+        stop()
+
+
+@pytest.fixture(scope="session")
+def secure_broker(certs: TestCertificates, idp: IdentityProvider) -> Iterator[SecureBroker]:
     fetch_jars()
+    jwks = f"{idp.url}/jwks"
     cluster = KafkaCluster(
         size=1,
         listeners=LISTENERS,
-        properties=broker_properties(certs),
+        properties=broker_properties(certs, jwks),
         scram_users=[(mechanism, USER, PASSWORD) for mechanism in SCRAM_MECHANISMS],
+        jvm_options=[f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={jwks}"],  # Kafka 4's URL allow-list
     ).start()
     try:
         yield SecureBroker(cluster, certs)

@@ -1,6 +1,6 @@
 """SASL/OAUTHBEARER: the client message's exact bytes, where tokens come from and for how long, the settings'
-errors; then a real broker's OAUTHBEARER listener (Kafka's unsecured validator) taking our producer and a Spark
-write, read back with confluent-kafka (librdkafka's own OAUTHBEARER)."""
+errors; then a real broker's OAUTHBEARER listener (Kafka's unsecured validator) taking our producer, read back with
+confluent-kafka (librdkafka's own OAUTHBEARER). A Spark write over OAUTHBEARER is in test_oauthbearer_oidc.py."""
 
 from __future__ import annotations
 
@@ -225,21 +225,3 @@ def test_an_expired_token_fails_at_once_with_the_brokers_reason(secure_broker: S
         with KafkaProducer(_settings(secure_broker, **{"sasl.oauthbearer.token.provider": lambda: expired})) as p:
             p.send(create_topic_secure(secure_broker), value=b"never").result(timeout=30)
     assert time.monotonic() - started < 10
-
-
-@pytest.mark.broker
-@pytest.mark.spark
-def test_spark_write_over_oauthbearer(secure_broker: SecureBroker, spark: Any) -> None:
-    """kafka.sasl.mechanism=OAUTHBEARER with the JAAS line a Java configuration has (the unsecured login)."""
-    topic = create_topic_secure(secure_broker, partitions=2)
-    df = spark.createDataFrame([(f"k{i}", f"v{i}") for i in range(20)], "key string, value string")
-    (df.write.format("pykafka-sink")
-        .option("kafka.bootstrap.servers", secure_broker.address("OAUTH"))
-        .option("topic", topic)
-        .option("kafka.security.protocol", "SASL_PLAINTEXT")
-        .option("kafka.sasl.mechanism", "OAUTHBEARER")
-        .option("kafka.sasl.jaas.config", UNSECURED_JAAS)
-        .option("kafka.max.block.ms", "15000")
-        .mode("append").save())
-    records = read_back_secure(secure_broker, "OAUTH", topic, expected=20)
-    assert sorted(records) == sorted((f"k{i}".encode(), f"v{i}".encode()) for i in range(20))

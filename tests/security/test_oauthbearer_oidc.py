@@ -2,146 +2,32 @@
 sasl.jaas.config) against a broker that validates signed tokens itself: Kafka's OAuthBearerValidatorCallbackHandler
 checks each token's RS256 signature against the identity provider's JWKS, its audience and its expiry.
 
-The identity provider is a small OAuth server in this process (client-credentials grant, JWKS), signing with an RSA
-key made for the module; the broker fetches its JWKS over HTTP, so a token not signed by it, or for another audience,
-is refused by Kafka's own code. Records are read back with confluent-kafka over the broker's PLAINTEXT listener."""
+The identity provider is a small OAuth server in this process (tests/security/_idp.py: client-credentials grant,
+JWKS), signing with an RSA key made for the session; the secured broker's OIDC listener fetches its JWKS over HTTP,
+so a token not signed by it, or for another audience, is refused by Kafka's own code. Records are read back with
+confluent-kafka over the broker's PLAINTEXT listener."""
 
 from __future__ import annotations
 
-import base64
-import json
-import threading
 import time
-import urllib.parse
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from spark_kafka_sink.errors import SaslAuthenticationFailedError
 from spark_kafka_sink.testing.broker import KafkaCluster
-from spark_kafka_sink.testing.broker_jars import fetch_jars
-from tests.security.conftest import OAUTH_MODULE
+from tests.security._idp import CLIENT_ID, CLIENT_SECRET, IdentityProvider
+from tests.security.conftest import OAUTH_MODULE, SecureBroker
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(300)]
 
-CLIENT_ID = "spark-writer"
-CLIENT_SECRET = "oidc-Secret-9Q7x"  # distinctive: searched for in errors
-AUDIENCE = "kafka-test"
 JAVA_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
 
 
-def b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-@dataclass
-class IdentityProvider:
-    """An OAuth server: POST /token (client credentials, HTTP Basic) answers a signed JWT, GET /jwks the key."""
-
-    server: ThreadingHTTPServer
-    key: Any
-    token_requests: list[dict[str, list[str]]] = field(default_factory=list)
-    fail_next: list[int] = field(default_factory=list)  # HTTP statuses to answer before the next good one
-    delay_s: float = 0.0  # a slow provider: this long before each token answer
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"  # bound there by the fixture
-
-    def token(self, subject: str, lifetime: float = 3600) -> str:
-        from cryptography.hazmat.primitives import hashes
-        from cryptography.hazmat.primitives.asymmetric import padding
-
-        now = time.time()
-        header = b64url(json.dumps({"alg": "RS256", "typ": "JWT", "kid": "k1"}).encode())
-        claims = b64url(json.dumps({"sub": subject, "aud": AUDIENCE, "iss": self.url, "iat": int(now),
-                                    "exp": int(now + lifetime), "scope": "kafka"}).encode())
-        signature = self.key.sign(f"{header}.{claims}".encode(), padding.PKCS1v15(), hashes.SHA256())
-        return f"{header}.{claims}.{b64url(signature)}"
-
-    def jwks(self) -> dict[str, Any]:
-        numbers = self.key.public_key().public_numbers()
-        as_bytes = [n.to_bytes((n.bit_length() + 7) // 8, "big") for n in (numbers.n, numbers.e)]
-        return {"keys": [{"kty": "RSA", "kid": "k1", "use": "sig", "alg": "RS256",
-                          "n": b64url(as_bytes[0]), "e": b64url(as_bytes[1])}]}
-
-
-def _handler(idp: list[IdentityProvider]) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:  # quiet
-            pass
-
-        def _answer(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            self._answer(200, idp[0].jwks()) if self.path == "/jwks" else self._answer(404, {})
-
-        def do_POST(self) -> None:  # noqa: N802
-            form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
-            idp[0].token_requests.append(form)
-            time.sleep(idp[0].delay_s)  # the provider's own slowness (what the read timeout is tested against)
-            expected = base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
-            if idp[0].fail_next:
-                self._answer(idp[0].fail_next.pop(0), {"error": "temporarily_unavailable"})
-            elif self.headers.get("Authorization") != f"Basic {expected}":
-                self._answer(401, {"error": "invalid_client", "error_description": "bad client secret"})
-            elif form.get("grant_type") != ["client_credentials"]:
-                self._answer(400, {"error": "unsupported_grant_type"})
-            else:
-                self._answer(200, {"access_token": idp[0].token(CLIENT_ID), "token_type": "Bearer",
-                                   "expires_in": 3600})
-
-    return Handler
-
-
-@pytest.fixture(scope="module")
-def idp() -> Iterator[IdentityProvider]:
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
-    class Server(ThreadingHTTPServer):
-        def handle_error(self, request: Any, client_address: Any) -> None:
-            pass  # a client that gave up (the timeout test) closes before its answer: nothing to report
-
-    holder: list[IdentityProvider] = []
-    server = Server(("127.0.0.1", 0), _handler(holder))
-    holder.append(IdentityProvider(server, rsa.generate_private_key(public_exponent=65537, key_size=2048)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield holder[0]
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture(scope="module")
-def oidc_broker(idp: IdentityProvider) -> Iterator[KafkaCluster]:
-    fetch_jars()
-    jwks = f"{idp.url}/jwks"
-    cluster = KafkaCluster(
-        size=1, listeners=("OIDC",),
-        properties={
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,OIDC:SASL_PLAINTEXT",
-            "listener.name.oidc.sasl.enabled.mechanisms": "OAUTHBEARER",
-            "listener.name.oidc.oauthbearer.sasl.jaas.config": f"{OAUTH_MODULE} required;",
-            "listener.name.oidc.oauthbearer.sasl.server.callback.handler.class":
-                "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
-            "sasl.oauthbearer.jwks.endpoint.url": jwks,
-            "sasl.oauthbearer.expected.audience": AUDIENCE,
-        },
-        jvm_options=[f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={jwks}"],
-    ).start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+@pytest.fixture
+def oidc_broker(secure_broker: SecureBroker) -> KafkaCluster:
+    """The session's secured broker: its OIDC listener verifies tokens against ``idp``'s JWKS (conftest)."""
+    return secure_broker.cluster
 
 
 def java_settings(cluster: KafkaCluster, idp: IdentityProvider, secret: str = CLIENT_SECRET,
