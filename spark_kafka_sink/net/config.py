@@ -23,7 +23,7 @@ from typing import Any
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.secret import Secret, is_secret_name
 
-__all__ = ["NetConfig", "NET_CONFIG_KEYS", "SecurityValue", "parse_bootstrap_servers", "format_address"]
+__all__ = ["NetConfig", "NET_CONFIG_KEYS", "SecurityValue", "parse_bootstrap_servers", "format_address", "to_int"]
 
 #: The value of one ``ssl.*`` / ``sasl.*`` setting: text, or a Secret for the keys that hold one.
 SecurityValue = str | Secret
@@ -161,7 +161,7 @@ class NetConfig:
             kwargs["security_protocol"] = str(props["security.protocol"]).upper()
         for key, attr in _INT_KEYS.items():
             if key in props:
-                kwargs[attr] = _to_int(key, props[key])
+                kwargs[attr] = to_int(key, props[key])
         if "metadata.recovery.strategy" in props:
             kwargs["metadata_recovery_strategy"] = str(props["metadata.recovery.strategy"]).strip().lower()
         if "allow.auto.create.topics" in props:
@@ -190,8 +190,8 @@ def _security_options(options: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, 
     return tuple(sorted(out, key=lambda item: item[0]))
 
 
-def _to_int(key: str, value: Any) -> int:
-    # Spark options arrive as strings; a Python dict may hold ints. Both are fine, anything else is not.
+def to_int(key: str, value: Any) -> int:
+    """An integer setting as given: an int, or its text (Spark options are strings); anything else: ConfigError."""
     if isinstance(value, bool):
         raise ConfigError(f"{key} must be an integer, got {value!r}", key=key)
     if isinstance(value, int):

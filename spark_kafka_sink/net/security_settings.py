@@ -19,7 +19,7 @@ from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.client_keystore import KEYSTORE_TYPES, load_inline_pem, load_keystore
-from spark_kafka_sink.net.config import NetConfig
+from spark_kafka_sink.net.config import NetConfig, to_int
 from spark_kafka_sink.net.oauthbearer import (
     JAVA_OAUTH_LOGIN_HANDLERS,
     LOGIN_SETTINGS,
@@ -321,10 +321,7 @@ def _check_inline_pem(inline: Mapping[str, Secret | None], get: _Getter, keystor
 
 
 def _login_ms(key: str, text: str | None) -> int:
-    try:
-        value = int(str(text))
-    except ValueError:
-        value = -1
+    value = to_int(key, text)
     if value < 0:
         raise ConfigError(f"{key} must be an integer >= 0 (milliseconds), got {text!r}", key=key)
     return value
