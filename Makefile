@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: venv jars test test-cluster test-versions test-pyspark run bench kafka-up kafka-down clean
+.PHONY: venv jars test test-cluster test-kerberos test-versions test-pyspark run bench kafka-up kafka-down clean
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -30,6 +30,22 @@ test: venv jars
 # port (rebootstrap). About 20 minutes.
 test-cluster: venv jars
 	$(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
+
+# SASL/GSSAPI (tests/kerberos): a KDC (Apache Kerby, from Maven Central), a broker with a Kerberos listener, and
+# the optional gssapi package, which builds against MIT Kerberos's headers: installed here from Debian's
+# libkrb5-dev when krb5-config is missing (as root; otherwise the message says what to install). About 3 minutes.
+KRB_STAMP := $(VENV)/.gssapi-installed
+APT_KRB5 := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libkrb5-dev >/dev/null
+$(KRB_STAMP): $(STAMP)
+	@command -v krb5-config >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && { $(APT_KRB5) || { apt-get update -q >/dev/null && $(APT_KRB5); }; }; } \
+	  || { echo "error: the gssapi package builds against MIT Kerberos: install its headers (Debian/Ubuntu: \
+	  apt-get install libkrb5-dev; Fedora: dnf install krb5-devel) and run make test-kerberos again"; exit 2; }
+	$(PY) -m pip install -q -e '.[test,zstd,snappy,pkcs12,gssapi]' --config-settings editable_mode=compat
+	@touch $(KRB_STAMP)
+
+test-kerberos: venv jars $(KRB_STAMP)
+	$(PY) -m pytest -m kerberos tests/kerberos $(PYTEST_ARGS)
 
 # The core set against every other Kafka release the project claims (README "Kafka versions"); `make test` runs
 # everything on 4.3.1 with its default transaction.version 2. Each run starts its own broker of that release.

@@ -22,9 +22,10 @@ overrides it); the host is the broker host we connect to, so ``127.0.0.1`` works
 TLS.
 
 SASL: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (:mod:`spark_kafka_sink.protocol.sasl`), credentials from
-``sasl.username`` / ``sasl.password`` or the Java ``sasl.jaas.config``. Kafka 4.x brokers serve SaslHandshake v0-1
-and SaslAuthenticate v0-2, so the versions are fixed rather than negotiated (the Java client does the same
-before it has seen ApiVersions).
+``sasl.username`` / ``sasl.password`` or the Java ``sasl.jaas.config``; OAUTHBEARER with a token
+(:mod:`spark_kafka_sink.net.oauthbearer`); GSSAPI with Kerberos credentials (:mod:`spark_kafka_sink.net.kerberos`).
+Kafka 4.x brokers serve SaslHandshake v0-1 and SaslAuthenticate v0-2, so the versions are fixed rather than
+negotiated (the Java client does the same before it has seen ApiVersions).
 
 Failures that retrying cannot fix are ``fatal`` (see :mod:`spark_kafka_sink.net.security_errors`); the network
 client reports them on its metadata and the producer stops with them. Secrets (SASL password, key password) stay
@@ -49,11 +50,12 @@ from spark_kafka_sink.errors import (
 )
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.handshake import Handshake, HandshakeContext, HandshakeStatus
+from spark_kafka_sink.net.kerberos import KerberosLogin
 from spark_kafka_sink.net.oauthbearer import OAuthBearerTokens
 from spark_kafka_sink.net.security_errors import tls_handshake_error
 from spark_kafka_sink.net.security_settings import SecuritySettings
 from spark_kafka_sink.protocol.messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
-from spark_kafka_sink.protocol.sasl import OAuthBearerClient, SaslClient, sasl_client
+from spark_kafka_sink.protocol.sasl import GssapiClient, OAuthBearerClient, SaslClient, sasl_client
 from spark_kafka_sink.secret import Secret
 
 __all__ = ["TlsHandshake", "SaslAuthentication", "handshakes_for", "handshakes_of",
@@ -109,12 +111,13 @@ class SaslAuthentication:
     """SaslHandshake v1 (pick the mechanism), then SaslAuthenticate requests carrying the mechanism's tokens."""
 
     def __init__(self, mechanism: str, username: str, password: Secret | None = None,
-                 tokens: OAuthBearerTokens | None = None) -> None:
+                 tokens: OAuthBearerTokens | None = None, kerberos: KerberosLogin | None = None) -> None:
         self.mechanism = mechanism
         self.name = f"SASL/{mechanism}"
-        self._username = username  # for messages; OAUTHBEARER: what gives its tokens
+        self._username = username  # for messages; OAUTHBEARER: what gives its tokens; GSSAPI: who logs in
         self._password = password
         self._tokens = tokens  # OAUTHBEARER
+        self._kerberos = kerberos  # GSSAPI
         self._client: SaslClient | None = None
         self._phase = _SaslPhase.HANDSHAKE
 
@@ -141,23 +144,27 @@ class SaslAuthentication:
             raise_for_code(code, f"{ctx.address} did not expect SASL: is it a SASL listener? check "
                                  f"security.protocol and the port", where)
         raise_for_code(code, None, where)
-        if self._tokens is not None:  # the token is fetched (or refreshed) here, for this connection
-            try:
-                token = self._tokens.token().reveal()
-            except BrokerError as exc:
-                exc.context = where
-                raise
-            self._client = OAuthBearerClient(token, self._tokens.extensions)
-        else:
-            assert self._password is not None
-            self._client = sasl_client(self.mechanism, self._username, self._password.reveal())
+        try:
+            self._client = self._new_client(ctx)
+            first = self._client.initial_response()  # GSSAPI: the AP-REQ, which may ask the KDC for a ticket
+        except BrokerError as exc:
+            exc.context = where
+            raise
         self._phase = _SaslPhase.AUTHENTICATE
-        ctx.send_request(SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION,
-                         {"auth_bytes": self._client.initial_response()})
+        ctx.send_request(SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION, {"auth_bytes": first})
+
+    def _new_client(self, ctx: HandshakeContext) -> SaslClient:
+        if self._tokens is not None:  # the token is fetched (or refreshed) here, for this connection
+            return OAuthBearerClient(self._tokens.token().reveal(), self._tokens.extensions)
+        if self._kerberos is not None:
+            context, principal = self._kerberos.context(ctx.host)
+            return GssapiClient(context, principal)
+        assert self._password is not None
+        return sasl_client(self.mechanism, self._username, self._password.reveal())
 
     def _on_authenticate(self, ctx: HandshakeContext, body: Mapping[str, Any]) -> HandshakeStatus:
         client = self._client
-        who = self._username if self._tokens is not None else f"user {self._username!r}"
+        who = self._username if self._tokens is not None or self._kerberos is not None else f"user {self._username!r}"
         where = f"{self.name} authentication of {who} with {ctx.address}"
         if client is None or self._phase is not _SaslPhase.AUTHENTICATE:
             raise IllegalSaslStateError(f"a SASL response arrived in phase {self._phase.value}", context=where)
@@ -202,6 +209,8 @@ def handshakes_of(settings: SecuritySettings, host: str) -> list[Handshake]:
     if settings.uses_sasl and settings.oauth_tokens is not None:
         steps.append(SaslAuthentication(settings.sasl_mechanism, settings.oauth_tokens.source,
                                         tokens=settings.oauth_tokens))
+    elif settings.uses_sasl and settings.kerberos is not None:
+        steps.append(SaslAuthentication(settings.sasl_mechanism, settings.kerberos.source, kerberos=settings.kerberos))
     elif settings.uses_sasl:
         if settings.sasl_username is None or settings.sasl_password is None:  # only a hand-built object lacks them
             raise ConfigError("SASL needs sasl.username and sasl.password (or sasl.jaas.config)", key="sasl.username")

@@ -20,6 +20,7 @@ from typing import Any
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.client_keystore import KEYSTORE_TYPES, load_inline_pem, load_keystore
 from spark_kafka_sink.net.config import NetConfig, to_int
+from spark_kafka_sink.net.kerberos import KerberosLogin, kerberos_login
 from spark_kafka_sink.net.oauthbearer import (
     JAVA_OAUTH_LOGIN_HANDLERS,
     LOGIN_SETTINGS,
@@ -29,7 +30,7 @@ from spark_kafka_sink.net.oauthbearer import (
 )
 from spark_kafka_sink.net.truststore import TRUSTSTORE_TYPES, load_trusted
 from spark_kafka_sink.protocol.jaas import jaas_credentials, jaas_oauthbearer_options
-from spark_kafka_sink.protocol.sasl import OAUTHBEARER, SUPPORTED_MECHANISMS
+from spark_kafka_sink.protocol.sasl import GSSAPI, OAUTHBEARER, SUPPORTED_MECHANISMS
 from spark_kafka_sink.secret import Secret
 
 __all__ = ["SecuritySettings", "settings_for", "tls_versions"]
@@ -73,6 +74,7 @@ class SecuritySettings:
     sasl_username: str | None = None
     sasl_password: Secret | None = None
     oauth_tokens: OAuthBearerTokens | None = None  # sasl.mechanism=OAUTHBEARER: where its tokens come from
+    kerberos: KerberosLogin | None = None  # sasl.mechanism=GSSAPI: the credentials and the broker's service name
 
     @property
     def uses_tls(self) -> bool:
@@ -257,9 +259,9 @@ def tls_versions(enabled: str | None, protocol: str | None) -> tuple[ssl.TLSVers
 
 def _sasl_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
     mechanism = (get("sasl.mechanism") or "PLAIN").upper()
-    if mechanism not in (*SUPPORTED_MECHANISMS, OAUTHBEARER):
+    if mechanism not in (*SUPPORTED_MECHANISMS, OAUTHBEARER, GSSAPI):
         raise ConfigError(f"sasl.mechanism={mechanism} is not supported: use one of "
-                          f"{', '.join((*SUPPORTED_MECHANISMS, OAUTHBEARER))}", key="sasl.mechanism")
+                          f"{', '.join((*SUPPORTED_MECHANISMS, OAUTHBEARER, GSSAPI))}", key="sasl.mechanism")
     jaas = _secret(opts["sasl.jaas.config"]) if "sasl.jaas.config" in opts else None
     username = get("sasl.username")
     password = _secret(opts["sasl.password"]) if "sasl.password" in opts else None
@@ -281,6 +283,14 @@ def _sasl_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
     if provider not in (None, ""):
         raise ConfigError(f"sasl.oauthbearer.token.provider is set but sasl.mechanism={mechanism}: set "
                           "sasl.mechanism=OAUTHBEARER", key="sasl.oauthbearer.token.provider")
+    if mechanism == GSSAPI:
+        if username is not None or password is not None:
+            raise ConfigError("sasl.mechanism=GSSAPI authenticates with Kerberos: sasl.username and sasl.password are "
+                              "for PLAIN and SCRAM (see sasl.jaas.config)", key="sasl.username")
+        kerberos = kerberos_login(None if jaas is None else jaas.reveal(), get("sasl.kerberos.service.name") or None,
+                                  keytab=get("sasl.kerberos.keytab") or None,
+                                  principal=get("sasl.kerberos.principal") or None)
+        return {"sasl_mechanism": mechanism, "kerberos": kerberos}
     if jaas is not None:
         if username is not None or password is not None:
             raise ConfigError("set either sasl.jaas.config or sasl.username/sasl.password, not both",

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.net.kerberos import kerberos_login
 from spark_kafka_sink.net.oauthbearer import token_source
 from spark_kafka_sink.net.security_settings import tls_versions
 from spark_kafka_sink.producer.config_options import (
@@ -41,7 +42,7 @@ from spark_kafka_sink.producer.config_options import (
     Secret,
 )
 from spark_kafka_sink.protocol.jaas import jaas_credentials, jaas_oauthbearer_options
-from spark_kafka_sink.protocol.sasl import OAUTHBEARER
+from spark_kafka_sink.protocol.sasl import GSSAPI, OAUTHBEARER
 
 __all__ = ["ProducerConfig", "Secret", "SaslCredentials"]
 
@@ -75,6 +76,9 @@ class ProducerConfig:
     sasl_login_retry_backoff_ms: int
     sasl_login_retry_backoff_max_ms: int
     sasl_oauthbearer_token_provider: Callable[[], Any] | None
+    sasl_kerberos_service_name: str | None
+    sasl_kerberos_keytab: str | None
+    sasl_kerberos_principal: str | None
     ssl_ca_location: str | None
     ssl_truststore_location: str | None
     ssl_truststore_type: str | None
@@ -221,7 +225,7 @@ class ProducerConfig:
 
     def sasl_credentials(self) -> SaslCredentials | None:
         """Mechanism, user name and password for SASL (from sasl.username/password or sasl.jaas.config)."""
-        if not self.uses_sasl or self.sasl_mechanism == OAUTHBEARER:  # OAUTHBEARER: a token (net/oauthbearer.py)
+        if not self.uses_sasl or self.sasl_mechanism in (OAUTHBEARER, GSSAPI):  # a token; Kerberos (net/kerberos.py)
             return None
         if self.sasl_jaas_config is not None:
             username, password = _parse_jaas(self.sasl_jaas_config, self.sasl_mechanism)
@@ -347,6 +351,14 @@ def _sasl_rules(v: dict[str, Any], explicit: set[str]) -> None:
     if provider is not None:
         raise _conflict(f"sasl.oauthbearer.token.provider is set but sasl.mechanism={v['sasl_mechanism']}; set "
                         "sasl.mechanism=OAUTHBEARER", "sasl.oauthbearer.token.provider")
+    if v["sasl_mechanism"] == GSSAPI:
+        if has_pair:
+            raise _conflict("sasl.mechanism=GSSAPI authenticates with Kerberos: sasl.username and sasl.password are "
+                            "for PLAIN and SCRAM", "sasl.username")
+        jaas = v["sasl_jaas_config"]
+        kerberos_login(None if jaas is None else jaas.reveal(), v["sasl_kerberos_service_name"],  # fail now
+                       keytab=v["sasl_kerberos_keytab"], principal=v["sasl_kerberos_principal"])
+        return
     if v["sasl_jaas_config"] is not None:
         if has_pair:
             raise _conflict("set either sasl.jaas.config or sasl.username/sasl.password, not both",

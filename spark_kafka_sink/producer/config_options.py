@@ -208,8 +208,9 @@ def _objects(name: str, raw: Any) -> tuple[object, ...]:
 def _dns_lookup(name: str, raw: Any) -> str:
     value = raw.strip().lower() if isinstance(raw, str) else raw
     if value == "resolve_canonical_bootstrap_servers_only":
-        raise ConfigError(f"{name}={raw!r} is for Kerberos (GSSAPI), which is not supported: use use_all_dns_ips "
-                          "(the Java client's default) or leave it unset", key=name)
+        raise ConfigError(f"{name}={raw!r} is not supported: name the brokers in bootstrap.servers by the host names "
+                          "of their Kerberos principals, and use use_all_dns_ips (the Java client's default) or leave "
+                          "it unset", key=name)
     if value != "use_all_dns_ips":
         raise _invalid(name, raw, "use_all_dns_ips")
     return value
@@ -246,8 +247,18 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("security.protocol", "enum", _choice("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", upper=True),
          "PLAINTEXT",
          "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."),
-    _opt("sasl.mechanism", "enum", _choice("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", upper=True),
-         "PLAIN", "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (GSSAPI is not supported)."),
+    _opt("sasl.mechanism", "enum",
+         _choice("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI", upper=True),
+         "PLAIN", "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI (Kerberos: the "
+         "optional package gssapi)."),
+    _opt("sasl.kerberos.service.name", "string", _optional_string, None,
+         "GSSAPI: the first part of the brokers' principals (kafka in kafka/host@REALM); or serviceName in "
+         "sasl.jaas.config."),
+    _opt("sasl.kerberos.keytab", "string", _optional_string, None,
+         "GSSAPI, as librdkafka: the keytab to log in with (instead of sasl.jaas.config's Krb5LoginModule "
+         "useKeyTab=true keyTab=...); needs sasl.kerberos.principal."),
+    _opt("sasl.kerberos.principal", "string", _optional_string, None,
+         "GSSAPI, as librdkafka: the principal the keytab logs in as (name@REALM)."),
     _opt("sasl.oauthbearer.token.endpoint.url", "string", _optional_string, None,
          "OAUTHBEARER, as Java's OIDC login: the token endpoint (client-credentials grant with sasl.jaas.config's "
          "clientId, clientSecret, scope) or a file: URL of a token."),
@@ -390,7 +401,6 @@ OPTIONS_BY_NAME: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}
 UNSUPPORTED_OPTIONS: dict[str, str] = {
     "key.serializer": "this producer sends bytes: serialize keys before send()",
     "value.serializer": "this producer sends bytes: serialize values before send()",
-    "sasl.kerberos.service.name": "GSSAPI/Kerberos is not supported",
     "ssl.cipher.suites": "the cipher suites are OpenSSL's defaults for the TLS versions offered (set them with "
                          "ssl.enabled.protocols / ssl.protocol); naming suites is not supported",
     "ssl.engine.factory.class": "a Java SSL engine cannot run here: TLS is Python's ssl (OpenSSL)",
@@ -419,6 +429,10 @@ IGNORED_OPTIONS: dict[str, str] = {
     **{key: "a Java JSSE setting: OpenSSL keeps the keys, verifies the chain (PKIX) and draws the randomness here"
        for key in ("ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
                    "ssl.provider", "security.providers")},
+    **{key: "Java's Kerberos ticket renewal: MIT Kerberos gets new tickets from a keytab itself, and a ticket cache "
+            "is renewed by whoever ran kinit"
+       for key in ("sasl.kerberos.kinit.cmd", "sasl.kerberos.min.time.before.relogin",
+                   "sasl.kerberos.ticket.renew.jitter", "sasl.kerberos.ticket.renew.window.factor")},
     **{key: "OAUTHBEARER tokens are fetched again at 80% of their lifetime (Java's default refresh window)"
        for key in ("sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter",
                    "sasl.login.refresh.min.period.seconds", "sasl.login.refresh.buffer.seconds")},

@@ -23,11 +23,12 @@ from typing import Mapping
 from spark_kafka_sink.errors import ConfigError
 
 __all__ = ["JaasLoginModule", "parse_jaas_config", "jaas_credentials", "jaas_oauthbearer_options", "PLAIN_LOGIN_MODULE",
-           "SCRAM_LOGIN_MODULE", "OAUTHBEARER_LOGIN_MODULE"]
+           "SCRAM_LOGIN_MODULE", "OAUTHBEARER_LOGIN_MODULE", "KRB5_LOGIN_MODULE"]
 
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 OAUTHBEARER_LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+KRB5_LOGIN_MODULE = "com.sun.security.auth.module.Krb5LoginModule"  # Kerberos (GSSAPI): the JDK's own
 _CONTROL_FLAGS = ("required", "requisite", "sufficient", "optional")
 _KEY = "sasl.jaas.config"
 # Characters of a bare word: Java's default word characters plus the ones Kafka's JaasConfig adds ('-', '_', '$')

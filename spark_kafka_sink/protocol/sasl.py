@@ -1,5 +1,6 @@
-"""SASL mechanisms, sans-IO: PLAIN (RFC 4616), SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677) and OAUTHBEARER
-(RFC 7628, with a token from :mod:`spark_kafka_sink.net.oauthbearer`).
+"""SASL mechanisms, sans-IO: PLAIN (RFC 4616), SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677), OAUTHBEARER
+(RFC 7628, with a token from :mod:`spark_kafka_sink.net.oauthbearer`) and GSSAPI (RFC 4752, around a Kerberos
+security context from :mod:`spark_kafka_sink.net.kerberos`).
 
 A mechanism is a small client state machine that turns server tokens into client tokens; the network layer carries
 the tokens inside SaslAuthenticate requests (after SaslHandshake v1) and never looks inside them::
@@ -31,6 +32,10 @@ from typing import Protocol
 from spark_kafka_sink.errors import ConfigError, IllegalSaslStateError, SaslAuthenticationFailedError
 
 __all__ = [
+    "GSSAPI",
+    "GssContext",
+    "GssapiClient",
+    "gssapi_security_layer_reply",
     "OAUTHBEARER",
     "OAuthBearerClient",
     "oauthbearer_initial_response",
@@ -48,6 +53,10 @@ __all__ = [
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # the user name and password ones
 OAUTHBEARER = "OAUTHBEARER"  # a bearer token instead (OAuthBearerClient)
+GSSAPI = "GSSAPI"  # Kerberos (GssapiClient)
+# RFC 4752 security layers, the first byte of the server's offer and of the client's choice: Kafka runs none (TLS,
+# when used, protects the connection), as Java's client with the broker's default QOP "auth".
+_NO_SECURITY_LAYER = 0x01
 # RFC 7628 key/value separator (Kafka's OAuthBearerClientInitialResponse.SEPARATOR)
 _KVSEP = "\x01"
 # Kafka's brokers refuse to store SCRAM credentials with fewer iterations; a server offering fewer is either broken
@@ -123,6 +132,97 @@ class OAuthBearerClient:
 
     def __repr__(self) -> str:
         return f"OAuthBearerClient(complete={self._complete})"  # never the token
+
+
+class GssContext(Protocol):
+    """The Kerberos side of one GSSAPI exchange: an initiating GSS-API security context (net/kerberos.py)."""
+
+    @property
+    def complete(self) -> bool:
+        """True once the context is established (mutual authentication included when it was asked for)."""
+        ...
+
+    def step(self, token: bytes | None) -> bytes | None:
+        """Feed the server's token (None at the start); the next token to send, or None."""
+        ...
+
+    def wrap(self, message: bytes) -> bytes:
+        """``message`` with an integrity check, not encrypted (GSS_Wrap with conf_flag 0)."""
+        ...
+
+    def unwrap(self, message: bytes) -> bytes:
+        """The payload of a wrapped server message, its integrity checked."""
+        ...
+
+
+def gssapi_security_layer_reply(offer: bytes, authzid: str) -> bytes:
+    """RFC 4752 3.1: the client's answer to the server's unwrapped 4-byte offer (a bit mask of the security layers
+    it supports, then its largest message size): "no security layer" (0x01), a largest size of 0 (none is
+    wrapped after this), then the authorization identity, which Kafka's Java client sets to its own principal."""
+    if len(offer) != 4:
+        raise SaslVerificationError(f"the GSSAPI security layer offer is {len(offer)} bytes long, not 4")
+    if not offer[0] & _NO_SECURITY_LAYER:
+        raise SaslVerificationError(f"the broker offers only GSSAPI security layers (mask 0x{offer[0]:02x}: "
+                                    "integrity or confidentiality), which Kafka clients do not use: set the "
+                                    "listener's SASL QOP to auth (the default)")
+    return bytes((_NO_SECURITY_LAYER, 0, 0, 0)) + authzid.encode("utf-8")
+
+
+class _GssapiState(enum.Enum):
+    CONTEXT = "establishing the Kerberos context"
+    LAYER = "awaiting the security layer offer"
+    CHOSEN = "awaiting the end of the exchange"
+    DONE = "complete"
+
+
+class GssapiClient:
+    """SASL/GSSAPI (RFC 4752) as Kafka's broker runs it (Java's GssKrb5Server):
+
+    1. Kerberos tokens until the context is established: the AP-REQ, and with mutual authentication the broker's
+       AP-REP back. Once established the client answers with an empty token (the broker's cue for step 2).
+    2. The broker sends its wrapped security layer offer; the client answers with its wrapped choice
+       (:func:`gssapi_security_layer_reply`), and the broker's empty answer ends the exchange.
+    """
+
+    mechanism = GSSAPI
+
+    def __init__(self, context: GssContext, authzid: str) -> None:
+        self._context = context
+        self._authzid = authzid
+        self._state = _GssapiState.CONTEXT
+
+    def initial_response(self) -> bytes:
+        if self._state is not _GssapiState.CONTEXT or self._context.complete:
+            raise IllegalSaslStateError("the GSSAPI initial response was already sent", context="SASL/GSSAPI")
+        token = self._context.step(None)
+        if self._context.complete:  # no mutual authentication: the AP-REQ alone establishes the context
+            self._state = _GssapiState.LAYER
+        return token or b""
+
+    def respond(self, challenge: bytes) -> bytes | None:
+        state = self._state
+        if state is _GssapiState.CONTEXT:
+            token = self._context.step(challenge)
+            if self._context.complete:
+                self._state = _GssapiState.LAYER
+            return token or b""
+        if state is _GssapiState.LAYER:
+            if not challenge:  # the broker's empty answer to the token that established the context
+                return b""
+            offer = self._context.unwrap(challenge)
+            self._state = _GssapiState.CHOSEN
+            return self._context.wrap(gssapi_security_layer_reply(offer, self._authzid))
+        if state is _GssapiState.CHOSEN:
+            self._state = _GssapiState.DONE
+            return None
+        raise IllegalSaslStateError("a GSSAPI server token arrived after the exchange ended", context="SASL/GSSAPI")
+
+    @property
+    def complete(self) -> bool:
+        return self._state is _GssapiState.DONE
+
+    def __repr__(self) -> str:
+        return f"GssapiClient(authzid={self._authzid!r}, state={self._state.name})"
 
 
 def saslname(username: str) -> str:

@@ -8,7 +8,8 @@ Each Kafka version the suite runs (:data:`KAFKA_VERSIONS`) has its own folder, `
 version a test session runs is :func:`selected_kafka_version` (the ``KAFKA_VERSION`` environment variable, else
 :data:`DEFAULT_KAFKA_VERSION`), and the transaction version its cluster is formatted with is
 :func:`selected_transaction_version` (``KAFKA_TRANSACTION_VERSION``, else the release's default). Spark's connector
-matches the installed pyspark (:func:`spark_connector_version`) and lives in ``.kafka/spark-jars-<version>``.
+matches the installed pyspark (:func:`spark_connector_version`) and lives in ``.kafka/spark-jars-<version>``. The
+test KDC's (Apache Kerby, for the Kerberos tests) live in ``.kafka/kdc``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ __all__ = [
     "selected_transaction_version",
     "spark_connector_jars",
     "fetch_jars",
+    "kdc_jars",
     "require_java",
 ]
 
@@ -177,3 +179,11 @@ def fetch_jars(kafka_versions: Sequence[str] = ()) -> None:
                            properties={"kafka.version": version})
     _copy_dependencies(CONF_DIR / "spark" / "pom.xml", _spark_connector_dir(), SPARK_CONNECTOR_ARTIFACTS,
                        properties={"spark.version": spark_connector_version()})
+
+
+def kdc_jars() -> list[Path]:
+    """The test KDC's jar files (Apache Kerby's SimpleKdcServer, ``conf/kerberos/pom.xml``), fetched on first use."""
+    require_java()
+    dest = kafka_home() / "kdc"
+    _copy_dependencies(CONF_DIR / "kerberos" / "pom.xml", dest)
+    return sorted(dest.glob("*.jar"))

@@ -100,9 +100,9 @@ def test_client_dns_lookup_takes_javas_default_only() -> None:
 def test_unsupported_java_key_says_why() -> None:
     with pytest.raises(ConfigError, match="serialize values before send"):
         cfg({"value.serializer": "org.apache.kafka.common.serialization.StringSerializer"})
-    with pytest.raises(ConfigError, match="GSSAPI") as info:
-        cfg({"sasl.kerberos.service.name": "kafka"})
-    assert info.value.key == "sasl.kerberos.service.name"
+    with pytest.raises(ConfigError, match="a Java SSL engine cannot run here") as info:
+        cfg({"ssl.engine.factory.class": "com.example.Engine"})
+    assert info.value.key == "ssl.engine.factory.class"
 
 
 def test_java_store_passwords_are_secrets() -> None:

@@ -1,0 +1,154 @@
+"""SASL/GSSAPI against a real KDC and a broker whose listener takes only Kerberos: the producer and a Spark job log
+in from a keytab (Java's Krb5LoginModule options and librdkafka's) or a ticket cache, the broker sees the
+principal (its ACLs apply to it), and each misconfiguration fails at once saying what to fix. Read back with
+confluent-kafka over the PLAINTEXT listener (its wheel has no GSSAPI) and with Spark's own Kafka source."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_kafka_sink.errors import ConfigError, KafkaError, TopicAuthorizationFailedError
+from spark_kafka_sink.producer.producer import KafkaProducer
+from spark_kafka_sink.protocol.jaas import KRB5_LOGIN_MODULE
+from tests.conftest import read_topic, spark_read_topic, wait_for
+from tests.kerberos.conftest import SUPER_USER, KerberizedBroker
+
+pytestmark = pytest.mark.kerberos
+
+
+def produce(config: dict[str, Any], topic: str, count: int = 10, prefix: str = "v") -> None:
+    bounds = {"request.timeout.ms": 15_000, "delivery.timeout.ms": 20_000, "max.block.ms": 20_000}
+    with KafkaProducer({**config, **bounds}) as producer:
+        futures = [producer.send(topic, f"{prefix}{i}".encode(), key=f"k{i}".encode()) for i in range(count)]
+        producer.flush(30)
+        for future in futures:
+            future.result(1)
+
+
+def values(bootstrap: str, topic: str) -> list[bytes]:
+    return sorted(r.value or b"" for r in read_topic(bootstrap, topic, "read_uncommitted"))
+
+
+def test_producer_logs_in_from_a_keytab_with_javas_options(kerberized: KerberizedBroker) -> None:
+    topic = kerberized.topic()
+    produce(kerberized.producer_config(), topic)
+    assert values(kerberized.plaintext_bootstrap, topic) == sorted(f"v{i}".encode() for i in range(10))
+
+
+def test_librdkafkas_keytab_options(kerberized: KerberizedBroker) -> None:
+    topic = kerberized.topic()
+    config = {"bootstrap.servers": kerberized.kerberos_bootstrap, "security.protocol": "SASL_PLAINTEXT",
+              "sasl.mechanism": "GSSAPI", "sasl.kerberos.service.name": "kafka",
+              "sasl.kerberos.keytab": str(kerberized.kdc.keytab("other")),
+              "sasl.kerberos.principal": kerberized.kdc.principal("other")}
+    produce(config, topic, count=3)
+    assert values(kerberized.plaintext_bootstrap, topic) == [b"v0", b"v1", b"v2"]
+
+
+def test_ticket_cache_left_by_a_login(kerberized: KerberizedBroker, tmp_path: Path) -> None:
+    """useTicketCache=true: the tickets a kinit left (here: MIT's own keytab login stored into a file cache)."""
+    import gssapi
+
+    cache = tmp_path / "krb5cc"
+    kdc = kerberized.kdc
+    name = gssapi.Name(kdc.principal("client"), gssapi.NameType.kerberos_principal)
+    login = gssapi.Credentials(name=name, usage="initiate",
+                               store={"client_keytab": str(kdc.keytab("client")), "ccache": f"FILE:{cache}"})
+    assert login.lifetime > 0 and cache.stat().st_size > 0
+    topic = kerberized.topic()
+    jaas = f'{KRB5_LOGIN_MODULE} required useTicketCache=true ticketCache="FILE:{cache}";'
+    produce({**kerberized.producer_config(), "sasl.jaas.config": jaas}, topic, count=2)
+    assert values(kerberized.plaintext_bootstrap, topic) == [b"v0", b"v1"]
+
+
+def test_broker_knows_the_principal(kerberized: KerberizedBroker) -> None:
+    """An ACL denying User:client writes stops client's producer and not other's: the broker authenticated each
+    as its own principal."""
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    topic = kerberized.topic()
+    admin = AdminClient({"bootstrap.servers": kerberized.plaintext_bootstrap})
+    # Once a topic has an ACL, only ACLs decide: everyone may do everything, except client write (a DENY wins).
+    allow = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:*", "*",
+                       AclOperation.ALL, AclPermissionType.ALLOW)
+    deny = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:client", "*",
+                      AclOperation.WRITE, AclPermissionType.DENY)
+    assert SUPER_USER != "User:client"
+    for done in admin.create_acls([allow, deny]).values():
+        done.result(timeout=30)
+    filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation,
+                                b.permission_type) for b in (allow, deny)]
+    wait_for("the broker's authorizer to have both ACLs",
+             lambda: all(admin.describe_acls(f).result(timeout=30) for f in filters), timeout=30)
+    with pytest.raises(TopicAuthorizationFailedError):
+        produce(kerberized.producer_config("client"), topic, count=1)
+    produce(kerberized.producer_config("other"), topic, count=1, prefix="other")
+    assert values(kerberized.plaintext_bootstrap, topic) == [b"other0"]
+
+
+def failure(config: dict[str, Any], topic: str) -> tuple[KafkaError, float]:
+    start = time.monotonic()
+    with pytest.raises(KafkaError) as info:
+        produce(config, topic, count=1)
+    return info.value, time.monotonic() - start
+
+
+def test_unknown_service_name_fails_at_once(kerberized: KerberizedBroker) -> None:
+    topic = kerberized.topic()
+    error, took = failure(kerberized.producer_config(**{"sasl.kerberos.service.name": "kafkaa"}), topic)
+    text = str(error)
+    assert "Server kafkaa/localhost@EXAMPLE.COM not found in Kerberos database" in text, text
+    assert "sasl.kerberos.service.name" in text and took < 15, (text, took)
+
+
+def test_keytab_of_another_principal_fails_at_once(kerberized: KerberizedBroker) -> None:
+    topic = kerberized.topic()
+    kdc = kerberized.kdc
+    jaas = (f'{KRB5_LOGIN_MODULE} required useKeyTab=true keyTab="{kdc.keytab("other")}" '
+            f'principal="{kdc.principal("client")}";')
+    error, took = failure({**kerberized.producer_config(), "sasl.jaas.config": jaas}, topic)
+    text = str(error)
+    assert f"the keytab {kdc.keytab('other')} holds no valid key of client@EXAMPLE.COM" in text, text
+    assert took < 15, took
+
+
+def test_empty_ticket_cache_says_to_kinit(kerberized: KerberizedBroker, tmp_path: Path) -> None:
+    topic = kerberized.topic()
+    jaas = f'{KRB5_LOGIN_MODULE} required useTicketCache=true ticketCache="FILE:{tmp_path / "none"}";'
+    error, _ = failure({**kerberized.producer_config(), "sasl.jaas.config": jaas}, topic)
+    assert "kinit" in str(error), str(error)
+
+
+def test_missing_keytab_is_a_config_error(kerberized: KerberizedBroker, tmp_path: Path) -> None:
+    jaas = f'{KRB5_LOGIN_MODULE} required useKeyTab=true keyTab="{tmp_path / "gone.keytab"}" principal="client";'
+    with pytest.raises(ConfigError, match="gone.keytab does not exist") as info:
+        KafkaProducer({**kerberized.producer_config(), "sasl.jaas.config": jaas})
+    assert info.value.key == "sasl.jaas.config"
+
+
+@pytest.mark.spark
+def test_spark_job_options_work_for_both_formats(kerberized: KerberizedBroker, kerberos_spark: Any) -> None:
+    """A format("kafka") job's Kerberos options, unchanged, with format("pykafka-sink"); both read back by Spark's
+    own Kafka source."""
+    options = {"kafka.bootstrap.servers": kerberized.kerberos_bootstrap,
+               "kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "GSSAPI",
+               "kafka.sasl.kerberos.service.name": "kafka", "kafka.sasl.jaas.config": kerberized.keytab_jaas()}
+    for fmt in ("kafka", "pykafka-sink"):
+        topic = kerberized.topic(partitions=2)
+        df = kerberos_spark.createDataFrame([(f"k{i}", f"{fmt}-{i}") for i in range(50)], "key string, value string")
+        df.write.format(fmt).mode("append").options(**options).option("topic", topic).save()
+        read = spark_read_topic(kerberos_spark, kerberized.plaintext_bootstrap, topic)
+        got = sorted(row.value.decode() for row in read.select("value").collect())
+        assert got == sorted(f"{fmt}-{i}" for i in range(50)), fmt
