@@ -1,7 +1,8 @@
 // The test KDC: `java -cp <kerby jars> Kdc.java <work dir> <realm> <port> <principal>=<keytab file>...`
 // (Java's single-file source launcher; no build). Creates each principal with a random key, writes its keytab,
-// prints READY and serves on 127.0.0.1:<port> over TCP until killed.
+// prints READY and serves on 127.0.0.1:<port> over TCP until killed. Tickets as short as a client asks for (1 s+).
 import java.io.File;
+import org.apache.kerby.kerberos.kerb.server.KdcConfigKey;
 import org.apache.kerby.kerberos.kerb.server.SimpleKdcServer;
 
 public class Kdc {
@@ -13,6 +14,8 @@ public class Kdc {
         kdc.setKdcRealm(args[1]);
         kdc.setKdcTcpPort(Integer.parseInt(args[2]));
         kdc.setAllowUdp(false);
+        // Kerby refuses tickets shorter than an hour by default; a test asks for seconds to see them renewed.
+        kdc.getKdcConfig().setLong(KdcConfigKey.MINIMUM_TICKET_LIFETIME, 1L);
         kdc.init();
         kdc.start();
         for (int i = 3; i < args.length; i++) {

@@ -168,7 +168,7 @@ def _gss_message(exc: Any) -> str:
     """MIT's own words: the mechanism's (minor) status, which says what happened, else the GSS-API (major) one."""
     try:
         for code, major in ((exc.min_code, False), (exc.maj_code, True)):
-            texts = [t for t in exc.get_all_statuses(code, major) if t] if code else []
+            texts = [t for t in exc.get_all_statuses(code, major) if t and t != "Success"] if code else []
             if texts:
                 return "; ".join(texts)
     except Exception:  # an older gssapi without these: its str() has both, less readably

@@ -152,3 +152,21 @@ def test_spark_job_options_work_for_both_formats(kerberized: KerberizedBroker, k
         read = spark_read_topic(kerberos_spark, kerberized.plaintext_bootstrap, topic)
         got = sorted(row.value.decode() for row in read.select("value").collect())
         assert got == sorted(f"{fmt}-{i}" for i in range(50)), fmt
+
+
+def test_keytab_login_gets_new_tickets_once_they_expire(kerberized: KerberizedBroker, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tickets of 4 s (krb5.conf's ticket_lifetime): a producer after they expired connects again with the same
+    login (the same memory ticket cache, shared by the configuration's producers), which gets new ones from the
+    keytab. Without that the second producer would fail with an expired ticket."""
+    short = tmp_path / "krb5.conf"
+    short.write_text(kerberized.kdc.krb5_conf.read_text().replace("[libdefaults]\n",
+                                                                   "[libdefaults]\n    ticket_lifetime = 4s\n"))
+    monkeypatch.setenv("KRB5_CONFIG", str(short))
+    topic = kerberized.topic()
+    config = kerberized.producer_config("other")
+    produce(config, topic, count=1, prefix="first")
+    first_login = time.time()
+    wait_for("the first tickets to expire", lambda: time.time() > first_login + 5, timeout=10)
+    produce(config, topic, count=1, prefix="second")
+    assert values(kerberized.plaintext_bootstrap, topic) == [b"first0", b"second0"]
