@@ -140,18 +140,19 @@ def test_missing_keytab_is_a_config_error(kerberized: KerberizedBroker, tmp_path
 
 @pytest.mark.spark
 def test_spark_job_options_work_for_both_formats(kerberized: KerberizedBroker, kerberos_spark: Any) -> None:
-    """A format("kafka") job's Kerberos options, unchanged, with format("pykafka-sink"); both read back by Spark's
-    own Kafka source."""
+    """A format("kafka") job's Kerberos options, unchanged, with format("pykafka-sink") in both guarantees (the
+    driver ends exactly_once's transactions over Kerberos too); all read back, read_committed, by Spark's own Kafka
+    source."""
     options = {"kafka.bootstrap.servers": kerberized.kerberos_bootstrap,
                "kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "GSSAPI",
                "kafka.sasl.kerberos.service.name": "kafka", "kafka.sasl.jaas.config": kerberized.keytab_jaas()}
-    for fmt in ("kafka", "pykafka-sink"):
+    for fmt, extra in (("kafka", {}), ("pykafka-sink", {}), ("pykafka-sink", {"deliveryGuarantee": "exactly_once"})):
         topic = kerberized.topic(partitions=2)
         df = kerberos_spark.createDataFrame([(f"k{i}", f"{fmt}-{i}") for i in range(50)], "key string, value string")
-        df.write.format(fmt).mode("append").options(**options).option("topic", topic).save()
+        df.write.format(fmt).mode("append").options(**options, **extra).option("topic", topic).save()
         read = spark_read_topic(kerberos_spark, kerberized.plaintext_bootstrap, topic)
         got = sorted(row.value.decode() for row in read.select("value").collect())
-        assert got == sorted(f"{fmt}-{i}" for i in range(50)), fmt
+        assert got == sorted(f"{fmt}-{i}" for i in range(50)), (fmt, extra)
 
 
 def test_keytab_login_gets_new_tickets_once_they_expire(kerberized: KerberizedBroker, tmp_path: Path,
