@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.secret import Secret, is_secret_name
 
-__all__ = ["NetConfig", "NET_CONFIG_KEYS", "SecurityValue", "parse_bootstrap_servers", "format_address", "to_int"]
+__all__ = ["NetConfig", "NET_CONFIG_KEYS", "SecurityValue", "parse_bootstrap_servers", "format_address", "to_int",
+           "require_readable_file"]
 
 #: The value of one ``ssl.*`` / ``sasl.*`` setting: text, or a Secret for the keys that hold one.
 SecurityValue = str | Secret
@@ -199,6 +201,18 @@ def to_int(key: str, value: Any) -> int:
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         return int(value.strip())
     raise ConfigError(f"{key} must be an integer, got {value!r}", key=key)
+
+
+def require_readable_file(path: str, key: str) -> None:
+    """A file setting (certificate, keystore, keytab) names a file this process can read; else ConfigError."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{key}: {path} does not exist or is not a file", key=key)
+    try:
+        with p.open("rb"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{key}: cannot read {path}: {exc.strerror}", key=key) from None
 
 
 def _to_bool(key: str, value: Any) -> bool:

@@ -31,11 +31,11 @@ import socket
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.net.config import require_readable_file
 from spark_kafka_sink.protocol.jaas import KRB5_LOGIN_MODULE, parse_jaas_config
 from spark_kafka_sink.protocol.sasl import GssContext, SaslVerificationError
 
@@ -246,14 +246,7 @@ def kerberos_login(jaas: str | None, service_name: str | None, keytab: str | Non
         if not principal:
             raise ConfigError(f"{key}: a keytab login needs the principal to log in as (principal=\"name@REALM\")",
                               key=key)
-        path = Path(keytab)
-        if not path.is_file():
-            raise ConfigError(f"{key}: the keytab {keytab} does not exist or is not a file", key=key)
-        try:
-            with path.open("rb"):
-                pass
-        except OSError as exc:
-            raise ConfigError(f"{key}: cannot read the keytab {keytab}: {exc.strerror}", key=key) from None
+        require_readable_file(keytab, key)
     require_gssapi()
     return KerberosLogin(service_name=service, principal=principal, keytab=keytab, use_ticket_cache=use_cache,
                          ticket_cache=options.get("ticketCache") or None)

@@ -19,7 +19,7 @@ from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.client_keystore import KEYSTORE_TYPES, load_inline_pem, load_keystore
-from spark_kafka_sink.net.config import NetConfig, to_int
+from spark_kafka_sink.net.config import NetConfig, require_readable_file, to_int
 from spark_kafka_sink.net.kerberos import KerberosLogin, kerberos_login
 from spark_kafka_sink.net.oauthbearer import (
     JAVA_OAUTH_LOGIN_HANDLERS,
@@ -131,14 +131,14 @@ class SecuritySettings:
                 raise ConfigError("ssl.truststore.certificates holds no PEM certificate (BEGIN CERTIFICATE)",
                                   key="ssl.truststore.certificates") from None
         elif self.ca_location:
-            _readable(self.ca_location, self.ca_option)
+            require_readable_file(self.ca_location, self.ca_option)
             load_trusted(context, self.ca_location, self.ca_option, self.truststore_type, self.truststore_password)
         else:
             context.load_default_certs(ssl.Purpose.SERVER_AUTH)
         if self.keystore_key is not None and self.keystore_certificate_chain is not None:
             load_inline_pem(context, self.keystore_key, self.keystore_certificate_chain, self.key_password)
         elif self.keystore_location:
-            _readable(self.keystore_location, "ssl.keystore.location")
+            require_readable_file(self.keystore_location, "ssl.keystore.location")
             load_keystore(context, self.keystore_location, self.keystore_type, self.keystore_password,
                           self.key_password)
         elif self.certificate_location:
@@ -148,9 +148,9 @@ class SecuritySettings:
     def _load_client_certificate(self, context: ssl.SSLContext) -> None:
         cert = self.certificate_location or ""
         key_file = self.key_location
-        _readable(cert, "ssl.certificate.location")
+        require_readable_file(cert, "ssl.certificate.location")
         if key_file:
-            _readable(key_file, "ssl.key.location")
+            require_readable_file(key_file, "ssl.key.location")
         password = self.key_password
 
         def key_password() -> str:
@@ -335,17 +335,6 @@ def _login_ms(key: str, text: str | None) -> int:
     if value < 0:
         raise ConfigError(f"{key} must be an integer >= 0 (milliseconds), got {text!r}", key=key)
     return value
-
-
-def _readable(path: str, key: str) -> None:
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{key}: {path} does not exist or is not a file", key=key)
-    try:
-        with p.open("rb"):
-            pass
-    except OSError as exc:
-        raise ConfigError(f"{key}: cannot read {path}: {exc.strerror}", key=key) from None
 
 
 def _is_encrypted(path: str) -> bool:
