@@ -64,6 +64,7 @@ from spark_kafka_sink.errors import IllegalStateError, KafkaConnectionError, Kaf
 from spark_kafka_sink.net.config import NetConfig, format_address
 from spark_kafka_sink.net.connection import SETTING_UP, BrokerConnection, ConnectionState, monotonic_ms
 from spark_kafka_sink.net.handshake import HandshakeFactory
+from spark_kafka_sink.net.host_names import canonical_bootstrap_servers
 from spark_kafka_sink.net.inflight import Completion
 from spark_kafka_sink.net.metadata import Metadata
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
@@ -139,6 +140,10 @@ class NetworkClient:
                  handshakes: HandshakeFactory | None = None, clock: Callable[[], int] = monotonic_ms) -> None:
         self.config = config
         self.metadata = metadata if metadata is not None else Metadata(config)
+        # The bootstrap servers as given, or by their addresses' canonical names (client.dns.lookup), once.
+        self._bootstrap = (canonical_bootstrap_servers(config.bootstrap_servers)
+                           if config.client_dns_lookup == "resolve_canonical_bootstrap_servers_only"
+                           else config.bootstrap_servers)
         self._handshakes = handshakes
         self._clock = clock
         # Owned by the network thread:
@@ -164,13 +169,12 @@ class NetworkClient:
 
     @property
     def bootstrap_node_ids(self) -> list[int]:
-        return [-(i + 1) for i in range(len(self.config.bootstrap_servers))]
+        return [-(i + 1) for i in range(len(self._bootstrap))]
 
     def _address_of(self, node_id: int) -> tuple[str, int] | None:
         if node_id < 0:
             index = -node_id - 1
-            servers = self.config.bootstrap_servers
-            return servers[index] if index < len(servers) else None
+            return self._bootstrap[index] if index < len(self._bootstrap) else None
         broker = self.metadata.broker(node_id)
         return None if broker is None else (broker.host, broker.port)
 

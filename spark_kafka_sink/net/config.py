@@ -51,9 +51,10 @@ _SECURITY_PREFIXES = ("ssl.", "sasl.")
 #: Every key :meth:`NetConfig.from_properties` reads (plus any ``ssl.*`` / ``sasl.*`` key).
 NET_CONFIG_KEYS: frozenset[str] = frozenset(
     {"bootstrap.servers", "client.id", "security.protocol", "allow.auto.create.topics", "metadata.recovery.strategy",
-     *_INT_KEYS}
+     "client.dns.lookup", *_INT_KEYS}
 )
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_DNS_LOOKUPS = ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")
 
 
 def format_address(host: str, port: int) -> str:
@@ -110,6 +111,9 @@ class NetConfig:
     # bootstrap.servers again (re-resolved); "none": keep trying the brokers last known.
     metadata_recovery_strategy: str = "rebootstrap"
     metadata_recovery_rebootstrap_trigger_ms: int = 300_000
+    # "resolve_canonical_bootstrap_servers_only": the bootstrap hosts by the canonical names of their addresses,
+    # resolved when the network client is made (net/host_names.py); Kerberos setups reached through an alias.
+    client_dns_lookup: str = "use_all_dns_ips"
     security_protocol: str = "PLAINTEXT"
     security_options: tuple[tuple[str, SecurityValue], ...] = ()  # ssl.* / sasl.* settings, for net/security.py
     client_software_name: str = "spark-kafka-sink"  # ApiVersions v3+; must match [a-zA-Z0-9](...)
@@ -135,6 +139,9 @@ class NetConfig:
         if self.metadata_recovery_strategy not in ("none", "rebootstrap"):
             raise ConfigError(f"metadata.recovery.strategy must be none or rebootstrap, got "
                               f"{self.metadata_recovery_strategy!r}", key="metadata.recovery.strategy")
+        if self.client_dns_lookup not in _DNS_LOOKUPS:
+            raise ConfigError(f"client.dns.lookup must be one of {', '.join(_DNS_LOOKUPS)}, got "
+                              f"{self.client_dns_lookup!r}", key="client.dns.lookup")
         if self.security_protocol not in _SECURITY_PROTOCOLS:
             raise ConfigError(f"security.protocol must be one of {', '.join(_SECURITY_PROTOCOLS)}, "
                               f"got {self.security_protocol!r}", key="security.protocol")
@@ -164,6 +171,8 @@ class NetConfig:
         for key, attr in _INT_KEYS.items():
             if key in props:
                 kwargs[attr] = to_int(key, props[key])
+        if "client.dns.lookup" in props:
+            kwargs["client_dns_lookup"] = str(props["client.dns.lookup"]).strip().lower()
         if "metadata.recovery.strategy" in props:
             kwargs["metadata_recovery_strategy"] = str(props["metadata.recovery.strategy"]).strip().lower()
         if "allow.auto.create.topics" in props:

@@ -15,7 +15,8 @@ renews it. With both (``useTicketCache`` and ``useKeyTab``), the cache first and
 valid ticket, as Java.
 
 The broker is ``<sasl.kerberos.service.name>/<host>`` (a host-based service name): the host the connection was
-made to, and for an IP address the name it resolves back to, as Java's ``InetAddress.getHostName()``; the realm
+made to, and for an IP address the name it resolves back to, as Java's ``InetAddress.getHostName()``
+(:mod:`.host_names`; ``client.dns.lookup=resolve_canonical_bootstrap_servers_only`` for aliases); the realm
 and any further canonicalisation are krb5.conf's (``KRB5_CONFIG``; Java's ``java.security.krb5.conf``). Mutual
 authentication is asked for, so a broker without the service key fails the exchange.
 
@@ -26,8 +27,6 @@ message and what to check.
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,10 +35,11 @@ from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.config import require_readable_file
+from spark_kafka_sink.net.host_names import name_of_address
 from spark_kafka_sink.protocol.jaas import KRB5_LOGIN_MODULE, parse_jaas_config
 from spark_kafka_sink.protocol.sasl import GssContext, SaslVerificationError
 
-__all__ = ["KerberosLogin", "kerberos_login", "require_gssapi", "service_host"]
+__all__ = ["KerberosLogin", "kerberos_login", "require_gssapi"]
 
 _INSTALL = ("pip install 'spark-kafka-sink[gssapi]' (it builds against MIT Kerberos: apt-get install libkrb5-dev, "
             "or dnf install krb5-devel)")
@@ -59,19 +59,6 @@ def require_gssapi() -> ModuleType:
                           key="sasl.mechanism") from None
     module: ModuleType = gssapi
     return module
-
-
-def service_host(host: str) -> str:
-    """The host part of the broker's service principal: ``host`` as given, or for an IP address the name it
-    resolves back to (the address itself when it does not), as Java's ``InetAddress.getHostName()``."""
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return host
-    try:
-        return socket.gethostbyaddr(host)[0]
-    except OSError:
-        return host
 
 
 @dataclass(frozen=True)
@@ -103,7 +90,7 @@ class KerberosLogin:
         """A new initiating context for the broker at ``host``, and this client's principal (the SASL
         authorization identity). Acquiring credentials may talk to the KDC."""
         gssapi = require_gssapi()
-        target = f"{self.service_name}@{service_host(host)}"
+        target = f"{self.service_name}@{name_of_address(host)}"
         try:
             credentials = self._credentials(gssapi)
             principal = str(credentials.name)
@@ -180,9 +167,11 @@ def _failure(exc: Exception, login: KerberosLogin, target: str) -> SaslVerificat
     text = _gss_message(exc)
     lowered = text.lower()
     service, _, host = target.partition("@")
-    if "not found in kerberos database" in lowered and f"{service}/" in text:
-        hint = (f"the KDC does not know the broker's principal {service}/{host}: check sasl.kerberos.service.name "
-                f"and that bootstrap.servers names the brokers by the host names in their principals")
+    if "not found in kerberos database" in lowered:
+        hint = (f"the KDC does not know the broker's principal {service}/{host} or the realm krb5.conf maps {host} "
+                "to: check sasl.kerberos.service.name, that bootstrap.servers names the brokers by the host names in "
+                "their principals (an alias: client.dns.lookup=resolve_canonical_bootstrap_servers_only), and "
+                "krb5.conf's [domain_realm]")
     elif "cannot contact any kdc" in lowered or "cannot find kdc" in lowered:
         hint = "no KDC answered: check the realm's kdc entries in krb5.conf (KRB5_CONFIG)"
     elif login.keytab and any(word in lowered for word in ("credentials", "keytab", "key table", "preauthentication",

@@ -207,12 +207,8 @@ def _objects(name: str, raw: Any) -> tuple[object, ...]:
 
 def _dns_lookup(name: str, raw: Any) -> str:
     value = raw.strip().lower() if isinstance(raw, str) else raw
-    if value == "resolve_canonical_bootstrap_servers_only":
-        raise ConfigError(f"{name}={raw!r} is not supported: name the brokers in bootstrap.servers by the host names "
-                          "of their Kerberos principals, and use use_all_dns_ips (the Java client's default) or leave "
-                          "it unset", key=name)
-    if value != "use_all_dns_ips":
-        raise _invalid(name, raw, "use_all_dns_ips")
+    if value not in ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"):
+        raise _invalid(name, raw, "use_all_dns_ips or resolve_canonical_bootstrap_servers_only")
     return value
 
 
@@ -319,8 +315,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("ssl.protocol", "string", _tls_newest, "TLSv1.3",
          "The newest TLS version to offer: TLSv1.3 (or TLS), or TLSv1.2 to keep TLSv1.3 out even when enabled."),
     _opt("client.dns.lookup", "enum", _dns_lookup, "use_all_dns_ips",
-         "use_all_dns_ips, the Java client's default and the only mode: each attempt to connect to a broker takes "
-         "the next address its name resolves to."),
+         "use_all_dns_ips (Java's default): each attempt to connect to a broker takes the next address its name "
+         "resolves to; resolve_canonical_bootstrap_servers_only: the bootstrap hosts by their addresses' canonical "
+         "names, resolved once (Kerberos through a DNS alias)."),
     _opt("socket.connection.setup.timeout.ms", _MS, _int(0), 10_000, "Time to establish one connection."),
     _opt("socket.connection.setup.timeout.max.ms", _MS, _int(0), 30_000,
          "Cap of the setup timeout, which doubles (+-20%) per failed attempt to set up a connection to a broker."),

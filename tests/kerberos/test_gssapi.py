@@ -5,6 +5,7 @@ confluent-kafka over the PLAINTEXT listener (its wheel has no GSSAPI) and with S
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -171,3 +172,25 @@ def test_keytab_login_gets_new_tickets_once_they_expire(kerberized: KerberizedBr
     wait_for("the first tickets to expire", lambda: time.time() > first_login + 5, timeout=10)
     produce(config, topic, count=1, prefix="second")
     assert values(kerberized.plaintext_bootstrap, topic) == [b"first0", b"second0"]
+
+
+def test_bootstrap_through_an_alias_needs_canonical_names(kerberized: KerberizedBroker,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """bootstrap.servers names the cluster by an alias (kafka-alias, resolving to 127.0.0.1) that no principal
+    holds. As given, the bootstrap connection asks for kafka/kafka-alias, which the KDC does not know; with
+    client.dns.lookup=resolve_canonical_bootstrap_servers_only it connects to localhost, kafka/localhost."""
+    real = socket.getaddrinfo
+
+    def resolve(host: Any, *args: Any, **kwargs: Any) -> Any:
+        return real("127.0.0.1" if host == "kafka-alias" else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    port = kerberized.kerberos_bootstrap.rpartition(":")[2]
+    alias = {**kerberized.producer_config(), "bootstrap.servers": f"kafka-alias:{port}"}
+    topic = kerberized.topic()
+    error, _ = failure(alias, topic)
+    text = str(error)
+    assert "Server kafka/kafka-alias@EXAMPLE.COM not found in Kerberos database" in text, text
+    assert "client.dns.lookup=resolve_canonical_bootstrap_servers_only" in text, text
+    produce({**alias, "client.dns.lookup": "resolve_canonical_bootstrap_servers_only"}, topic, count=2)
+    assert values(kerberized.plaintext_bootstrap, topic) == [b"v0", b"v1"]

@@ -88,13 +88,13 @@ def test_javas_jsse_and_oauth_tuning_keys_are_ignored_and_the_ones_that_would_ma
         assert info.value.key == key
 
 
-def test_client_dns_lookup_takes_javas_default_only() -> None:
+def test_client_dns_lookup_takes_javas_two_modes() -> None:
     assert cfg({"client.dns.lookup": "use_all_dns_ips"}).client_dns_lookup == "use_all_dns_ips"
-    with pytest.raises(ConfigError, match="Kerberos") as info:
-        cfg({"client.dns.lookup": "resolve_canonical_bootstrap_servers_only"})
+    canonical = "resolve_canonical_bootstrap_servers_only"
+    assert cfg({"client.dns.lookup": canonical.upper()}).client_dns_lookup == canonical
+    with pytest.raises(ConfigError, match="expected use_all_dns_ips or resolve_canonical") as info:
+        cfg({"client.dns.lookup": "default"})  # Java 2.x's, removed in 3.0
     assert info.value.key == "client.dns.lookup"
-    with pytest.raises(ConfigError, match="expected use_all_dns_ips"):
-        cfg({"client.dns.lookup": "default"})
 
 
 def test_unsupported_java_key_says_why() -> None:

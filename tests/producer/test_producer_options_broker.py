@@ -109,7 +109,7 @@ def test_metrics_windows_follow_metrics_sample_window_ms_and_num_samples(
 
 def test_client_dns_lookup_use_all_dns_ips_tries_the_next_address(
         bootstrap: str, topic_factory: Callable[..., str], readback: Readback, monkeypatch: pytest.MonkeyPatch) -> None:
-    """use_all_dns_ips (Java's default, the only mode here): a broker name that resolves to two addresses, the
+    """use_all_dns_ips (Java's default): a broker name that resolves to two addresses, the
     first refusing connections. The next attempt takes the second address, and the records get through."""
     port = int(bootstrap.rpartition(":")[2])
     refusing = free_port()

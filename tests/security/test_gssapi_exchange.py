@@ -1,10 +1,9 @@
 """SASL/GSSAPI without a KDC: the RFC 4752 exchange's exact bytes around a scripted Kerberos context, the
-settings' errors (each before the gssapi package is needed), the missing package, and the broker host a service
-principal names. Against a real KDC and broker: tests/kerberos (``make test-kerberos``)."""
+settings' errors (each before the gssapi package is needed) and the missing package (the host a service principal
+names: tests/net/test_host_names.py). Against a real KDC and broker: tests/kerberos (``make test-kerberos``)."""
 
 from __future__ import annotations
 
-import socket
 import sys
 import types
 from collections.abc import Sequence
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from spark_kafka_sink.errors import ConfigError, IllegalSaslStateError
-from spark_kafka_sink.net.kerberos import kerberos_login, service_host
+from spark_kafka_sink.net.kerberos import kerberos_login
 from spark_kafka_sink.net.security_settings import SecuritySettings
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.protocol.jaas import KRB5_LOGIN_MODULE
@@ -155,20 +154,3 @@ def test_valid_settings_keep_the_login(keytab: Path, monkeypatch: pytest.MonkeyP
     assert login.source == f"etl@EXAMPLE.COM (keytab {keytab})"
     librdkafka = kerberos_login(None, "kafka", keytab=str(keytab), principal="etl@EXAMPLE.COM")
     assert librdkafka == login  # the same login either way (the memory cache's name is not compared)
-
-
-def test_service_host_is_the_host_or_the_name_an_address_resolves_to(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As Java's InetAddress.getHostName(): a name as given; an address by its reverse lookup, else as is."""
-    lookups: list[str] = []
-
-    def reverse(address: str) -> tuple[str, list[str], list[str]]:
-        lookups.append(address)
-        if address == "10.0.0.7":
-            return "broker7.example.com", [], [address]
-        raise socket.herror(1, "Unknown host")
-
-    monkeypatch.setattr(socket, "gethostbyaddr", reverse)
-    assert service_host("Broker1.Example.COM") == "Broker1.Example.COM" and lookups == []
-    assert service_host("10.0.0.7") == "broker7.example.com"
-    assert service_host("10.0.0.8") == "10.0.0.8"
-    assert service_host("::1") == "::1" and lookups == ["10.0.0.7", "10.0.0.8", "::1"]
