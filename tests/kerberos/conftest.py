@@ -1,7 +1,8 @@
 """Kerberos (SASL/GSSAPI) against real parts: a KDC (Apache Kerby, its own JVM), a broker whose KERBEROS listener
 enables only GSSAPI with its service key from that KDC, and MIT Kerberos on the client side (the ``gssapi``
 package). These tests are marked ``kerberos`` and run with ``make test-kerberos``, which installs the package
-(it builds against MIT Kerberos's headers); ``make test`` leaves them out.
+(it builds against MIT Kerberos's headers); ``make test`` leaves them out. Listeners: KERBEROS (SASL_PLAINTEXT)
+and KERBEROS_SSL (SASL_SSL, the test CA's broker certificate), both GSSAPI only.
 
 Principals (realm EXAMPLE.COM): ``kafka/localhost`` (the broker), ``client`` and ``other`` (two clients, to tell
 identities apart in ACLs). The broker maps ``client@EXAMPLE.COM`` to ``User:client`` (Kafka's default rules).
@@ -22,6 +23,7 @@ import pytest
 from spark_kafka_sink.protocol.jaas import KRB5_LOGIN_MODULE
 from spark_kafka_sink.testing.broker import KafkaCluster
 from spark_kafka_sink.testing.broker_jars import fetch_jars
+from spark_kafka_sink.testing.certs import TestCertificates, make_test_certificates
 from spark_kafka_sink.testing.kdc import TestKdc
 from tests.conftest import _unwind_on_sigterm, create_topic, local_spark
 
@@ -35,6 +37,11 @@ SUPER_USER = "User:ANONYMOUS"
 class KerberizedBroker:
     cluster: KafkaCluster
     kdc: TestKdc
+    certs: TestCertificates
+
+    @property
+    def kerberos_tls_bootstrap(self) -> str:
+        return self.cluster.listener_bootstrap("KERBEROS_SSL")
 
     @property
     def kerberos_bootstrap(self) -> str:
@@ -77,15 +84,21 @@ def kdc() -> Iterator[TestKdc]:
 @pytest.fixture(scope="session")
 def kerberized(kdc: TestKdc) -> Iterator[KerberizedBroker]:
     fetch_jars()
+    certs = make_test_certificates()
+    broker_login = (f'{KRB5_LOGIN_MODULE} required useKeyTab=true storeKey=true '
+                    f'keyTab="{kdc.keytab(BROKER_PRINCIPAL)}" principal="{kdc.principal(BROKER_PRINCIPAL)}";')
     cluster = KafkaCluster(
         size=1,
-        listeners=("KERBEROS",),
+        listeners=("KERBEROS", "KERBEROS_SSL"),
         properties={
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,KERBEROS:SASL_PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,KERBEROS:SASL_PLAINTEXT,"
+                                              "KERBEROS_SSL:SASL_SSL",
             "listener.name.kerberos.sasl.enabled.mechanisms": "GSSAPI",
-            "listener.name.kerberos.gssapi.sasl.jaas.config": (
-                f'{KRB5_LOGIN_MODULE} required useKeyTab=true storeKey=true keyTab="{kdc.keytab(BROKER_PRINCIPAL)}" '
-                f'principal="{kdc.principal(BROKER_PRINCIPAL)}";'),
+            "listener.name.kerberos.gssapi.sasl.jaas.config": broker_login,
+            "listener.name.kerberos_ssl.sasl.enabled.mechanisms": "GSSAPI",
+            "listener.name.kerberos_ssl.gssapi.sasl.jaas.config": broker_login,
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(certs.server_keystore),
             "sasl.kerberos.service.name": "kafka",
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "allow.everyone.if.no.acl.found": "true",
@@ -94,9 +107,10 @@ def kerberized(kdc: TestKdc) -> Iterator[KerberizedBroker]:
         jvm_options=[f"-Djava.security.krb5.conf={kdc.krb5_conf}"],
     ).start()
     try:
-        yield KerberizedBroker(cluster, kdc)
+        yield KerberizedBroker(cluster, kdc, certs)
     finally:
         cluster.stop()
+        certs.cleanup()
 
 
 @pytest.fixture(scope="session")

@@ -40,6 +40,14 @@ def test_producer_logs_in_from_a_keytab_with_javas_options(kerberized: Kerberize
     assert values(kerberized.plaintext_bootstrap, topic) == sorted(f"v{i}".encode() for i in range(10))
 
 
+def test_kerberos_over_tls(kerberized: KerberizedBroker) -> None:
+    """SASL_SSL: TLS first (the broker's certificate checked against the test CA), then the same GSSAPI exchange."""
+    topic = kerberized.topic()
+    produce({**kerberized.producer_config(), "bootstrap.servers": kerberized.kerberos_tls_bootstrap,
+             "security.protocol": "SASL_SSL", "ssl.ca.location": str(kerberized.certs.ca_cert)}, topic, count=3)
+    assert values(kerberized.plaintext_bootstrap, topic) == [b"v0", b"v1", b"v2"]
+
+
 def test_librdkafkas_keytab_options(kerberized: KerberizedBroker) -> None:
     topic = kerberized.topic()
     config = {"bootstrap.servers": kerberized.kerberos_bootstrap, "security.protocol": "SASL_PLAINTEXT",
