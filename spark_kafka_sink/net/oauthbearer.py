@@ -10,8 +10,11 @@ Three sources, as the Java client and confluent-kafka have them:
   that returns the token, or ``(token, expiry)`` with the expiry in epoch seconds (confluent-kafka's ``oauth_cb``
   contract). That is how a cloud's own token library plugs in (AWS MSK IAM's signer, Azure identity, Google auth);
 * ``sasl.oauthbearer.token.endpoint.url``, Java's OIDC login (``OAuthBearerLoginCallbackHandler``): the OAuth
-  client-credentials grant at that endpoint with the ``OAuthBearerLoginModule`` options ``clientId``,
-  ``clientSecret`` (form-encoded, then HTTP Basic, RFC 6749 2.3.1) and ``scope``; the answer's ``access_token`` and
+  client-credentials grant at that endpoint with Kafka 4.1's ``sasl.oauthbearer.client.credentials.client.id`` /
+  ``.client.secret`` and ``sasl.oauthbearer.scope``, or the ``OAuthBearerLoginModule`` options ``clientId``,
+  ``clientSecret`` and ``scope`` (HTTP Basic; form-encoded first with ``sasl.oauthbearer.header.urlencode=true``,
+  RFC 6749 2.3.1, off by default as in Java); ``sasl.oauthbearer.jwt.retriever.class`` may name Java's default,
+  client-credentials or file retriever (KIP-1139). The answer's ``access_token`` and
   ``expires_in``. ``sasl.login.connect.timeout.ms`` / ``sasl.login.read.timeout.ms`` bound each request (10 s by
   default; urllib takes one timeout, the larger); a network error or a 5xx answer is tried again after
   ``sasl.login.retry.backoff.ms``, doubling, until ``sasl.login.retry.backoff.max.ms`` has passed (100 ms / 10 s,
@@ -53,14 +56,34 @@ from spark_kafka_sink.protocol.sasl import SaslVerificationError
 from spark_kafka_sink.python_objects import resolve_object
 from spark_kafka_sink.secret import Secret
 
-__all__ = ["JAVA_OAUTH_LOGIN_HANDLERS", "LOGIN_SETTINGS", "OAuthBearerTokens", "token_provider", "token_source",
-           "unsecured_jwt"]
+__all__ = ["JAVA_OAUTH_LOGIN_HANDLERS", "JAVA_JWT_RETRIEVERS", "CLIENT_CREDENTIALS_SETTINGS", "OAUTH_SETTINGS",
+           "LOGIN_SETTINGS",
+           "OAuthBearerTokens", "token_provider", "token_source", "unsecured_jwt"]
 
 #: sasl.login.callback.handler.class values naming Java's token endpoint login (its 3.1 package, then its own).
 JAVA_OAUTH_LOGIN_HANDLERS = (
     "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
     "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",
 )
+
+#: sasl.oauthbearer.jwt.retriever.class values (Kafka 4.1, KIP-1139) run here, with the URL schemes each takes: the
+#: default (by the scheme of sasl.oauthbearer.token.endpoint.url), the client-credentials grant, a token file.
+JAVA_JWT_RETRIEVERS: dict[str, tuple[str, ...]] = {
+    "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever": ("http", "https", "file"),
+    "org.apache.kafka.common.security.oauthbearer.ClientCredentialsJwtRetriever": ("http", "https"),
+    "org.apache.kafka.common.security.oauthbearer.FileJwtRetriever": ("file",),
+}
+#: Kafka 4.1's settings of the client-credentials grant (KIP-1139) and the sasl.jaas.config option each replaces;
+#: the setting wins when both are given, as in Java.
+CLIENT_CREDENTIALS_SETTINGS = {
+    "sasl.oauthbearer.client.credentials.client.id": "clientId",
+    "sasl.oauthbearer.client.credentials.client.secret": "clientSecret",
+    "sasl.oauthbearer.scope": "scope",
+}
+_RETRIEVER_KEY = "sasl.oauthbearer.jwt.retriever.class"
+_URLENCODE_KEY = "sasl.oauthbearer.header.urlencode"
+#: Every Java setting token_source takes in its ``oauth`` mapping.
+OAUTH_SETTINGS = (*CLIENT_CREDENTIALS_SETTINGS, _URLENCODE_KEY, _RETRIEVER_KEY)
 
 _REFRESH_FACTOR = 0.8  # Java's sasl.login.refresh.window.factor
 _UNKNOWN_LIFETIME_S = 3600.0
@@ -196,10 +219,32 @@ def _unsecured_fetch(options: Mapping[str, str], clock: Callable[[], float]) -> 
     return fetch
 
 
-def _endpoint_fetch(url: str, options: Mapping[str, str],
-                    login: Mapping[str, int]) -> Callable[[], tuple[str, float | None]]:
+def _check_retriever(retriever: str, endpoint: str) -> None:
+    schemes = JAVA_JWT_RETRIEVERS.get(retriever)
+    if schemes is None:
+        grant = " (the jwt-bearer grant is not supported here)" if retriever.endswith("JwtBearerJwtRetriever") else ""
+        raise ConfigError(f"{_RETRIEVER_KEY}={retriever!r} cannot run here{grant}: leave it unset (the client "
+                          "credentials grant, or a file: URL), or give sasl.oauthbearer.token.provider, a Python "
+                          "callable", key=_RETRIEVER_KEY)
+    scheme = urllib.parse.urlparse(endpoint).scheme
+    if scheme not in schemes:
+        raise ConfigError(f"{_RETRIEVER_KEY}={retriever.rpartition('.')[2]} takes {' or '.join(schemes)} URLs, but "
+                          f"sasl.oauthbearer.token.endpoint.url is a {scheme or 'relative'} URL", key=_RETRIEVER_KEY)
+
+
+def _flag(key: str, value: Any) -> bool:
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ConfigError(f"{key} must be true or false, got {value!r}", key=key)
+    return text == "true"
+
+
+def _endpoint_fetch(url: str, options: Mapping[str, str], login: Mapping[str, int],
+                    urlencode: bool = False) -> Callable[[], tuple[str, float | None]]:
     """Java's ``OAuthBearerLoginCallbackHandler``: the OAuth client-credentials grant (RFC 6749 4.4) at an http(s)
-    token endpoint, or the token in a file (a ``file:`` URL, read again at every refresh)."""
+    token endpoint, or the token in a file (a ``file:`` URL, read again at every refresh). The id and secret go
+    into the HTTP Basic header as they are, or form-encoded first with ``urlencode``
+    (``sasl.oauthbearer.header.urlencode``, RFC 6749 2.3.1; off by default, as in Java)."""
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme == "file":
         path = Path(urllib.request.url2pathname(parsed.path))
@@ -216,12 +261,15 @@ def _endpoint_fetch(url: str, options: Mapping[str, str],
                           "endpoint, or a file: URL of a token", key="sasl.oauthbearer.token.endpoint.url")
     client_id, secret = options.get("clientId", ""), options.get("clientSecret", "")
     if not client_id or not secret:
-        raise ConfigError(f"{_KEY}: the token endpoint login needs the OAuthBearerLoginModule options clientId and "
-                          "clientSecret", key=_KEY)
+        missing = "sasl.oauthbearer.client.credentials.client.id" if not client_id else \
+            "sasl.oauthbearer.client.credentials.client.secret"
+        raise ConfigError(f"the token endpoint login needs a client id and secret: set {missing} (Kafka 4.1's "
+                          "setting) or the OAuthBearerLoginModule options clientId and clientSecret in "
+                          f"{_KEY}", key=missing)
     form = {"grant_type": "client_credentials", **({"scope": options["scope"]} if options.get("scope") else {})}
-    # RFC 6749 2.3.1: id and secret are form-encoded before they are joined and base64-encoded.
-    basic = base64.b64encode(f"{urllib.parse.quote(client_id, safe='')}:{urllib.parse.quote(secret, safe='')}"
-                             .encode()).decode("ascii")
+    if urlencode:
+        client_id, secret = urllib.parse.quote(client_id, safe=""), urllib.parse.quote(secret, safe="")
+    basic = base64.b64encode(f"{client_id}:{secret}".encode()).decode("ascii")
     headers = {"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded",
                "Accept": "application/json"}
 
@@ -290,14 +338,26 @@ def token_provider(value: Any) -> Callable[[], Any] | None:
 
 def token_source(jaas_options: Mapping[str, str] | None, provider: Callable[[], Any] | None,
                  clock: Callable[[], float] = time.time, endpoint: str | None = None,
-                 login: Mapping[str, int] | None = None) -> OAuthBearerTokens:
+                 login: Mapping[str, int] | None = None, oauth: Mapping[str, Any] | None = None) -> OAuthBearerTokens:
     """The tokens of a configuration: ``provider`` if given, else from the token ``endpoint`` URL
-    (``sasl.oauthbearer.token.endpoint.url``) with the login module's clientId / clientSecret / scope, else
-    unsecured ones from the login module options."""
+    (``sasl.oauthbearer.token.endpoint.url``) with the client id, secret and scope (Kafka 4.1's settings in
+    ``oauth``, else the login module's clientId / clientSecret / scope), else unsecured ones from the login module
+    options. ``oauth``: the Java settings given of :data:`CLIENT_CREDENTIALS_SETTINGS` (the secret revealed),
+    ``sasl.oauthbearer.header.urlencode`` and ``sasl.oauthbearer.jwt.retriever.class``."""
     options = dict(jaas_options or {})
+    oauth = {key: value for key, value in (oauth or {}).items() if value not in (None, "")}
     if provider is not None and endpoint:
         raise ConfigError("set either sasl.oauthbearer.token.provider or sasl.oauthbearer.token.endpoint.url",
                           key="sasl.oauthbearer.token.provider")
+    for key in (*CLIENT_CREDENTIALS_SETTINGS, _RETRIEVER_KEY):
+        if key in oauth and not endpoint:
+            raise ConfigError(f"{key} is for the token endpoint login: set sasl.oauthbearer.token.endpoint.url",
+                              key=key)
+    retriever = oauth.get(_RETRIEVER_KEY)
+    if retriever is not None:
+        _check_retriever(str(retriever), str(endpoint))
+    options.update({jaas_name: str(oauth[key]) for key, jaas_name in CLIENT_CREDENTIALS_SETTINGS.items()
+                    if key in oauth})
     prefix = f"{_PREFIX}Extension_" if provider is None and not endpoint else "extension_"
     extensions = {k[len(prefix):]: v for k, v in options.items() if k.startswith(prefix)}
     for key, value in extensions.items():
@@ -307,7 +367,8 @@ def token_source(jaas_options: Mapping[str, str] | None, provider: Callable[[], 
     if provider is not None:
         return OAuthBearerTokens(_provider_fetch(provider), extensions, "sasl.oauthbearer.token.provider", clock)
     if endpoint:
-        return OAuthBearerTokens(_endpoint_fetch(endpoint, options, login or {}), extensions,
+        urlencode = _flag(_URLENCODE_KEY, oauth.get(_URLENCODE_KEY, False))
+        return OAuthBearerTokens(_endpoint_fetch(endpoint, options, login or {}, urlencode), extensions,
                                  "the token endpoint (sasl.oauthbearer.token.endpoint.url)", clock)
     return OAuthBearerTokens(_unsecured_fetch(options, clock), extensions, "the unsecured login (sasl.jaas.config)",
                              clock)

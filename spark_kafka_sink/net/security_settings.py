@@ -24,6 +24,7 @@ from spark_kafka_sink.net.kerberos import KerberosLogin, kerberos_login
 from spark_kafka_sink.net.oauthbearer import (
     JAVA_OAUTH_LOGIN_HANDLERS,
     LOGIN_SETTINGS,
+    OAUTH_SETTINGS,
     OAuthBearerTokens,
     token_provider,
     token_source,
@@ -276,9 +277,11 @@ def _sasl_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
                               "sasl.oauthbearer.token.provider, a Python callable",
                               key="sasl.login.callback.handler.class")
         login = {key: _login_ms(key, get(key)) for key in LOGIN_SETTINGS if get(key) not in (None, "")}
+        oauth = {key: opts[key].reveal() if isinstance(opts[key], Secret) else get(key)
+                 for key in OAUTH_SETTINGS if opts.get(key) not in (None, "")}
         tokens = token_source(jaas_oauthbearer_options(jaas.reveal()) if jaas is not None else None,
                               token_provider(provider), endpoint=get("sasl.oauthbearer.token.endpoint.url") or None,
-                              login=login)
+                              login=login, oauth=oauth)
         return {"sasl_mechanism": mechanism, "oauth_tokens": tokens}
     if provider not in (None, ""):
         raise ConfigError(f"sasl.oauthbearer.token.provider is set but sasl.mechanism={mechanism}: set "

@@ -32,7 +32,7 @@ from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.kerberos import kerberos_login
-from spark_kafka_sink.net.oauthbearer import token_source
+from spark_kafka_sink.net.oauthbearer import OAUTH_SETTINGS, token_source
 from spark_kafka_sink.net.security_settings import tls_versions
 from spark_kafka_sink.producer.config_options import (
     IGNORED_OPTIONS,
@@ -76,6 +76,11 @@ class ProducerConfig:
     sasl_login_retry_backoff_ms: int
     sasl_login_retry_backoff_max_ms: int
     sasl_oauthbearer_token_provider: Callable[[], Any] | None
+    sasl_oauthbearer_client_credentials_client_id: str | None
+    sasl_oauthbearer_client_credentials_client_secret: Secret | None
+    sasl_oauthbearer_scope: str | None
+    sasl_oauthbearer_header_urlencode: bool
+    sasl_oauthbearer_jwt_retriever_class: str | None
     sasl_kerberos_service_name: str | None
     sasl_kerberos_keytab: str | None
     sasl_kerberos_principal: str | None
@@ -345,8 +350,10 @@ def _sasl_rules(v: dict[str, Any], explicit: set[str]) -> None:
             raise _conflict("sasl.mechanism=OAUTHBEARER authenticates with a token: sasl.username and sasl.password "
                             "are for PLAIN and SCRAM", "sasl.username")
         jaas = v["sasl_jaas_config"]
+        oauth = {key: v[key.replace(".", "_")] for key in OAUTH_SETTINGS}
+        oauth = {key: value.reveal() if isinstance(value, Secret) else value for key, value in oauth.items()}
         token_source(None if jaas is None else jaas_oauthbearer_options(jaas.reveal()), provider,  # fail now
-                     endpoint=v["sasl_oauthbearer_token_endpoint_url"])
+                     endpoint=v["sasl_oauthbearer_token_endpoint_url"], oauth=oauth)
         return
     if provider is not None:
         raise _conflict(f"sasl.oauthbearer.token.provider is set but sasl.mechanism={v['sasl_mechanism']}; set "

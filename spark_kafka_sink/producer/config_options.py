@@ -258,6 +258,19 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("sasl.oauthbearer.token.endpoint.url", "string", _optional_string, None,
          "OAUTHBEARER, as Java's OIDC login: the token endpoint (client-credentials grant with sasl.jaas.config's "
          "clientId, clientSecret, scope) or a file: URL of a token."),
+    _opt("sasl.oauthbearer.client.credentials.client.id", "string", _optional_string, None,
+         "OAUTHBEARER token endpoint, as Kafka 4.1: the client id (else sasl.jaas.config's clientId)."),
+    _opt("sasl.oauthbearer.client.credentials.client.secret", "secret", _secret, None,
+         "OAUTHBEARER token endpoint, as Kafka 4.1: the client secret (else sasl.jaas.config's clientSecret); "
+         "never logged."),
+    _opt("sasl.oauthbearer.scope", "string", _optional_string, None,
+         "OAUTHBEARER token endpoint, as Kafka 4.1: the scope asked for (else sasl.jaas.config's scope)."),
+    _opt("sasl.oauthbearer.header.urlencode", "bool", _bool, False,
+         "OAUTHBEARER token endpoint: form-encode the client id and secret in the Basic header (RFC 6749 2.3.1); "
+         "off as in Java."),
+    _opt("sasl.oauthbearer.jwt.retriever.class", "string", _optional_string, None,
+         "Java's DefaultJwtRetriever, ClientCredentialsJwtRetriever or FileJwtRetriever (Kafka 4.1), or unset; "
+         "others cannot run here."),
     _opt("sasl.login.callback.handler.class", "string", _login_handler, None,
          "Java's OAuthBearerLoginCallbackHandler (the token endpoint login, built in) or unset; other Java "
          "handlers cannot run here."),
@@ -416,6 +429,7 @@ _CONSUMER_KEYS = (
     "auto.commit.interval.ms", "client.rack", "fetch.min.bytes", "fetch.max.bytes", "fetch.max.wait.ms",
     "max.partition.fetch.bytes", "max.poll.records", "max.poll.interval.ms", "check.crcs", "key.deserializer",
     "value.deserializer", "default.api.timeout.ms", "exclude.internal.topics", "isolation.level",
+    "rebalance.timeout.ms",
 )
 IGNORED_OPTIONS: dict[str, str] = {
     **{key: "a consumer setting" for key in _CONSUMER_KEYS},
@@ -437,7 +451,7 @@ IGNORED_OPTIONS: dict[str, str] = {
        for key in ("sasl.oauthbearer.scope.claim.name", "sasl.oauthbearer.sub.claim.name",
                    "sasl.oauthbearer.clock.skew.seconds", "sasl.oauthbearer.expected.audience",
                    "sasl.oauthbearer.expected.issuer", "sasl.oauthbearer.jwks.endpoint.url",
-                   "sasl.oauthbearer.jwks.endpoint.refresh.ms")},
+                   "sasl.oauthbearer.jwks.endpoint.refresh.ms", "sasl.oauthbearer.jwt.validator.class")},
 }
 
 

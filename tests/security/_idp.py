@@ -18,6 +18,9 @@ __all__ = ["AUDIENCE", "CLIENT_ID", "CLIENT_SECRET", "IdentityProvider", "b64url
 
 CLIENT_ID = "spark-writer"
 CLIENT_SECRET = "oidc-Secret-9Q7x"  # distinctive: searched for in errors
+# A client whose provider form-decodes the Basic credentials (RFC 6749 2.3.1), with a secret that changes when it is.
+RFC_CLIENT_ID = "rfc writer"
+RFC_CLIENT_SECRET = "p+w/d=%41&x"
 AUDIENCE = "kafka-test"
 
 
@@ -57,6 +60,24 @@ class IdentityProvider:
                           "n": b64url(as_bytes[0]), "e": b64url(as_bytes[1])}]}
 
 
+def _client(authorization: str) -> str | None:
+    """The client a Basic header proves, or None. CLIENT_ID's credentials are compared as sent (as most providers
+    and Java's default, sasl.oauthbearer.header.urlencode=false, have it); RFC_CLIENT_ID's are form-decoded first
+    (RFC 6749 2.3.1), so its secret's '+', '/', '%' and '=' must arrive encoded."""
+    scheme, _, encoded = authorization.partition(" ")
+    try:
+        client_id, _, secret = base64.b64decode(encoded).decode().partition(":")
+    except ValueError:
+        return None
+    if scheme != "Basic":
+        return None
+    if (client_id, secret) == (CLIENT_ID, CLIENT_SECRET):
+        return CLIENT_ID
+    if (urllib.parse.unquote_plus(client_id), urllib.parse.unquote_plus(secret)) == (RFC_CLIENT_ID, RFC_CLIENT_SECRET):
+        return RFC_CLIENT_ID
+    return None
+
+
 def _handler(idp: list[IdentityProvider]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:  # quiet
@@ -77,15 +98,15 @@ def _handler(idp: list[IdentityProvider]) -> type[BaseHTTPRequestHandler]:
             form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
             idp[0].token_requests.append(form)
             time.sleep(idp[0].delay_s)  # the provider's own slowness (what the read timeout is tested against)
-            expected = base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
             if idp[0].fail_next:
                 self._answer(idp[0].fail_next.pop(0), {"error": "temporarily_unavailable"})
-            elif self.headers.get("Authorization") != f"Basic {expected}":
+            elif _client(self.headers.get("Authorization") or "") is None:
                 self._answer(401, {"error": "invalid_client", "error_description": "bad client secret"})
             elif form.get("grant_type") != ["client_credentials"]:
                 self._answer(400, {"error": "unsupported_grant_type"})
             else:
-                self._answer(200, {"access_token": idp[0].token(CLIENT_ID), "token_type": "Bearer",
+                self._answer(200, {"access_token": idp[0].token(str(_client(self.headers["Authorization"]))),
+                                   "token_type": "Bearer",
                                    "expires_in": 3600})
 
     return Handler

@@ -113,15 +113,53 @@ def test_other_java_login_handlers_point_to_the_provider() -> None:
     assert info.value.key == "sasl.login.callback.handler.class"
 
 
-@pytest.mark.parametrize(("endpoint", "jaas", "text"), [
-    ("ftp://idp.example/token", f'{OAUTH_MODULE} required clientId="a" clientSecret="b";', r"an http\(s\) URL"),
-    ("https://idp.example/token", f'{OAUTH_MODULE} required clientId="a";', "clientId and clientSecret"),
+RETRIEVERS = "org.apache.kafka.common.security.oauthbearer."
+ENDPOINT = {"sasl.oauthbearer.token.endpoint.url": "https://idp.example/token"}
+
+
+@pytest.mark.parametrize(("options", "key", "text"), [
+    ({"sasl.oauthbearer.token.endpoint.url": "ftp://idp.example/token",
+      "sasl.jaas.config": f'{OAUTH_MODULE} required clientId="a" clientSecret="b";'},
+     "sasl.oauthbearer.token.endpoint.url", r"an http\(s\) URL"),
+    ({**ENDPOINT, "sasl.jaas.config": f'{OAUTH_MODULE} required clientId="a";'},
+     "sasl.oauthbearer.client.credentials.client.secret", "needs a client id and secret: set "
+     "sasl.oauthbearer.client.credentials.client.secret .* or the OAuthBearerLoginModule options clientId and "
+     "clientSecret"),
+    ({**ENDPOINT, "sasl.oauthbearer.client.credentials.client.secret": "s"},
+     "sasl.oauthbearer.client.credentials.client.id", "set sasl.oauthbearer.client.credentials.client.id"),
+    ({"sasl.jaas.config": UNSECURED_JAAS, "sasl.oauthbearer.client.credentials.client.id": "a"},
+     "sasl.oauthbearer.client.credentials.client.id", "is for the token endpoint login: set "
+     "sasl.oauthbearer.token.endpoint.url"),
+    ({**ENDPOINT, "sasl.oauthbearer.jwt.retriever.class": RETRIEVERS + "JwtBearerJwtRetriever"},
+     "sasl.oauthbearer.jwt.retriever.class", "the jwt-bearer grant is not supported here"),
+    ({**ENDPOINT, "sasl.oauthbearer.jwt.retriever.class": RETRIEVERS + "FileJwtRetriever"},
+     "sasl.oauthbearer.jwt.retriever.class", "FileJwtRetriever takes file URLs, but "
+     "sasl.oauthbearer.token.endpoint.url is a https URL"),
+    ({**ENDPOINT, "sasl.oauthbearer.client.credentials.client.id": "a",
+      "sasl.oauthbearer.client.credentials.client.secret": "s", "sasl.oauthbearer.header.urlencode": "yes"},
+     "sasl.oauthbearer.header.urlencode", "true or false"),
 ])
-def test_token_endpoint_settings_errors(endpoint: str, jaas: str, text: str) -> None:
-    with pytest.raises(ConfigError, match=text):
-        ProducerConfig.from_dict({"bootstrap.servers": "h:1", "security.protocol": "SASL_PLAINTEXT",
-                                  "sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config": jaas,
-                                  "sasl.oauthbearer.token.endpoint.url": endpoint})
+def test_token_endpoint_settings_errors(options: dict[str, str], key: str, text: str) -> None:
+    base = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER"}
+    for build in (lambda o: SecuritySettings.from_options(o),
+                  lambda o: ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9092", **o})):
+        with pytest.raises(ConfigError, match=text) as info:
+            build({**base, **options})
+        assert info.value.key == key and "s3cr" not in str(info.value)
+
+
+def test_kafka_41_settings_fill_the_client_credentials() -> None:
+    """Kafka 4.1's settings need no JAAS options; Java's three retrievers are accepted; the secret stays hidden."""
+    settings = {"bootstrap.servers": "h:1", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+                **ENDPOINT, "sasl.oauthbearer.client.credentials.client.id": "writer",
+                "sasl.oauthbearer.client.credentials.client.secret": "s3cr3t-41", "sasl.oauthbearer.scope": "kafka"}
+    for retriever in ("DefaultJwtRetriever", "ClientCredentialsJwtRetriever"):
+        config = ProducerConfig.from_dict({**settings, "sasl.oauthbearer.jwt.retriever.class": RETRIEVERS + retriever})
+        assert "s3cr3t-41" not in repr(config)
+        assert config.sasl_oauthbearer_client_credentials_client_secret is not None
+    file_config = {**settings, "sasl.oauthbearer.token.endpoint.url": "file:///tmp/token",
+                   "sasl.oauthbearer.jwt.retriever.class": RETRIEVERS + "FileJwtRetriever"}
+    assert SecuritySettings.from_options(file_config).oauth_tokens is not None
 
 
 def test_a_token_file_url_is_read_at_each_refresh(tmp_path: Any) -> None:

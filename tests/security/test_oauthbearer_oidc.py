@@ -16,7 +16,7 @@ import pytest
 
 from spark_kafka_sink.errors import SaslAuthenticationFailedError
 from spark_kafka_sink.testing.broker import KafkaCluster
-from tests.security._idp import CLIENT_ID, CLIENT_SECRET, IdentityProvider
+from tests.security._idp import CLIENT_ID, CLIENT_SECRET, RFC_CLIENT_ID, RFC_CLIENT_SECRET, IdentityProvider
 from tests.security.conftest import OAUTH_MODULE, SecureBroker
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(300)]
@@ -170,3 +170,50 @@ def test_spark_write_with_javas_oidc_options(oidc_broker: KafkaCluster, idp: Ide
     writer.format("pykafka-sink").option("topic", topic).mode("append").save()
     assert sorted(read_back(oidc_broker, topic, 20)) == sorted((f"k{i}".encode(), f"v{i}".encode())
                                                                 for i in range(20))
+
+
+def kafka41_settings(cluster: KafkaCluster, idp: IdentityProvider, client_id: str, secret: str,
+                     **extra: Any) -> dict[str, Any]:
+    """Kafka 4.1's form of the same login (KIP-1139): the credentials and scope as settings, the JAAS entry empty."""
+    return {
+        "bootstrap.servers": cluster.listener_bootstrap("OIDC"), "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.token.endpoint.url": f"{idp.url}/token",
+        "sasl.oauthbearer.jwt.retriever.class":
+            "org.apache.kafka.common.security.oauthbearer.ClientCredentialsJwtRetriever",
+        "sasl.oauthbearer.client.credentials.client.id": client_id,
+        "sasl.oauthbearer.client.credentials.client.secret": secret,
+        "sasl.oauthbearer.scope": "kafka-41", "sasl.jaas.config": f"{OAUTH_MODULE} required;",
+        "max.block.ms": 20_000, **extra,
+    }
+
+
+def test_kafka_41_client_credentials_settings(oidc_broker: KafkaCluster, idp: IdentityProvider) -> None:
+    """sasl.oauthbearer.client.credentials.client.id / .client.secret and sasl.oauthbearer.scope: the token
+    endpoint gets them, and they win over the JAAS options (a wrong clientSecret there changes nothing), as in Java."""
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    topic = new_topic(oidc_broker)
+    idp.token_requests.clear()
+    settings = kafka41_settings(oidc_broker, idp, CLIENT_ID, CLIENT_SECRET, **{
+        "sasl.jaas.config": f'{OAUTH_MODULE} required clientId="{CLIENT_ID}" clientSecret="wrong" scope="old";'})
+    with KafkaProducer(settings) as producer:
+        producer.send(topic, value=b"kafka-4.1", key=b"k").result(timeout=30)
+    assert read_back(oidc_broker, topic, 1) == [(b"k", b"kafka-4.1")]
+    assert idp.token_requests == [{"grant_type": ["client_credentials"], "scope": ["kafka-41"]}]
+
+
+def test_header_urlencode_sends_the_credentials_form_encoded(oidc_broker: KafkaCluster,
+                                                              idp: IdentityProvider) -> None:
+    """A provider that form-decodes the Basic credentials (RFC 6749 2.3.1) and a secret with '+', '/', '%' and
+    '=': sent as they are (Java's default) the provider reads another secret and refuses it; with
+    sasl.oauthbearer.header.urlencode=true it accepts them."""
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    topic = new_topic(oidc_broker)
+    raw = kafka41_settings(oidc_broker, idp, RFC_CLIENT_ID, RFC_CLIENT_SECRET)
+    with pytest.raises(SaslAuthenticationFailedError, match=r"HTTP 401 \(invalid_client\)"):
+        with KafkaProducer(raw) as producer:
+            producer.send(topic, value=b"never").result(timeout=30)
+    with KafkaProducer({**raw, "sasl.oauthbearer.header.urlencode": "true"}) as producer:
+        producer.send(topic, value=b"encoded", key=b"k").result(timeout=30)
+    assert read_back(oidc_broker, topic, 1) == [(b"k", b"encoded")]
