@@ -426,11 +426,14 @@ class NetworkClient:
             node.setup_failures = 0
             node.setup_timeout_ms = 0
             node.last_error = None
+            self.metadata.set_connection_error(None)
         elif conn.state is ConnectionState.DISCONNECTED and node.active:
             node.active = False
             node.setup_failures = node.setup_failures + 1 if conn.failed_during_setup else 0
             node.setup_timeout_ms = 0  # drawn again for the next attempt
             node.last_error = conn.last_error
+            if node.last_error is not None:
+                self.metadata.set_connection_error(node.last_error)
             if node.last_error is not None and node.last_error.fatal:
                 log.error("connection to %s failed and reconnecting cannot fix it: %s", conn.address,
                           node.last_error)

@@ -101,6 +101,7 @@ _TRANSITIONS: dict[ConnectionState, frozenset[ConnectionState]] = {
 #: The states of a connection attempt, bounded together by socket.connection.setup.timeout.ms.
 SETTING_UP = frozenset({_S.CONNECTING, _S.HANDSHAKE, _S.NEGOTIATING})
 _RECV_SIZE = 256 * 1024
+_HANDSHAKE_POLL_MS = 5  # how often a handshake that returned WAIT is stepped again
 _READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 
 
@@ -135,6 +136,7 @@ class BrokerConnection:
         self._requests = RequestQueue(config.client_id)
         self._completions: list[Completion] = []
         self._setup_deadline_ms = 0
+        self._handshake_poll_ms: int | None = None  # a handshake returned WAIT: step it again then
         self._setup_timeout_ms = config.socket_connection_setup_timeout_ms  # of the current attempt
         self.last_activity_ms = 0  # see "Idle time" in the module docstring
         self.failed_during_setup = False  # the last failure came before READY (drives the setup timeout)
@@ -232,6 +234,8 @@ class BrokerConnection:
             self._fail(KafkaConnectionError(f"{name} handshake with {self.address} failed: {exc}",
                                             address=self.address), now_ms)
             return
+        waiting = not done and self._handshakes.want is HandshakeStatus.WAIT
+        self._handshake_poll_ms = now_ms + _HANDSHAKE_POLL_MS if waiting else None
         if not done:
             self._update_interest()
             return
@@ -425,12 +429,18 @@ class BrokerConnection:
     def check_timeouts(self, now_ms: int) -> None:
         """Fail the setup or a request whose deadline passed (which closes the connection)."""
         if self.state in SETTING_UP and now_ms >= self._setup_deadline_ms:
+            current = self._handshakes.current if self.state is ConnectionState.HANDSHAKE else None
+            waiting_for = getattr(current, "waiting_for", None)
+            stuck = (f"stuck in {getattr(current, 'name', 'a handshake')}, waiting for {waiting_for})"
+                     if waiting_for else f"stuck {self.state.name}): is the address a reachable Kafka listener?")
             self._fail(KafkaConnectionError(
                 f"could not set up a connection to {self.address} within {self._setup_timeout_ms} ms "
                 f"(socket.connection.setup.timeout.ms, doubled per failed attempt up to "
-                f"socket.connection.setup.timeout.max.ms; stuck {self.state.name}): is the address a reachable "
-                "Kafka listener?",
-                address=self.address), now_ms)
+                f"socket.connection.setup.timeout.max.ms; {stuck}", address=self.address), now_ms)
+            return
+        if self.state is ConnectionState.HANDSHAKE and self._handshake_poll_ms is not None \
+                and now_ms >= self._handshake_poll_ms:
+            self._step_handshakes(now_ms)  # a handshake waiting for work off the network thread (WAIT)
             return
         if self.state is not ConnectionState.READY:
             return
@@ -444,7 +454,8 @@ class BrokerConnection:
     def next_deadline_ms(self) -> int | None:
         """The earliest time check_timeouts may have work to do (None: no deadline pending)."""
         if self.state in SETTING_UP:
-            return self._setup_deadline_ms
+            poll = self._handshake_poll_ms if self.state is ConnectionState.HANDSHAKE else None
+            return self._setup_deadline_ms if poll is None else min(poll, self._setup_deadline_ms)
         return self._requests.next_deadline_ms()
 
     # ------------------------------------------------------------------------------------------ selector interest
@@ -458,7 +469,12 @@ class BrokerConnection:
             want = self._handshakes.want
             want_read = want is HandshakeStatus.WANT_READ or self._requests.awaiting_response
             want_write = want is HandshakeStatus.WANT_WRITE or self._requests.has_unsent
-            events = (_READ if want_read else 0) | (_WRITE if want_write else 0) or _READ
+            events = (_READ if want_read else 0) | (_WRITE if want_write else 0)
+            if not events and want is not HandshakeStatus.WAIT:
+                events = _READ
+            # WAIT: no interest at all. Nothing is read then (TLS 1.3 session tickets may arrive, which only the
+            # next read of the TLS socket consumes), so a readable socket would wake the selector again and again;
+            # a broker closing meanwhile is noticed once the handshake sends its next request.
         else:
             events = _READ | (_WRITE if self._requests.has_unsent else 0)  # always read: notices the broker closing
         self._set_interest(events)
@@ -466,7 +482,9 @@ class BrokerConnection:
     def _set_interest(self, events: int) -> None:
         if self._sock is None or events == self._events:
             return
-        if self._events:
+        if not events:
+            self._selector.unregister(self._sock)
+        elif self._events:
             self._selector.modify(self._sock, events, self)
         else:
             self._selector.register(self._sock, events, self)

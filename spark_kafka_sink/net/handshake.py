@@ -23,6 +23,10 @@ Contract of a handshake (all non-blocking; the connection owns the selector and 
   while it is still on its way (return ``WANT_READ``). Before authentication a broker accepts only ApiVersions,
   SaslHandshake and SaslAuthenticate; Kafka 4.x serves SaslHandshake v0-1 and SaslAuthenticate v0-2, so fixed
   versions (1 and 2) are fine, or send an ApiVersions request first as the Java client does.
+* Work that would block (a Kerberos KDC round trip) runs in another thread while ``step`` returns ``WAIT``: the
+  connection then steps it again every few milliseconds (no socket event will come), still within the setup
+  timeout, and the network thread goes on serving the other connections. A handshake that waits says for what in
+  its ``waiting_for`` attribute (e.g. ``"the KDC"``), which the setup timeout's error names.
 * Failure: raise a :class:`~spark_kafka_sink.errors.KafkaError` (e.g. ``SaslAuthenticationFailedError`` via
   ``raise_for_code``; a TLS failure as ``KafkaConnectionError``). The connection closes and reports that error
   (``BrokerConnection.last_error`` / ``NetworkClient.connection_error(node_id)``); an ``OSError`` is wrapped in
@@ -34,14 +38,15 @@ from __future__ import annotations
 
 import enum
 import socket
+import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.protocol.messages import ApiSpec
 
-__all__ = ["HandshakeStatus", "Handshake", "HandshakeContext", "HandshakeFactory", "HandshakeRunner"]
+__all__ = ["HandshakeStatus", "Handshake", "HandshakeContext", "HandshakeFactory", "HandshakeRunner", "OffThread"]
 
 
 class HandshakeStatus(enum.Enum):
@@ -49,6 +54,9 @@ class HandshakeStatus(enum.Enum):
 
     WANT_READ = "want_read"
     WANT_WRITE = "want_write"
+    # Work runs off the network thread (e.g. asking a Kerberos KDC for a ticket): nothing to wait for on the
+    # socket; the connection steps the handshake again every few milliseconds, within the setup timeout.
+    WAIT = "wait"
     DONE = "done"
 
 
@@ -140,3 +148,36 @@ class HandshakeRunner:
             self._index += 1
             self._started = False
         return True
+
+
+_T = TypeVar("_T")
+
+
+class OffThread(Generic[_T]):
+    """``work()`` run in a daemon thread of its own, for a handshake that returns ``WAIT`` meanwhile: ``done()``
+    says when, ``result()`` gives its value or raises its exception. A connection that gives up (setup timeout)
+    leaves the thread to finish on its own; nothing waits for it."""
+
+    def __init__(self, work: Callable[[], _T], name: str) -> None:
+        self._done = threading.Event()
+        self._value: _T | None = None
+        self._error: BaseException | None = None
+        threading.Thread(target=self._run, args=(work,), name=name, daemon=True).start()
+
+    def _run(self, work: Callable[[], _T]) -> None:
+        try:
+            self._value = work()
+        except BaseException as exc:  # handed to the network thread, which raises it in the handshake
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def result(self) -> _T:
+        if not self._done.is_set():
+            raise RuntimeError("OffThread.result() before done()")
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]  # set when no error was

@@ -20,9 +20,10 @@ made to, and for an IP address the name it resolves back to, as Java's ``InetAdd
 and any further canonicalisation are krb5.conf's (``KRB5_CONFIG``; Java's ``java.security.krb5.conf``). Mutual
 authentication is asked for, so a broker without the service key fails the exchange.
 
-Getting a service ticket talks to the KDC and blocks the network thread, as Java's does; the KDC timeouts are
-krb5.conf's. Failures raise :class:`~spark_kafka_sink.protocol.sasl.SaslVerificationError` (fatal) with MIT's
-message and what to check.
+Getting credentials and a service ticket talks to the KDC: :class:`~spark_kafka_sink.net.security.SaslAuthentication`
+runs :meth:`KerberosLogin.context` and the first step in a thread of their own (Java's client does it in its network
+thread), so a slow KDC holds up only the connection that waits for it; the KDC timeouts are MIT's. Failures raise
+:class:`~spark_kafka_sink.protocol.sasl.SaslVerificationError` (fatal) with MIT's message and what to check.
 """
 
 from __future__ import annotations

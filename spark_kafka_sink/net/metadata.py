@@ -10,6 +10,7 @@
     md.needs_update(now_ms) / time_to_next_update(now_ms)   # metadata.max.age.ms, retry.backoff.ms
     md.update(response_body, now_ms)           # a decoded Metadata response (any version)
     md.fatal_error -> KafkaError | None        # a connection failed in a way reconnecting cannot fix
+    md.connection_error -> KafkaError | None   # why the last failed connection attempt failed (for timeouts)
 
 The network client refreshes the cache from ``poll()`` when it is due (as Java's NetworkClient does) and from the
 blocking ``fetch_metadata``. Refreshes ask for the topics of interest with allow_auto_topic_creation from
@@ -107,6 +108,7 @@ class Metadata:
         self._version = 0  # bumped by every successful update
         self._closed = False
         self._fatal_error: KafkaError | None = None  # written once (under _lock); see fatal_error
+        self._connection_error: KafkaError | None = None  # see connection_error
 
     # ----------------------------------------------------------------------------------------- reading
 
@@ -254,6 +256,15 @@ class Metadata:
         """The first connection error that reconnecting cannot fix, else None (see the module docstring)."""
         # Read without the lock: one reference, written once; the producer checks it on every send.
         return self._fatal_error
+
+    @property
+    def connection_error(self) -> KafkaError | None:
+        """Why the last connection attempt that failed did, until an attempt succeeds: what a caller that timed out
+        waiting for metadata reports (e.g. a broker refusing connections, or a handshake waiting for a KDC)."""
+        return self._connection_error  # one reference, written by the network thread
+
+    def set_connection_error(self, error: KafkaError | None) -> None:
+        self._connection_error = error
 
     def set_fatal_error(self, error: KafkaError) -> None:
         """Record a fatal connection error (the first one wins) and wake every waiter."""

@@ -49,7 +49,7 @@ from spark_kafka_sink.errors import (
     raise_for_code,
 )
 from spark_kafka_sink.net.config import NetConfig
-from spark_kafka_sink.net.handshake import Handshake, HandshakeContext, HandshakeStatus
+from spark_kafka_sink.net.handshake import Handshake, HandshakeContext, HandshakeStatus, OffThread
 from spark_kafka_sink.net.kerberos import KerberosLogin
 from spark_kafka_sink.net.oauthbearer import OAuthBearerTokens
 from spark_kafka_sink.net.security_errors import tls_handshake_error
@@ -103,6 +103,7 @@ class TlsHandshake:
 
 class _SaslPhase(enum.Enum):
     HANDSHAKE = "awaiting SaslHandshake response"
+    PREPARING = "preparing the first token off the network thread"
     AUTHENTICATE = "awaiting SaslAuthenticate response"
     DONE = "done"
 
@@ -119,22 +120,31 @@ class SaslAuthentication:
         self._tokens = tokens  # OAUTHBEARER
         self._kerberos = kerberos  # GSSAPI
         self._client: SaslClient | None = None
+        self._preparing: OffThread[tuple[SaslClient, bytes]] | None = None
         self._phase = _SaslPhase.HANDSHAKE
+
+    @property
+    def waiting_for(self) -> str | None:
+        """What the handshake waits for off the network thread (named by a setup timeout), else None."""
+        if self._phase is not _SaslPhase.PREPARING:
+            return None
+        return "the KDC (a Kerberos ticket)" if self._kerberos is not None else "the OAUTHBEARER token"
 
     def start(self, ctx: HandshakeContext, now_ms: int) -> HandshakeStatus:
         ctx.send_request(SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION, {"mechanism": self.mechanism})
         return HandshakeStatus.WANT_READ
 
     def step(self, ctx: HandshakeContext, now_ms: int) -> HandshakeStatus:
+        if self._phase is _SaslPhase.PREPARING:
+            return self._prepared(ctx)
         body = ctx.take_response()
         if body is None:
             return HandshakeStatus.WANT_READ if self._phase is not _SaslPhase.DONE else HandshakeStatus.DONE
         if self._phase is _SaslPhase.HANDSHAKE:
-            self._on_handshake(ctx, body)
-            return HandshakeStatus.WANT_READ
+            return self._on_handshake(ctx, body)
         return self._on_authenticate(ctx, body)
 
-    def _on_handshake(self, ctx: HandshakeContext, body: Mapping[str, Any]) -> None:
+    def _on_handshake(self, ctx: HandshakeContext, body: Mapping[str, Any]) -> HandshakeStatus:
         code = int(body["error_code"])
         where = f"SASL handshake with {ctx.address}"
         if code == UnsupportedSaslMechanismError.code:  # say what the listener does enable
@@ -144,23 +154,45 @@ class SaslAuthentication:
             raise_for_code(code, f"{ctx.address} did not expect SASL: is it a SASL listener? check "
                                  f"security.protocol and the port", where)
         raise_for_code(code, None, where)
+        if self._tokens is None and self._kerberos is None:
+            assert self._password is not None
+            self._client = sasl_client(self.mechanism, self._username, self._password.reveal())
+            return self._authenticate(ctx, self._client.initial_response())
+        # An OAUTHBEARER token may come over HTTP from a token endpoint, a Kerberos ticket from the KDC: round trips
+        # of seconds when those are slow, which would stall every other connection of this network thread.
+        host = ctx.host
+        self._preparing = OffThread(lambda: self._first_token(host), name=f"{self.name} {ctx.address}")
+        self._phase = _SaslPhase.PREPARING
+        return self._prepared(ctx)
+
+    def _first_token(self, host: str) -> tuple[SaslClient, bytes]:
+        """The mechanism's client and its first token (runs off the network thread)."""
+        client: SaslClient
+        if self._tokens is not None:  # the token is fetched (or refreshed) here, for this connection
+            client = OAuthBearerClient(self._tokens.token().reveal(), self._tokens.extensions)
+        else:
+            assert self._kerberos is not None
+            context, principal = self._kerberos.context(host)
+            client = GssapiClient(context, principal)
+        return client, client.initial_response()  # GSSAPI: the AP-REQ, which may ask the KDC for a ticket
+
+    def _prepared(self, ctx: HandshakeContext) -> HandshakeStatus:
+        preparing = self._preparing
+        if preparing is None or not preparing.done():
+            return HandshakeStatus.WAIT
         try:
-            self._client = self._new_client(ctx)
-            first = self._client.initial_response()  # GSSAPI: the AP-REQ, which may ask the KDC for a ticket
+            self._client, first = preparing.result()
         except BrokerError as exc:
-            exc.context = where
+            exc.context = f"SASL handshake with {ctx.address}"
             raise
+        finally:
+            self._preparing = None
+        return self._authenticate(ctx, first)
+
+    def _authenticate(self, ctx: HandshakeContext, first: bytes) -> HandshakeStatus:
         self._phase = _SaslPhase.AUTHENTICATE
         ctx.send_request(SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION, {"auth_bytes": first})
-
-    def _new_client(self, ctx: HandshakeContext) -> SaslClient:
-        if self._tokens is not None:  # the token is fetched (or refreshed) here, for this connection
-            return OAuthBearerClient(self._tokens.token().reveal(), self._tokens.extensions)
-        if self._kerberos is not None:
-            context, principal = self._kerberos.context(ctx.host)
-            return GssapiClient(context, principal)
-        assert self._password is not None
-        return sasl_client(self.mechanism, self._username, self._password.reveal())
+        return HandshakeStatus.WANT_READ
 
     def _on_authenticate(self, ctx: HandshakeContext, body: Mapping[str, Any]) -> HandshakeStatus:
         client = self._client

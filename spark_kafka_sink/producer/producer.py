@@ -304,7 +304,9 @@ class KafkaProducer:
                 raise error
             remaining = deadline - monotonic_ms()
             if remaining <= 0:
-                where = f" (last error: {error})" if error is not None else ""
+                failed = metadata.connection_error
+                where = f" (last error: {error})" if error is not None else (
+                    f" (the last failed connection: {failed})" if failed is not None else "")
                 creation = ("allow.auto.create.topics=false, so the producer does not ask the broker to create it: "
                             "create the topic first (or set allow.auto.create.topics=true)"
                             if not metadata.allow_auto_create_topics

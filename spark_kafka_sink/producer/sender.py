@@ -217,7 +217,10 @@ class Sender:
         if target is None or not self._client.ready(target, now_ms):
             failed = target is None or self._client.connection_error(target) is not None
             tm.requeue(req, now_ms, backoff_ms=backoff if failed else 0, find_coordinator=failed)
-            self._poll(backoff, now_ms)
+            if failed:
+                self._poll(backoff, now_ms)
+            else:  # connecting: due again at once, but poll waits for the connection's events (as Java's awaitReady)
+                self._poll(backoff, now_ms, waiting_for_connection=True)
             return True
         self._client.send(target, req.api, req.build, now_ms, max_version=req.max_version, context=req)
         tm.request_sent(req)
@@ -237,8 +240,10 @@ class Sender:
 
     # ------------------------------------------------------------------------------------------ polling
 
-    def _poll(self, timeout_ms: int, now_ms: int) -> None:
-        if self._tm is not None:
+    def _poll(self, timeout_ms: int, now_ms: int, waiting_for_connection: bool = False) -> None:
+        # A transactional request due now shortens the wait, unless it waits for a connection being set up: that
+        # would spin (a poll of 0 ms per loop) for as long as the setup takes, e.g. a SASL login waiting for a KDC.
+        if self._tm is not None and not waiting_for_connection:
             delay = self._tm.next_request_delay_ms(now_ms)
             if delay is not None:
                 timeout_ms = min(timeout_ms, delay)

@@ -5,9 +5,10 @@ package). These tests are marked ``kerberos`` and run with ``make test-kerberos`
 and KERBEROS_SSL (SASL_SSL, the test CA's broker certificate), both GSSAPI only.
 
 Principals (realm EXAMPLE.COM): ``kafka/localhost`` (the broker), ``client`` and ``other`` (two clients, to tell
-identities apart in ACLs). The broker maps ``client@EXAMPLE.COM`` to ``User:client`` (Kafka's default rules).
-MIT Kerberos in this process, and Spark's Python workers, find the KDC through ``KRB5_CONFIG``; Java (the broker,
-Spark's own Kafka connector) through ``-Djava.security.krb5.conf``.
+identities apart in ACLs) and ``late`` (first logs in while the KDC is paused: test_gssapi's KDC fault). The
+broker maps ``client@EXAMPLE.COM`` to ``User:client`` (Kafka's default rules). MIT Kerberos in this process, and
+Spark's Python workers, find the KDC through ``KRB5_CONFIG``; Java (the broker, Spark's own Kafka connector)
+through ``-Djava.security.krb5.conf``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from spark_kafka_sink.testing.kdc import TestKdc
 from tests.conftest import _unwind_on_sigterm, create_topic, local_spark
 
 BROKER_PRINCIPAL = "kafka/localhost"
-CLIENTS = ("client", "other")
+CLIENTS = ("client", "other", "late")
 #: The principal of the PLAINTEXT and CONTROLLER listeners (no authentication): a super user of the authorizer.
 SUPER_USER = "User:ANONYMOUS"
 

@@ -5,6 +5,8 @@ confluent-kafka over the PLAINTEXT listener (its wheel has no GSSAPI) and with S
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import time
 from pathlib import Path
@@ -15,7 +17,7 @@ import pytest
 from spark_kafka_sink.errors import ConfigError, KafkaError, TopicAuthorizationFailedError
 from spark_kafka_sink.producer.producer import KafkaProducer
 from spark_kafka_sink.protocol.jaas import KRB5_LOGIN_MODULE
-from tests.conftest import read_topic, spark_read_topic, wait_for
+from tests.conftest import pause_process, read_topic, spark_read_topic, wait_for
 from tests.kerberos.conftest import SUPER_USER, KerberizedBroker
 
 pytestmark = pytest.mark.kerberos
@@ -23,7 +25,7 @@ pytestmark = pytest.mark.kerberos
 
 def produce(config: dict[str, Any], topic: str, count: int = 10, prefix: str = "v") -> None:
     bounds = {"request.timeout.ms": 15_000, "delivery.timeout.ms": 20_000, "max.block.ms": 20_000}
-    with KafkaProducer({**config, **bounds}) as producer:
+    with KafkaProducer({**bounds, **config}) as producer:
         futures = [producer.send(topic, f"{prefix}{i}".encode(), key=f"k{i}".encode()) for i in range(count)]
         producer.flush(30)
         for future in futures:
@@ -202,3 +204,28 @@ def test_bootstrap_through_an_alias_needs_canonical_names(kerberized: Kerberized
     assert "client.dns.lookup=resolve_canonical_bootstrap_servers_only" in text, text
     produce({**alias, "client.dns.lookup": "resolve_canonical_bootstrap_servers_only"}, topic, count=2)
     assert values(kerberized.plaintext_bootstrap, topic) == [b"v0", b"v1"]
+
+
+def test_a_paused_kdc_stops_new_logins_not_the_tickets_in_hand(kerberized: KerberizedBroker) -> None:
+    """The KDC SIGSTOPped: a new producer of a configuration that logged in before connects with the tickets its
+    login holds. A login without tickets waits for the KDC off the network thread (MIT Kerberos gives up on a
+    silent KDC after ~50 s here): each connection attempt ends at socket.connection.setup.timeout.ms saying it
+    waited for the KDC, and the send fails at max.block.ms with that reason; the producer closes at once rather
+    than after MIT's 50 s. Once the KDC runs again, the same login succeeds."""
+    topic = kerberized.topic()
+    produce(kerberized.producer_config("client"), topic, count=1, prefix="before")
+    pid = kerberized.kdc.process.pid if kerberized.kdc.process else 0
+    pause_process(pid)
+    try:
+        produce(kerberized.producer_config("client"), topic, count=1, prefix="paused")
+        error, took = failure(kerberized.producer_config("late", **{"socket.connection.setup.timeout.ms": 3000,
+                                                                     "max.block.ms": 8000}), topic)
+        print(f"a login without the KDC failed after {took:.1f} s: {error}")
+        text = str(error)
+        assert "not present in metadata after max.block.ms=8000" in text, text
+        assert "stuck in SASL/GSSAPI, waiting for the KDC (a Kerberos ticket)" in text, text
+        assert took < 12, took
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    produce(kerberized.producer_config("late"), topic, count=1, prefix="after")
+    assert values(kerberized.plaintext_bootstrap, topic) == [b"after0", b"before0", b"paused0"]

@@ -562,3 +562,64 @@ def test_handshake_oserror_becomes_connection_error(conns: list[BrokerConnection
     error: KafkaError | None = conn.last_error
     assert isinstance(error, KafkaConnectionError)
     assert "BROKEN handshake" in str(error) and broker.address in str(error)
+
+
+class WaitsOffThread:
+    """A handshake whose work runs elsewhere: WAIT until ``ready`` is set (by a timer thread), as SASL does while
+    a KDC or token endpoint answers."""
+
+    name = "WAITING"
+    waiting_for = "the test's timer"
+
+    def __init__(self, ready: threading.Event) -> None:
+        self.ready = ready
+        self.steps = 0
+
+    def start(self, ctx: HandshakeContext, now_ms: int) -> HandshakeStatus:
+        return self.step(ctx, now_ms)
+
+    def step(self, ctx: HandshakeContext, now_ms: int) -> HandshakeStatus:
+        self.steps += 1
+        return HandshakeStatus.DONE if self.ready.is_set() else HandshakeStatus.WAIT
+
+
+def test_a_waiting_handshake_is_stepped_again_without_socket_events(conns: list[BrokerConnection]) -> None:
+    """WAIT: no socket interest (nothing to read or write), the connection's next deadline a few ms ahead, and the
+    handshake stepped again at it until its work is done; then ApiVersions as usual."""
+    ready = threading.Event()
+    handshake = WaitsOffThread(ready)
+
+    def script(peer: Peer) -> None:
+        peer.serve_api_versions()
+        peer.wait_closed()
+
+    with FakeBroker(script) as broker:
+        config = NetConfig(bootstrap_servers=(("127.0.0.1", broker.port),))
+        conn = BrokerConnection(1, "127.0.0.1", broker.port, config, handshakes=lambda: [handshake])
+        conns.append(conn)
+        conn.connect(monotonic_ms())
+        drive(conn, lambda _: conn.state is S.HANDSHAKE and handshake.steps >= 3)
+        now = monotonic_ms()
+        deadline = conn.next_deadline_ms()
+        assert deadline is not None and deadline - now <= 10, deadline  # stepped again soon, not at setup end
+        assert conn._events == 0  # no socket interest: a readable socket cannot spin the selector
+        threading.Timer(0.05, ready.set).start()
+        drive(conn, lambda _: conn.state in (S.READY, S.DISCONNECTED))
+        assert conn.state is S.READY, conn.last_error
+        conn.close()  # the broker's script waits for it
+
+
+def test_the_setup_timeout_names_what_a_waiting_handshake_waits_for(conns: list[BrokerConnection]) -> None:
+    def script(peer: Peer) -> None:
+        peer.wait_closed()
+
+    with FakeBroker(script) as broker:
+        config = NetConfig(bootstrap_servers=(("127.0.0.1", broker.port),), socket_connection_setup_timeout_ms=200,
+                           socket_connection_setup_timeout_max_ms=200)
+        conn = BrokerConnection(1, "127.0.0.1", broker.port, config,
+                                handshakes=lambda: [WaitsOffThread(threading.Event())])
+        conns.append(conn)
+        conn.connect(monotonic_ms())
+        drive(conn, lambda _: conn.state is S.DISCONNECTED)
+    assert isinstance(conn.last_error, KafkaConnectionError) and conn.last_error.retriable
+    assert "stuck in WAITING, waiting for the test's timer)" in str(conn.last_error), str(conn.last_error)

@@ -72,3 +72,45 @@ def test_pending_records_flush_and_later_calls_get_the_fatal_error(monkeypatch: 
             with pytest.raises(SaslAuthenticationFailedError, match="bad password"):
                 producer.flush(10)
     assert leader_attempts == [leader.port]  # one attempt: no reconnecting until max.block.ms
+
+
+def test_the_sender_waits_for_a_connection_being_set_up_without_spinning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An idempotent producer wants InitProducerId while its only connection is still being set up (here a handshake
+    waiting for work elsewhere, as a SASL login waits for a KDC). The sender then waits in poll for the
+    connection's events; it used to poll with a 0 ms timeout in a loop, one core busy for the whole setup."""
+    import threading
+
+    from spark_kafka_sink.net import client as client_module
+    from spark_kafka_sink.net.handshake import HandshakeContext, HandshakeStatus
+    from tests.conftest import wait_for
+
+    release = threading.Event()
+
+    class Waits:
+        name = "WAITS"
+
+        def start(self, ctx: HandshakeContext, now_ms: int) -> HandshakeStatus:
+            return self.step(ctx, now_ms)
+
+        def step(self, ctx: HandshakeContext, now_ms: int) -> HandshakeStatus:
+            return HandshakeStatus.WAIT if not release.is_set() else HandshakeStatus.DONE
+
+    zero_polls: list[int] = []
+    steps: list[int] = []
+    real_poll = client_module.NetworkClient.poll
+
+    def poll(self: Any, timeout_ms: int, now_ms: int) -> Any:
+        (zero_polls if timeout_ms == 0 else steps).append(timeout_ms)
+        return real_poll(self, timeout_ms, now_ms)
+
+    monkeypatch.setattr(client_module.NetworkClient, "poll", poll)
+    monkeypatch.setattr(producer_module, "handshakes_for", lambda host, port, config: [Waits()])
+    with FakeBroker(lambda peer: peer.wait_closed()) as broker:
+        producer = KafkaProducer({"bootstrap.servers": broker.address, "max.block.ms": 5_000})
+        try:
+            wait_for("the sender to poll 100 times while the handshake waits",
+                     lambda: len(steps) + len(zero_polls) >= 100, timeout=10)
+            assert len(zero_polls) < 20, f"{len(zero_polls)} of {len(zero_polls) + len(steps)} polls waited 0 ms"
+        finally:
+            release.set()
+            producer.close()
