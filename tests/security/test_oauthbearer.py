@@ -87,6 +87,10 @@ def test_provider_failures_are_named_without_their_text() -> None:
         token_source(None, lambda: "has spaces").token()
 
 
+RETRIEVERS = "org.apache.kafka.common.security.oauthbearer."
+ENDPOINT = {"sasl.oauthbearer.token.endpoint.url": "https://idp.example/token"}
+
+
 @pytest.mark.parametrize(("options", "key", "text"), [
     ({"sasl.jaas.config": f"{OAUTH_MODULE} required;"}, "sasl.jaas.config", "unsecuredLoginStringClaim_sub"),
     ({}, "sasl.jaas.config", "unsecuredLoginStringClaim_sub"),
@@ -95,29 +99,6 @@ def test_provider_failures_are_named_without_their_text() -> None:
     ({"sasl.jaas.config": UNSECURED_JAAS, "sasl.username": "alice"}, "sasl.username", "authenticates with a token"),
     ({"sasl.oauthbearer.token.provider": "no_such_module.tokens"}, "sasl.oauthbearer.token.provider", "import"),
     ({"sasl.oauthbearer.token.provider": "json.decoder"}, "sasl.oauthbearer.token.provider", "a callable"),
-])
-def test_settings_errors_name_the_option(options: dict[str, str], key: str, text: str) -> None:
-    base = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER"}
-    for build in (lambda o: SecuritySettings.from_options(o),
-                  lambda o: ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9092", **o})):
-        with pytest.raises(ConfigError, match=text) as info:
-            build({**base, **options})
-        assert info.value.key == key
-
-
-def test_other_java_login_handlers_point_to_the_provider() -> None:
-    with pytest.raises(ConfigError, match="give sasl.oauthbearer.token.provider") as info:
-        ProducerConfig.from_dict({"bootstrap.servers": "h:1", "security.protocol": "SASL_PLAINTEXT",
-                                  "sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config": UNSECURED_JAAS,
-                                  "sasl.login.callback.handler.class": "com.example.MyLoginHandler"})
-    assert info.value.key == "sasl.login.callback.handler.class"
-
-
-RETRIEVERS = "org.apache.kafka.common.security.oauthbearer."
-ENDPOINT = {"sasl.oauthbearer.token.endpoint.url": "https://idp.example/token"}
-
-
-@pytest.mark.parametrize(("options", "key", "text"), [
     ({"sasl.oauthbearer.token.endpoint.url": "ftp://idp.example/token",
       "sasl.jaas.config": f'{OAUTH_MODULE} required clientId="a" clientSecret="b";'},
      "sasl.oauthbearer.token.endpoint.url", r"an http\(s\) URL"),
@@ -139,13 +120,21 @@ ENDPOINT = {"sasl.oauthbearer.token.endpoint.url": "https://idp.example/token"}
       "sasl.oauthbearer.client.credentials.client.secret": "s", "sasl.oauthbearer.header.urlencode": "yes"},
      "sasl.oauthbearer.header.urlencode", "true or false"),
 ])
-def test_token_endpoint_settings_errors(options: dict[str, str], key: str, text: str) -> None:
+def test_settings_errors_name_the_option(options: dict[str, str], key: str, text: str) -> None:
     base = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER"}
     for build in (lambda o: SecuritySettings.from_options(o),
                   lambda o: ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9092", **o})):
         with pytest.raises(ConfigError, match=text) as info:
             build({**base, **options})
         assert info.value.key == key and "s3cr" not in str(info.value)
+
+
+def test_other_java_login_handlers_point_to_the_provider() -> None:
+    with pytest.raises(ConfigError, match="give sasl.oauthbearer.token.provider") as info:
+        ProducerConfig.from_dict({"bootstrap.servers": "h:1", "security.protocol": "SASL_PLAINTEXT",
+                                  "sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config": UNSECURED_JAAS,
+                                  "sasl.login.callback.handler.class": "com.example.MyLoginHandler"})
+    assert info.value.key == "sasl.login.callback.handler.class"
 
 
 def test_kafka_41_settings_fill_the_client_credentials() -> None:
