@@ -217,10 +217,8 @@ class Sender:
         if target is None or not self._client.ready(target, now_ms):
             failed = target is None or self._client.connection_error(target) is not None
             tm.requeue(req, now_ms, backoff_ms=backoff if failed else 0, find_coordinator=failed)
-            if failed:
-                self._poll(backoff, now_ms)
-            else:  # connecting: due again at once, but poll waits for the connection's events (as Java's awaitReady)
-                self._poll(backoff, now_ms, waiting_for_connection=True)
+            # Connecting: due again at once, but poll waits for the connection's events (as Java's awaitReady).
+            self._poll(backoff, now_ms, waiting_for_connection=not failed)
             return True
         self._client.send(target, req.api, req.build, now_ms, max_version=req.max_version, context=req)
         tm.request_sent(req)
