@@ -12,11 +12,23 @@ import pytest
 
 from spark_kafka_sink import KafkaProducer
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET
-from tests.conftest import ConsumedRecord
+from tests.conftest import ConsumedRecord, wait_for
 
 pytestmark = pytest.mark.broker
 
 Readback = Callable[..., list[ConsumedRecord]]
+
+
+def end_offsets(bootstrap: str, topic: str) -> int:
+    """The sum of the topic's partitions' high watermarks (confluent-kafka)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "acks-watermarks"})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions)
+    finally:
+        consumer.close()
 
 
 @pytest.mark.parametrize("acks", ["0", "1"])
@@ -34,6 +46,9 @@ def test_acks_0_and_1_write_every_record_once(bootstrap: str, topic_factory: Cal
         metadata = [f.result(timeout=30) for f in singles]
         result = bulk.result(timeout=30)
     took = time.monotonic() - started
+    if acks == "0":  # flush returned once the bytes left; the broker may still be appending them
+        wait_for("the broker to have appended all 1,500 records", lambda: end_offsets(bootstrap, topic) >= 1_500,
+                 timeout=30)
     records = readback(topic)
     values = [r.value or b"" for r in records]
     expected = Counter([b"s-%05d" % i for i in range(500)] + [b"b-%05d" % i for i in range(1_000)])
