@@ -25,7 +25,7 @@ from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.secret import Secret, is_secret_name
 
 __all__ = ["NetConfig", "NET_CONFIG_KEYS", "SecurityValue", "parse_bootstrap_servers", "format_address", "to_int",
-           "require_readable_file"]
+           "to_bool", "require_readable_file"]
 
 #: The value of one ``ssl.*`` / ``sasl.*`` setting: text, or a Secret for the keys that hold one.
 SecurityValue = str | Secret
@@ -176,7 +176,7 @@ class NetConfig:
         if "metadata.recovery.strategy" in props:
             kwargs["metadata_recovery_strategy"] = str(props["metadata.recovery.strategy"]).strip().lower()
         if "allow.auto.create.topics" in props:
-            kwargs["allow_auto_create_topics"] = _to_bool("allow.auto.create.topics", props["allow.auto.create.topics"])
+            kwargs["allow_auto_create_topics"] = to_bool("allow.auto.create.topics", props["allow.auto.create.topics"])
         kwargs["security_options"] = tuple((k, v) for k, v in props.items() if k.startswith(_SECURITY_PREFIXES))
         return cls(**kwargs)
 
@@ -224,7 +224,8 @@ def require_readable_file(path: str, key: str) -> None:
         raise ConfigError(f"{key}: cannot read {path}: {exc.strerror}", key=key) from None
 
 
-def _to_bool(key: str, value: Any) -> bool:
+def to_bool(key: str, value: Any) -> bool:
+    """A true/false setting as given: a bool, or its text (any case); anything else: ConfigError."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError, SaslAuthenticationFailedError
+from spark_kafka_sink.net.config import to_bool
 from spark_kafka_sink.protocol.sasl import SaslVerificationError
 from spark_kafka_sink.python_objects import resolve_object
 from spark_kafka_sink.secret import Secret
@@ -232,13 +233,6 @@ def _check_retriever(retriever: str, endpoint: str) -> None:
                           f"sasl.oauthbearer.token.endpoint.url is a {scheme or 'relative'} URL", key=_RETRIEVER_KEY)
 
 
-def _flag(key: str, value: Any) -> bool:
-    text = str(value).strip().lower()
-    if text not in ("true", "false"):
-        raise ConfigError(f"{key} must be true or false, got {value!r}", key=key)
-    return text == "true"
-
-
 def _endpoint_fetch(url: str, options: Mapping[str, str], login: Mapping[str, int],
                     urlencode: bool = False) -> Callable[[], tuple[str, float | None]]:
     """Java's ``OAuthBearerLoginCallbackHandler``: the OAuth client-credentials grant (RFC 6749 4.4) at an http(s)
@@ -367,7 +361,7 @@ def token_source(jaas_options: Mapping[str, str] | None, provider: Callable[[], 
     if provider is not None:
         return OAuthBearerTokens(_provider_fetch(provider), extensions, "sasl.oauthbearer.token.provider", clock)
     if endpoint:
-        urlencode = _flag(_URLENCODE_KEY, oauth.get(_URLENCODE_KEY, False))
+        urlencode = to_bool(_URLENCODE_KEY, oauth.get(_URLENCODE_KEY, False))
         return OAuthBearerTokens(_endpoint_fetch(endpoint, options, login or {}, urlencode), extensions,
                                  "the token endpoint (sasl.oauthbearer.token.endpoint.url)", clock)
     return OAuthBearerTokens(_unsecured_fetch(options, clock), extensions, "the unsecured login (sasl.jaas.config)",
