@@ -28,8 +28,9 @@ thread), so a slow KDC holds up only the connection that waits for it; the KDC t
 
 from __future__ import annotations
 
+import contextlib
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -132,24 +133,25 @@ class _Context:
     def complete(self) -> bool:
         return bool(self._context.complete)
 
-    def step(self, token: bytes | None) -> bytes | None:
+    @contextlib.contextmanager
+    def _as_sasl_failure(self) -> Iterator[None]:
         try:
-            out = self._context.step(token)
+            yield
         except self._gssapi.exceptions.GSSError as exc:
             raise _failure(exc, self._login, self._target) from None
+
+    def step(self, token: bytes | None) -> bytes | None:
+        with self._as_sasl_failure():
+            out = self._context.step(token)
         return None if out is None else bytes(out)
 
     def wrap(self, message: bytes) -> bytes:
-        try:
+        with self._as_sasl_failure():
             return bytes(self._context.wrap(message, False).message)
-        except self._gssapi.exceptions.GSSError as exc:
-            raise _failure(exc, self._login, self._target) from None
 
     def unwrap(self, message: bytes) -> bytes:
-        try:
+        with self._as_sasl_failure():
             return bytes(self._context.unwrap(message).message)
-        except self._gssapi.exceptions.GSSError as exc:
-            raise _failure(exc, self._login, self._target) from None
 
 
 def _gss_message(exc: Any) -> str:
