@@ -112,11 +112,13 @@ class SaslAuthentication:
     """SaslHandshake v1 (pick the mechanism), then SaslAuthenticate requests carrying the mechanism's tokens."""
 
     def __init__(self, mechanism: str, username: str, password: Secret | None = None,
-                 tokens: OAuthBearerTokens | None = None, kerberos: KerberosLogin | None = None) -> None:
+                 tokens: OAuthBearerTokens | None = None, kerberos: KerberosLogin | None = None, *,
+                 token_auth: bool = False) -> None:
         self.mechanism = mechanism
         self.name = f"SASL/{mechanism}"
         self._username = username  # for messages; OAUTHBEARER: what gives its tokens; GSSAPI: who logs in
         self._password = password
+        self._token_auth = token_auth  # SCRAM: username and password are a delegation token's id and HMAC
         self._tokens = tokens  # OAUTHBEARER
         self._kerberos = kerberos  # GSSAPI
         self._client: SaslClient | None = None
@@ -156,7 +158,8 @@ class SaslAuthentication:
         raise_for_code(code, None, where)
         if self._tokens is None and self._kerberos is None:
             assert self._password is not None
-            self._client = sasl_client(self.mechanism, self._username, self._password.reveal())
+            self._client = sasl_client(self.mechanism, self._username, self._password.reveal(),
+                                       token_auth=self._token_auth)
             return self._authenticate(ctx, self._client.initial_response())
         # An OAUTHBEARER token may come over HTTP from a token endpoint, a Kerberos ticket from the KDC: round trips
         # of seconds when those are slow, which would stall every other connection of this network thread.
@@ -196,7 +199,10 @@ class SaslAuthentication:
 
     def _on_authenticate(self, ctx: HandshakeContext, body: Mapping[str, Any]) -> HandshakeStatus:
         client = self._client
-        who = self._username if self._tokens is not None or self._kerberos is not None else f"user {self._username!r}"
+        if self._tokens is not None or self._kerberos is not None:
+            who = self._username
+        else:  # a token is refused when it expired or was never made (kafka-delegation-tokens --describe lists them)
+            who = f"{'delegation token' if self._token_auth else 'user'} {self._username!r}"
         where = f"{self.name} authentication of {who} with {ctx.address}"
         if client is None or self._phase is not _SaslPhase.AUTHENTICATE:
             raise IllegalSaslStateError(f"a SASL response arrived in phase {self._phase.value}", context=where)
@@ -246,7 +252,8 @@ def handshakes_of(settings: SecuritySettings, host: str) -> list[Handshake]:
     elif settings.uses_sasl:
         if settings.sasl_username is None or settings.sasl_password is None:  # only a hand-built object lacks them
             raise ConfigError("SASL needs sasl.username and sasl.password (or sasl.jaas.config)", key="sasl.username")
-        steps.append(SaslAuthentication(settings.sasl_mechanism, settings.sasl_username, settings.sasl_password))
+        steps.append(SaslAuthentication(settings.sasl_mechanism, settings.sasl_username, settings.sasl_password,
+                                        token_auth=settings.sasl_token_auth))
     return steps
 
 

@@ -74,6 +74,7 @@ class SecuritySettings:
     sasl_mechanism: str = "PLAIN"
     sasl_username: str | None = None
     sasl_password: Secret | None = None
+    sasl_token_auth: bool = False  # SCRAM with a delegation token (sasl.jaas.config's tokenauth=true)
     oauth_tokens: OAuthBearerTokens | None = None  # sasl.mechanism=OAUTHBEARER: where its tokens come from
     kerberos: KerberosLogin | None = None  # sasl.mechanism=GSSAPI: the credentials and the broker's service name
 
@@ -298,13 +299,16 @@ def _sasl_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
         if username is not None or password is not None:
             raise ConfigError("set either sasl.jaas.config or sasl.username/sasl.password, not both",
                               key="sasl.jaas.config")
-        username, revealed = jaas_credentials(jaas.reveal(), mechanism)
-        password = Secret(revealed)
+        credentials = jaas_credentials(jaas.reveal(), mechanism)
+        username, password, token_auth = credentials.username, Secret(credentials.password), credentials.token_auth
+    else:
+        token_auth = False
     if not username:
         raise ConfigError("SASL needs a user name: set sasl.username (or sasl.jaas.config)", key="sasl.username")
     if password is None:
         raise ConfigError("SASL needs a password: set sasl.password (or sasl.jaas.config)", key="sasl.password")
-    return {"sasl_mechanism": mechanism, "sasl_username": username, "sasl_password": password}
+    return {"sasl_mechanism": mechanism, "sasl_username": username, "sasl_password": password,
+            "sasl_token_auth": token_auth}
 
 
 def _check_inline_pem(inline: Mapping[str, Secret | None], get: _Getter, keystore_type: str | None,

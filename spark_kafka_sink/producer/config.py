@@ -56,6 +56,7 @@ class SaslCredentials:
     mechanism: str
     username: str
     password: Secret
+    token_auth: bool = False  # a delegation token's id and HMAC (sasl.jaas.config's tokenauth=true)
 
 
 @dataclass(frozen=True)
@@ -233,8 +234,9 @@ class ProducerConfig:
         if not self.uses_sasl or self.sasl_mechanism in (OAUTHBEARER, GSSAPI):  # a token; Kerberos (net/kerberos.py)
             return None
         if self.sasl_jaas_config is not None:
-            username, password = _parse_jaas(self.sasl_jaas_config, self.sasl_mechanism)
-            return SaslCredentials(self.sasl_mechanism, username, password)
+            credentials = jaas_credentials(self.sasl_jaas_config.reveal(), self.sasl_mechanism)
+            return SaslCredentials(self.sasl_mechanism, credentials.username, Secret(credentials.password),
+                                   credentials.token_auth)
         if self.sasl_username is None or self.sasl_password is None:  # from_dict refuses this; direct init may not
             raise ConfigError("SASL needs sasl.username and sasl.password (or sasl.jaas.config)", key="sasl.username")
         return SaslCredentials(self.sasl_mechanism, self.sasl_username, self.sasl_password)
@@ -370,17 +372,13 @@ def _sasl_rules(v: dict[str, Any], explicit: set[str]) -> None:
         if has_pair:
             raise _conflict("set either sasl.jaas.config or sasl.username/sasl.password, not both",
                             "sasl.jaas.config")
-        _parse_jaas(v["sasl_jaas_config"], v["sasl_mechanism"])  # fail now, not at connect time
+        # Fail now, not at connect time (the Java grammar and the login module check live in protocol/jaas.py, whose
+        # errors never quote the text).
+        jaas_credentials(v["sasl_jaas_config"].reveal(), v["sasl_mechanism"])
     elif v["sasl_username"] is None or v["sasl_password"] is None:
         missing = "sasl.username" if v["sasl_username"] is None else "sasl.password"
         raise _conflict(f"security.protocol={v['security_protocol']} needs credentials: {missing} is missing "
                         "(or use sasl.jaas.config)", missing)
-
-
-def _parse_jaas(jaas: Secret, mechanism: str) -> tuple[str, Secret]:
-    # The Java grammar and the login module check live in protocol/jaas.py (its errors never quote the text).
-    username, password = jaas_credentials(jaas.reveal(), mechanism)
-    return username, Secret(password)
 
 
 def _check_table_matches_dataclass() -> None:

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from spark_kafka_sink.errors import ConfigError
 
-__all__ = ["JaasLoginModule", "parse_jaas_config", "jaas_credentials", "jaas_oauthbearer_options", "PLAIN_LOGIN_MODULE",
-           "SCRAM_LOGIN_MODULE", "OAUTHBEARER_LOGIN_MODULE", "KRB5_LOGIN_MODULE"]
+__all__ = ["JaasLoginModule", "JaasCredentials", "parse_jaas_config", "jaas_credentials", "jaas_oauthbearer_options",
+           "PLAIN_LOGIN_MODULE", "SCRAM_LOGIN_MODULE", "OAUTHBEARER_LOGIN_MODULE", "KRB5_LOGIN_MODULE"]
 
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
@@ -172,14 +172,25 @@ def parse_jaas_config(text: str) -> JaasLoginModule:
     return modules[0]
 
 
-def jaas_credentials(text: str, mechanism: str) -> tuple[str, str]:
-    """``(username, password)`` from ``sasl.jaas.config`` for ``mechanism`` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).
+class JaasCredentials(NamedTuple):
+    """What a PLAIN or SCRAM login module gives. ``token_auth``: ScramLoginModule's ``tokenauth=true``, a delegation
+    token's id and HMAC as user name and password (the SCRAM exchange then carries the ``tokenauth`` extension)."""
+
+    username: str
+    password: str
+    token_auth: bool = False
+
+
+def jaas_credentials(text: str, mechanism: str) -> JaasCredentials:
+    """The credentials in ``sasl.jaas.config`` for ``mechanism`` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).
 
     The login module must fit the mechanism (PlainLoginModule for PLAIN, ScramLoginModule for SCRAM), as the Java
-    client requires; both ``username`` and ``password`` must be present.
+    client requires; both ``username`` and ``password`` must be present. ``tokenauth`` counts for SCRAM only, as in
+    Java (``true`` in any case; any other value is false), and PlainLoginModule ignores it.
     """
     module = parse_jaas_config(text)
-    expected = PLAIN_LOGIN_MODULE if mechanism.upper() == "PLAIN" else SCRAM_LOGIN_MODULE
+    scram = mechanism.upper() != "PLAIN"
+    expected = SCRAM_LOGIN_MODULE if scram else PLAIN_LOGIN_MODULE
     if module.class_name != expected:
         # Name the module only when it looks like one: a malformed value could put a secret in that spot.
         named = module.class_name if module.class_name.endswith("LoginModule") else "another login module"
@@ -188,7 +199,8 @@ def jaas_credentials(text: str, mechanism: str) -> tuple[str, str]:
     if missing:
         raise _error(f"the login module has no {' or '.join(missing)} option: add "
                      f"{' '.join(f'{name}=...' for name in missing)} before the ';'")
-    return module.options["username"], module.options["password"]
+    token_auth = scram and module.options.get("tokenauth", "").lower() == "true"
+    return JaasCredentials(module.options["username"], module.options["password"], token_auth)
 
 
 def jaas_oauthbearer_options(text: str) -> dict[str, str]:

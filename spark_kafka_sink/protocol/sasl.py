@@ -302,9 +302,13 @@ class ScramClient:
     """SCRAM-SHA-256 / SCRAM-SHA-512 client (RFC 5802 section 5), without channel binding (``n,,``).
 
     ``nonce`` is for tests (golden vectors); by default 24 random bytes, base64url (printable, no ``,``).
+    ``token_auth``: the user name and password are a delegation token's id and HMAC (KIP-48), announced to the broker
+    by the ``tokenauth=true`` extension at the end of client-first, as Java's ScramLoginModule ``tokenauth=true``
+    does; the broker then checks them against its tokens instead of its SCRAM users.
     """
 
-    def __init__(self, mechanism: str, username: str, password: str, nonce: str | None = None) -> None:
+    def __init__(self, mechanism: str, username: str, password: str, nonce: str | None = None, *,
+                 token_auth: bool = False) -> None:
         if mechanism not in _SCRAM_HASHES:
             raise ConfigError(f"unsupported SCRAM mechanism {mechanism!r}: use SCRAM-SHA-256 or SCRAM-SHA-512",
                               key="sasl.mechanism")
@@ -319,7 +323,7 @@ class ScramClient:
         if not self._nonce or any(c == "," or not ("\x21" <= c <= "\x7e") for c in self._nonce):
             raise ValueError("a SCRAM nonce is printable ASCII without ','")
         self._state = ScramState.INITIAL
-        self._client_first_bare = f"n={saslname(username)},r={self._nonce}"
+        self._client_first_bare = f"n={saslname(username)},r={self._nonce}" + (",tokenauth=true" if token_auth else "")
         self._expected_server_signature: bytes | None = None
 
     # -- state ---------------------------------------------------------------------------------------------------
@@ -346,7 +350,7 @@ class ScramClient:
 
     # -- messages ------------------------------------------------------------------------------------------------
     def initial_response(self) -> bytes:
-        """client-first-message: ``n,,n=<saslname>,r=<client nonce>``."""
+        """client-first-message: ``n,,n=<saslname>,r=<client nonce>`` (then ``,tokenauth=true`` with a token)."""
         self._move(ScramState.CLIENT_FIRST_SENT)
         return _GS2_HEADER + self._client_first_bare.encode()
 
@@ -455,13 +459,14 @@ def _attributes(message: str, what: str, fail: _Fail) -> list[tuple[str, str]]:
     return attrs
 
 
-def sasl_client(mechanism: str, username: str, password: str) -> SaslClient:
-    """A fresh client for ``mechanism`` (one of :data:`SUPPORTED_MECHANISMS`, case-insensitive)."""
+def sasl_client(mechanism: str, username: str, password: str, *, token_auth: bool = False) -> SaslClient:
+    """A fresh client for ``mechanism`` (one of :data:`SUPPORTED_MECHANISMS`, case-insensitive). ``token_auth``:
+    a delegation token (SCRAM only; see :class:`ScramClient`)."""
     name = mechanism.strip().upper()
     if name == "PLAIN":
         return PlainClient(username, password)
     if name in _SCRAM_HASHES:
-        return ScramClient(name, username, password)
+        return ScramClient(name, username, password, token_auth=token_auth)
     raise ConfigError(
         f"sasl.mechanism {mechanism!r} is not supported: use one of {', '.join(SUPPORTED_MECHANISMS)}",
         key="sasl.mechanism",

@@ -18,6 +18,9 @@ OIDC            SASL_PLAINTEXT    OAUTHBEARER only, Kafka's OAuthBearerValidator
                                   verified against the JWKS of the test's identity provider (``idp``, _idp.py)
 ==============  ================  ===========================================================================
 
+Delegation tokens are enabled (``delegation.token.secret.key``): SCRAM logins with ``tokenauth=true`` work on the
+SASL listeners.
+
 ACLs: the broker runs KRaft's ``StandardAuthorizer`` with ``allow.everyone.if.no.acl.found=true``, so a resource
 without ACLs is open to everyone (every test that sets none sees an open broker) and a test denies something by
 adding ACLs for it (see :func:`acls`). The PLAINTEXT and CONTROLLER listeners authenticate as ``User:ANONYMOUS``,
@@ -91,6 +94,8 @@ def broker_properties(certs: TestCertificates, jwks_url: str) -> dict[str, str]:
             "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
         "sasl.oauthbearer.jwks.endpoint.url": jwks_url,
         "sasl.oauthbearer.expected.audience": AUDIENCE,
+        # Delegation tokens (KIP-48): the key the controller signs their HMACs with.
+        "delegation.token.secret.key": "pykafka-sink-test-token-key",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "allow.everyone.if.no.acl.found": "true",
         "super.users": SUPER_USER,

@@ -21,12 +21,12 @@ def test_plain_login_module() -> None:
     assert module.class_name == PLAIN_LOGIN_MODULE
     assert module.control_flag == "required"
     assert dict(module.options) == {"username": "alice", "password": "alice-secret"}
-    assert jaas_credentials(PLAIN, "PLAIN") == ("alice", "alice-secret")
+    assert jaas_credentials(PLAIN, "PLAIN") == ("alice", "alice-secret", False)
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_scram_login_module(mechanism: str) -> None:
-    assert jaas_credentials(SCRAM, mechanism) == ("alice", "alice-secret")
+    assert jaas_credentials(SCRAM, mechanism) == ("alice", "alice-secret", False)
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -45,7 +45,28 @@ def test_scram_login_module(mechanism: str) -> None:
     (f'{SCRAM_LOGIN_MODULE} required username="j\u00fcrgen" password="\u00fcber";', ("j\u00fcrgen", "\u00fcber")),
 ])
 def test_quoting_escapes_and_layout(text: str, expected: tuple[str, str]) -> None:
-    assert jaas_credentials(text, "SCRAM-SHA-256") == expected
+    assert jaas_credentials(text, "SCRAM-SHA-256") == (*expected, False)
+
+
+@pytest.mark.parametrize(("option", "mechanism", "token_auth"), [
+    ('tokenauth="true"', "SCRAM-SHA-512", True),
+    ("tokenauth=TRUE", "SCRAM-SHA-256", True),  # Java: "true".equalsIgnoreCase
+    ('tokenauth="false"', "SCRAM-SHA-512", False),
+    ('tokenauth="yes"', "SCRAM-SHA-512", False),  # anything but true is false, as in Java
+    ("", "SCRAM-SHA-512", False),
+])
+def test_scram_tokenauth_marks_a_delegation_token(option: str, mechanism: str, token_auth: bool) -> None:
+    # Kafka's documented client setting for a delegation token: its id and HMAC as username and password.
+    text = f'{SCRAM_LOGIN_MODULE} required username="tokenID123" password="lAYYSFmLs4bTjf+lTZ1LCHR/ZZFNA==" {option};'
+    credentials = jaas_credentials(text, mechanism)
+    assert credentials == ("tokenID123", "lAYYSFmLs4bTjf+lTZ1LCHR/ZZFNA==", token_auth)
+    assert credentials.token_auth is token_auth
+
+
+def test_plain_login_module_ignores_tokenauth() -> None:
+    # PlainLoginModule has no such option (Java ignores unknown options): PLAIN never announces a token.
+    text = f'{PLAIN_LOGIN_MODULE} required username="alice" password="alice-secret" tokenauth="true";'
+    assert jaas_credentials(text, "PLAIN").token_auth is False
 
 
 SECRET = "TopSecret-XYZZY"

@@ -65,6 +65,26 @@ def test_scram_sha512_pinned_vector() -> None:
     assert client.complete
 
 
+# The RFC 7677 exchange with a delegation token (Java's ScramLoginModule tokenauth=true): client-first carries the
+# tokenauth extension, and so the auth message both proofs sign. Computed once with the openssl CLI (openssl kdf
+# PBKDF2, openssl dgst -hmac over "n=user,r=...,tokenauth=true,<server-first>,c=biws,r=..."), then pinned.
+TOKEN_CLIENT_FINAL = (
+    b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+    b"p=xrt7QLC27If+yCZ8tl7Arjdh2LzbxDoYIVOtWUkqn3w="
+)
+TOKEN_SERVER_FINAL = b"v=wd2QaUOhFVV12I4FjBHC9GczfNvvSFFqpFU23bW5PvE="
+
+
+def test_delegation_token_exchange_exact_bytes() -> None:
+    client = ScramClient("SCRAM-SHA-256", "user", "pencil", nonce=CLIENT_NONCE, token_auth=True)
+    assert client.initial_response() == b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO,tokenauth=true"
+    assert client.respond(SERVER_FIRST) == TOKEN_CLIENT_FINAL
+    # The signature of the exchange without the extension does not verify: the extension is signed.
+    assert TOKEN_SERVER_FINAL != RFC7677_SERVER_FINAL
+    assert client.respond(TOKEN_SERVER_FINAL) is None
+    assert client.complete
+
+
 def test_plain_initial_response_exact_bytes() -> None:
     assert plain_initial_response("alice", "alice-secret") == b"\x00alice\x00alice-secret"
     assert plain_initial_response("bob", "p\u00e4ss", authzid="admin") == b"admin\x00bob\x00p\xc3\xa4ss"
@@ -189,6 +209,8 @@ def test_plain_out_of_order_steps_raise_named_errors() -> None:
 def test_sasl_client_factory() -> None:
     assert isinstance(sasl_client("plain", "a", "b"), PlainClient)
     assert sasl_client("scram-sha-512", "a", "b").mechanism == "SCRAM-SHA-512"
+    assert sasl_client("SCRAM-SHA-512", "a", "b", token_auth=True).initial_response().endswith(b",tokenauth=true")
+    assert not sasl_client("SCRAM-SHA-512", "a", "b").initial_response().endswith(b",tokenauth=true")
     with pytest.raises(ConfigError, match="GSSAPI.*not supported") as info:
         sasl_client("GSSAPI", "a", "b")
     assert info.value.key == "sasl.mechanism"

@@ -364,7 +364,10 @@ def test_sasl_from_jaas_config_and_secret_wrappers() -> None:
             f'username="alice" password="{PASSWORD}";')
     s = SecuritySettings.from_options({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
                                        "sasl.jaas.config": Secret(jaas)})
-    assert s.sasl_username == "alice" and s.sasl_password == Secret(PASSWORD)
+    assert s.sasl_username == "alice" and s.sasl_password == Secret(PASSWORD) and not s.sasl_token_auth
+    token = SecuritySettings.from_options({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+                                           "sasl.jaas.config": Secret(jaas.replace(";", ' tokenauth="true";'))})
+    assert token.sasl_username == "alice" and token.sasl_token_auth
     s2 = SecuritySettings.from_options({"security.protocol": "SASL_PLAINTEXT", "sasl.username": "alice",
                                         "sasl.password": Secret(PASSWORD)})
     assert s2.sasl_password is not None and s2.sasl_password.reveal() == PASSWORD
