@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
-from spark_kafka_sink.errors import SaslAuthenticationFailedError
+from spark_kafka_sink.errors import SaslAuthenticationFailedError, TopicAuthorizationFailedError
 from spark_kafka_sink.testing.broker_jars import broker_lib, require_java
 from tests.security.conftest import (
     PASSWORD,
     SCRAM_MECHANISMS,
     USER,
     SecureBroker,
+    acls,
     create_topic_secure,
     read_back_secure,
 )
@@ -114,6 +115,35 @@ def test_a_wrong_hmac_is_refused(secure_broker: SecureBroker, token: tuple[str, 
         with KafkaProducer(settings) as producer:
             producer.send(topic, value=b"never").result(timeout=30)
     assert wrong not in str(info.value)
+
+
+def test_the_broker_authorizes_the_tokens_owner(secure_broker: SecureBroker, token: tuple[str, str]) -> None:
+    """A token acts as its owner. With an ACL allowing only alice to write to a topic the token's producer writes
+    (anyone else is denied once a topic has ACLs); with one denying alice it is refused."""
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported, not in the stubs' __all__
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    def write_acl(topic: str, permission: Any) -> Any:
+        return AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, f"User:{USER}", "*",
+                          AclOperation.WRITE, permission)
+
+    settings = token_settings(secure_broker, "SCRAM-SHA-512", *token)
+    allowed, denied = create_topic_secure(secure_broker), create_topic_secure(secure_broker)
+    send_with_token(settings, allowed, 1)  # the broker knows the token (no ACL names the topic yet)
+    with acls(secure_broker, [write_acl(allowed, AclPermissionType.ALLOW), write_acl(denied, AclPermissionType.DENY)]):
+        send_with_token(settings, allowed, 2)
+        with pytest.raises(TopicAuthorizationFailedError):
+            with KafkaProducer({**settings, "max.block.ms": 10_000}) as producer:
+                producer.send(denied, value=b"denied").result(timeout=30)
+    assert sorted(read_back_secure(secure_broker, "SASL_PLAINTEXT", allowed, 3)) == [
+        (b"k0", b"v0"), (b"k0", b"v0"), (b"k1", b"v1")]
 
 
 @pytest.mark.spark
