@@ -29,7 +29,8 @@ def _up(port: int) -> int:
     shutil.rmtree(LOCAL_DIR, ignore_errors=True)
     started = time.monotonic()
     cluster = KafkaCluster(size=1, port=port, base_dir=LOCAL_DIR, detach=True).start()
-    PID_FILE.write_text(str(cluster.pids()[0]))
+    # The broker, then its ZooKeeper server (releases before 3.7): stopped in that order.
+    PID_FILE.write_text(" ".join(str(pid) for pid in [*cluster.pids(), cluster.zookeeper_pid] if pid is not None))
     print(f"Kafka is up on {cluster.bootstrap_servers} ({time.monotonic() - started:.1f}s); "
           f"logs in {LOCAL_DIR / 'node-1' / 'logs'}; stop it with `make kafka-down`")
     return 0
@@ -39,15 +40,15 @@ def _down() -> int:
     if not PID_FILE.exists():
         print("no local broker is running")
         return 0
-    pid = int(PID_FILE.read_text().strip())
-    try:
-        os.kill(pid, signal.SIGTERM)
-        for _ in range(300):  # up to 30 s for a controlled shutdown
-            os.kill(pid, 0)
-            time.sleep(0.1)
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    for pid in (int(text) for text in PID_FILE.read_text().split()):
+        try:
+            os.kill(pid, signal.SIGTERM)
+            for _ in range(300):  # up to 30 s for a controlled shutdown
+                os.kill(pid, 0)
+                time.sleep(0.1)
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     shutil.rmtree(LOCAL_DIR, ignore_errors=True)
     print("Kafka stopped")
     return 0

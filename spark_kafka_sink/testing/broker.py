@@ -13,8 +13,11 @@ Why it is built this way:
 
 Any Kafka release from 3.7 on runs the same way (KRaft with static ``controller.quorum.voters``, so storage is
 formatted without ``--standalone``); what differs per release is kept in :meth:`KafkaCluster._version_properties`
-and :meth:`KafkaCluster._format`. A 4.x cluster can be formatted with a chosen ``transaction.version`` (KIP-890:
-1 keeps the classic transaction protocol, 2 is the 4.x default).
+and :meth:`KafkaCluster._format`. Releases 2.8 to 3.6 run in ZooKeeper mode, as most clusters of those releases
+do (their KRaft was early access, without transactions until 3.3): a ZooKeeper server (from the jars the release
+depends on) in a JVM of its own, then brokers that register in it, configured from
+``conf/kafka/server-zookeeper.properties.template``. A 4.x cluster can be formatted with a chosen
+``transaction.version`` (KIP-890: 1 keeps the classic transaction protocol, 2 is the 4.x default).
 
 Java and the jars come from :mod:`~spark_kafka_sink.testing.broker_jars`; the Metadata request that decides
 "ready" is :func:`~spark_kafka_sink.testing.broker_probe.metadata_broker_ids`.
@@ -42,6 +45,7 @@ from spark_kafka_sink.testing.broker_jars import (
     CONF_DIR,
     ToolMissingError,
     broker_lib,
+    release,
     require_java,
     selected_kafka_version,
     selected_transaction_version,
@@ -56,6 +60,8 @@ __all__ = [
 ]
 
 TMP_PREFIX = "sks-kafka-"
+_FIRST_KRAFT = (3, 7)  # older releases run in ZooKeeper mode
+_OLDEST = (2, 8)
 
 
 class BrokerStartError(RuntimeError):
@@ -176,13 +182,22 @@ class KafkaCluster:
     jvm_options: Sequence[str] = ()  # more -D... options for every node's JVM
     nodes: dict[int, _Node] = field(default_factory=dict, init=False)
     _owns_base_dir: bool = field(default=False, init=False)
+    _zookeeper: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    _zookeeper_port: int = field(default=0, init=False)
+
+    @property
+    def zookeeper_mode(self) -> bool:
+        """Whether this release runs with ZooKeeper (before 3.7) rather than KRaft."""
+        return release(self.version) < _FIRST_KRAFT
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> "KafkaCluster":
         java = require_java()
-        if tuple(int(x) for x in self.version.split(".")[:2]) < (3, 7):
-            raise ValueError(f"the launcher runs KRaft releases 3.7 and newer, not Kafka {self.version} "
-                             "(older releases need ZooKeeper or lack KRaft transactions)")
+        if release(self.version) < _OLDEST:
+            raise ValueError(f"the launcher runs Kafka 2.8 and newer, not Kafka {self.version}")
+        if self.zookeeper_mode and self.scram_users:
+            raise ValueError(f"scram_users are added when KRaft storage is formatted: Kafka {self.version} runs in "
+                             "ZooKeeper mode here")
         if self.transaction_version is not None and self.major < 4:
             raise ValueError(f"Kafka {self.version} has no transaction.version feature (KIP-890 is 4.0+)")
         if not any(broker_lib(self.version).glob("kafka_2.13-*.jar")):
@@ -193,6 +208,8 @@ class KafkaCluster:
             self.base_dir = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
             self._owns_base_dir = True
         self.base_dir.mkdir(parents=True, exist_ok=True)
+        if self.zookeeper_mode:
+            self._zookeeper_port = free_port()
         for node_id in range(1, self.size + 1):
             port = self.port if (self.port and self.size == 1) else free_port()
             self.nodes[node_id] = _Node(
@@ -202,8 +219,11 @@ class KafkaCluster:
         cluster_id = _new_cluster_id()
         for node in self.nodes.values():
             self._write_config(node)
-            self._format(java, node, cluster_id)
+            if not self.zookeeper_mode:
+                self._format(java, node, cluster_id)
         try:
+            if self.zookeeper_mode:
+                self._start_zookeeper(java, timeout)
             for node in self.nodes.values():
                 self._launch(java, node)
             self.wait_ready(timeout)
@@ -213,9 +233,12 @@ class KafkaCluster:
         return self
 
     def stop(self) -> None:
-        """Stop every node and delete the data (when the cluster made its own folder)."""
+        """Stop every node (then ZooKeeper) and delete the data (when the cluster made its own folder)."""
         for node in self.nodes.values():
             self._terminate(node, grace=5.0)
+        if self._zookeeper is not None:
+            _stop_process(self._zookeeper, 5.0)
+            self._zookeeper = None
         if self._owns_base_dir and self.base_dir is not None:
             shutil.rmtree(self.base_dir, ignore_errors=True)
 
@@ -243,8 +266,30 @@ class KafkaCluster:
         self._terminate(self.nodes[node_id], grace)
 
     def start_node(self, node_id: int, timeout: float = 120.0) -> None:
-        self._launch(require_java(), self.nodes[node_id])
-        self.wait_ready(timeout)
+        node = self.nodes[node_id]
+        deadline = time.monotonic() + timeout
+        while True:
+            logged = node.log_file.stat().st_size if node.log_file.exists() else 0
+            self._launch(require_java(), node)
+            try:
+                self.wait_ready(max(1.0, deadline - time.monotonic()))
+                return
+            except BrokerStartError:
+                if not self._registered_by_predecessor(node, logged) or time.monotonic() > deadline:
+                    raise
+            # ZooKeeper mode, after a kill: the dead broker's registration lives until its ZooKeeper session expires
+            # (zookeeper.session.timeout.ms), and a broker started before that exits. Start it again, as an
+            # operator's restart loop would.
+            self._terminate(node, 5.0)
+
+    def _registered_by_predecessor(self, node: _Node, logged: int) -> bool:
+        """Whether this launch of ``node`` exited because ZooKeeper still held its killed predecessor's
+        registration (``logged``: the size of its console log before the launch)."""
+        if not self.zookeeper_mode or node.process is None or node.process.poll() is None:
+            return False
+        with open(node.log_file, "rb") as log:
+            log.seek(logged)
+            return b"NodeExistsException" in log.read()
 
     def move_node(self, node_id: int, port: int | None = None, timeout: float = 120.0) -> int:
         """Restart one node with its PLAINTEXT listener on another port (advertised there too), as when a broker
@@ -273,6 +318,11 @@ class KafkaCluster:
 
     def pids(self) -> list[int]:
         return [n.process.pid for n in self.nodes.values() if n.process is not None]
+
+    @property
+    def zookeeper_pid(self) -> int | None:
+        """The ZooKeeper server's pid (releases before 3.7), else None."""
+        return None if self._zookeeper is None else self._zookeeper.pid
 
     # -- readiness -------------------------------------------------------------------------------------------
     def wait_ready(self, timeout: float = 120.0) -> None:
@@ -311,11 +361,14 @@ class KafkaCluster:
             advertised.append(f"{name}://127.0.0.1:{port}")
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values())
         replication = 3 if self.size >= 3 else 1
-        template = (CONF_DIR / "kafka" / "server.properties.template").read_text()
-        text = template.format(
+        if self.zookeeper_mode:
+            listeners = [x for x in listeners if not x.startswith("CONTROLLER:")]
+        name = "server-zookeeper.properties.template" if self.zookeeper_mode else "server.properties.template"
+        text = (CONF_DIR / "kafka" / name).read_text().format(
             node_id=node.node_id, voters=voters, listeners=",".join(listeners),
             advertised_listeners=",".join(advertised), log_dir=node.data_dir / "data",
             replication=replication, min_isr=2 if replication == 3 else 1,
+            zookeeper=f"127.0.0.1:{self._zookeeper_port}",
         )
         properties = {**self._version_properties(replication), **self.properties}
         extra = "".join(f"{k}={v}\n" for k, v in properties.items())
@@ -343,6 +396,35 @@ class KafkaCluster:
         if proc.returncode != 0:
             # The command line holds SCRAM passwords: report the tool's output only.
             raise BrokerStartError(f"formatting node {node.node_id}'s storage failed:\n{proc.stdout}{proc.stderr}")
+
+    def _start_zookeeper(self, java: str, timeout: float) -> None:
+        """A standalone ZooKeeper server on a free port (its data and log under the cluster's folder); returns once it
+        accepts connections."""
+        assert self.base_dir is not None
+        data = self.base_dir / "zookeeper"
+        (data / "logs").mkdir(parents=True, exist_ok=True)
+        # No AdminServer: its Jetty takes port 8080, which a second ZooKeeper (or anything else) may hold.
+        cmd = [java, "-Xmx256m", "-Dzookeeper.admin.enableServer=false",
+               f"-Dlog4j2.configurationFile={CONF_DIR / 'kafka' / 'log4j2.properties'}",
+               f"-Dkafka.logs.dir={data / 'logs'}", "-cp", f"{broker_lib(self.version)}/*",
+               "org.apache.zookeeper.server.ZooKeeperServerMain", str(self._zookeeper_port), str(data / "data")]
+        with open(data / "logs" / "console.log", "ab") as log:
+            self._zookeeper = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                               preexec_fn=None if self.detach else _die_with_parent,
+                                               start_new_session=self.detach)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._zookeeper.poll() is not None:
+                text = (data / "logs" / "console.log").read_text(errors="replace")
+                raise BrokerStartError("ZooKeeper exited:\n" + "\n".join(text.splitlines()[-30:]))
+            try:
+                socket.create_connection(("127.0.0.1", self._zookeeper_port), timeout=1.0).close()
+                return
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    raise BrokerStartError(f"ZooKeeper did not listen on {self._zookeeper_port} within "
+                                           f"{timeout:.0f}s") from exc
+                time.sleep(0.1)  # polling interval of a readiness check
 
     def _launch(self, java: str, node: _Node) -> None:
         cmd = [

@@ -34,6 +34,7 @@ __all__ = [
     "spark_connector_version",
     "kafka_home",
     "broker_lib",
+    "release",
     "selected_kafka_version",
     "selected_transaction_version",
     "spark_connector_jars",
@@ -46,9 +47,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = REPO_ROOT / "conf"
 MIN_JAVA = 17
 # The newest patch release of each minor line the suite proves (checked on Maven Central, 2026-11): the default
-# session runs the first; `make test-versions` runs the others.
+# session runs the first; `make test-versions` runs the others. 3.6.2 and 2.8.2 run in ZooKeeper mode (testing.broker).
 DEFAULT_KAFKA_VERSION = "4.3.1"
-KAFKA_VERSIONS = (DEFAULT_KAFKA_VERSION, "3.9.2", "3.7.2")
+KAFKA_VERSIONS = (DEFAULT_KAFKA_VERSION, "3.9.2", "3.7.2", "3.6.2", "2.8.2")
+_FIRST_WITH_KAFKA_TOOLS = (3, 5)  # the kafka-tools artifact (conf/kafka/pom.xml's "tools" profile)
 # The artifacts of Spark's Kafka connector that pyspark does not already ship.
 SPARK_CONNECTOR_ARTIFACTS = (
     "spark-sql-kafka-0-10_2.13",
@@ -87,6 +89,12 @@ def selected_transaction_version() -> int | None:
     if value not in ("0", "1", "2"):
         raise ToolMissingError(f"KAFKA_TRANSACTION_VERSION={value!r}: use 0, 1 or 2")
     return int(value)
+
+
+def release(version: str) -> tuple[int, int]:
+    """``"3.9.2"`` -> ``(3, 9)``: the minor line, what the launcher and the jar fetch decide by."""
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
 
 
 def broker_lib(version: str | None = None) -> Path:
@@ -175,8 +183,11 @@ def fetch_jars(kafka_versions: Sequence[str] = ()) -> None:
     for version in kafka_versions or (selected_kafka_version(),):
         # 3.x brings its own slf4j binding (slf4j-reload4j); two bindings on one classpath pick one at random, and
         # the broker's log config (conf/kafka/log4j2.properties) is for the log4j 2 binding the pom adds.
+        properties = {"kafka.version": version}
+        if release(version) < _FIRST_WITH_KAFKA_TOOLS:
+            properties["kafka.without.tools"] = "true"
         _copy_dependencies(CONF_DIR / "kafka" / "pom.xml", broker_lib(version), exclude=("slf4j-reload4j",),
-                           properties={"kafka.version": version})
+                           properties=properties)
     _copy_dependencies(CONF_DIR / "spark" / "pom.xml", _spark_connector_dir(), SPARK_CONNECTOR_ARTIFACTS,
                        properties={"spark.version": spark_connector_version()})
 

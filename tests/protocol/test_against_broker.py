@@ -46,6 +46,10 @@ def leader_of(client: NetworkClient, topic: str, partition: int) -> int:
 # What each release's ApiVersions advertises for the producer's APIs (read from the brokers themselves), and
 # the transaction.version it finalizes by default (0: the feature does not exist before 4.0).
 _RELEASE_RANGES: dict[str, dict[str, tuple[int, int]]] = {
+    "2.8": {"Produce": (0, 9), "Metadata": (0, 11), "InitProducerId": (0, 4), "EndTxn": (0, 3),
+            "FindCoordinator": (0, 3), "AddPartitionsToTxn": (0, 3)},
+    "3.6": {"Produce": (0, 9), "Metadata": (0, 12), "InitProducerId": (0, 4), "EndTxn": (0, 3),
+            "FindCoordinator": (0, 4), "AddPartitionsToTxn": (0, 4)},
     "3.7": {"Produce": (0, 10), "Metadata": (0, 12), "InitProducerId": (0, 4), "EndTxn": (0, 3),
             "FindCoordinator": (0, 4), "AddPartitionsToTxn": (0, 4)},
     "3.9": {"Produce": (0, 11), "Metadata": (0, 12), "InitProducerId": (0, 5), "EndTxn": (0, 4),
