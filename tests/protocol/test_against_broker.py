@@ -56,6 +56,8 @@ _RELEASE_RANGES: dict[str, dict[str, tuple[int, int]]] = {
             "FindCoordinator": (0, 6), "AddPartitionsToTxn": (0, 5)},
     "4.3": {"Produce": (0, 13), "Metadata": (0, 13), "InitProducerId": (0, 5), "EndTxn": (0, 5),
             "FindCoordinator": (0, 6), "AddPartitionsToTxn": (0, 5)},
+    "4.4": {"Produce": (0, 13), "Metadata": (0, 13), "InitProducerId": (0, 5), "EndTxn": (0, 5),
+            "FindCoordinator": (0, 6), "AddPartitionsToTxn": (0, 5)},
 }
 
 
