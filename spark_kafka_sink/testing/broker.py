@@ -1,4 +1,5 @@
-"""A real Apache Kafka broker (KRaft) started from Maven Central jars: one node, or three for failover tests.
+"""A real Apache Kafka broker (KRaft; ZooKeeper mode before 3.7) started from Maven Central jars: one node, or three
+for failover tests.
 
 Used by the test session (tests/conftest.py), by ``make kafka-up`` / ``make kafka-down`` and by the benchmarks.
 
@@ -14,8 +15,8 @@ Why it is built this way:
 Any Kafka release from 3.7 on runs the same way (KRaft with static ``controller.quorum.voters``, so storage is
 formatted without ``--standalone``); what differs per release is kept in :meth:`KafkaCluster._version_properties`
 and :meth:`KafkaCluster._format`. Releases 2.8 to 3.6 run in ZooKeeper mode, as most clusters of those releases
-do (their KRaft was early access, without transactions until 3.3): a ZooKeeper server (from the jars the release
-depends on) in a JVM of its own, then brokers that register in it, configured from
+do (KRaft was early access in 2.8 and production-ready from 3.3, KIP-833): a ZooKeeper server (from the jars the
+release depends on) in a JVM of its own, then brokers that register in it, configured from
 ``conf/kafka/server-zookeeper.properties.template``. A 4.x cluster can be formatted with a chosen
 ``transaction.version`` (KIP-890: 1 keeps the classic transaction protocol, 2 is the 4.x default).
 

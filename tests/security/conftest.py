@@ -65,7 +65,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.write_line(f"{name:36} {seconds * 1000:7.0f} ms")
 
 
-def broker_properties(certs: TestCertificates, jwks_url: str) -> dict[str, str]:
+def broker_properties(certs: TestCertificates, jwks_url: str, issuer: str) -> dict[str, str]:
     """server.properties additions for the listeners above (the launcher adds the listeners themselves)."""
     props = {
         "listener.security.protocol.map": ",".join([
@@ -94,6 +94,8 @@ def broker_properties(certs: TestCertificates, jwks_url: str) -> dict[str, str]:
             "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
         "sasl.oauthbearer.jwks.endpoint.url": jwks_url,
         "sasl.oauthbearer.expected.audience": AUDIENCE,
+        # The tokens' "iss" claim must match (Kafka 4.4's validator refuses to start without an issuer to check).
+        "sasl.oauthbearer.expected.issuer": issuer,
         # Delegation tokens (KIP-48): the key the controller signs their HMACs with.
         "delegation.token.secret.key": "pykafka-sink-test-token-key",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -156,7 +158,7 @@ def secure_broker(certs: TestCertificates, idp: IdentityProvider) -> Iterator[Se
     cluster = KafkaCluster(
         size=1,
         listeners=LISTENERS,
-        properties=broker_properties(certs, jwks),
+        properties=broker_properties(certs, jwks, idp.url),
         scram_users=[(mechanism, USER, PASSWORD) for mechanism in SCRAM_MECHANISMS],
         jvm_options=[f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={jwks}"],  # Kafka 4's URL allow-list
     ).start()
