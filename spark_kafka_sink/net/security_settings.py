@@ -295,14 +295,13 @@ def _sasl_options(get: _Getter, opts: Mapping[str, Any]) -> dict[str, Any]:
                                   keytab=get("sasl.kerberos.keytab") or None,
                                   principal=get("sasl.kerberos.principal") or None)
         return {"sasl_mechanism": mechanism, "kerberos": kerberos}
+    token_auth = False
     if jaas is not None:
         if username is not None or password is not None:
             raise ConfigError("set either sasl.jaas.config or sasl.username/sasl.password, not both",
                               key="sasl.jaas.config")
         credentials = jaas_credentials(jaas.reveal(), mechanism)
         username, password, token_auth = credentials.username, Secret(credentials.password), credentials.token_auth
-    else:
-        token_auth = False
     if not username:
         raise ConfigError("SASL needs a user name: set sasl.username (or sasl.jaas.config)", key="sasl.username")
     if password is None:
