@@ -251,7 +251,7 @@ class KafkaCluster:
 
     @property
     def major(self) -> int:
-        return int(self.version.split(".")[0])
+        return release(self.version)[0]
 
     # -- single nodes ----------------------------------------------------------------------------------------
     def kill_node(self, node_id: int) -> None:

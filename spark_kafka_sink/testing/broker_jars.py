@@ -35,6 +35,7 @@ __all__ = [
     "kafka_home",
     "broker_lib",
     "release",
+    "tools_lib",
     "selected_kafka_version",
     "selected_transaction_version",
     "spark_connector_jars",
@@ -96,6 +97,13 @@ def release(version: str) -> tuple[int, int]:
     """``"3.9.2"`` -> ``(3, 9)``: the minor line, what the launcher and the jar fetch decide by."""
     major, minor = version.split(".")[:2]
     return int(major), int(minor)
+
+
+def tools_lib(version: str) -> Path:
+    """The jars to run Kafka's command-line tools (kafka-tools: TransactionsCommand, DelegationTokenCommand ...)
+    against a ``version`` broker: that release's own from 3.5 on, else the default release's, whose admin client
+    speaks to older brokers."""
+    return broker_lib(version if release(version) >= _FIRST_WITH_KAFKA_TOOLS else DEFAULT_KAFKA_VERSION)
 
 
 def broker_lib(version: str | None = None) -> Path:

@@ -48,7 +48,7 @@ from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import PRODUCE
 from spark_kafka_sink.protocol.record_batch import Record, encode_batch
 from spark_kafka_sink.testing.broker import KafkaCluster
-from spark_kafka_sink.testing.broker_jars import DEFAULT_KAFKA_VERSION, broker_lib, fetch_jars, release, require_java
+from spark_kafka_sink.testing.broker_jars import fetch_jars, release, require_java, tools_lib
 from tests.conftest import ConsumedRecord, create_topic, pause_process, read_topic, wait_for
 
 pytestmark = pytest.mark.broker
@@ -58,7 +58,6 @@ pytestmark = pytest.mark.broker
 EXPIRATION_MS = 20_000
 _GRANT = re.compile(r"producer id (\d+) epoch (\d+) for idempotent producer")
 _PRODUCER_ID_EXPIRATION_SETTING = (3, 4)  # producer.id.expiration.ms (KIP-854, dynamic) and a settable check interval
-_TRANSACTIONS_COMMAND = (3, 5)  # org.apache.kafka.tools.TransactionsCommand in the release's kafka-tools
 
 
 @pytest.fixture(scope="module")
@@ -120,9 +119,8 @@ class BrokerProducer:
 
 def broker_producers(cluster: KafkaCluster, topic: str, partition: int) -> dict[int, BrokerProducer]:
     """The producers the partition's leader remembers, by id, as Kafka's own TransactionsCommand prints them."""
-    tools = cluster.version if release(cluster.version) >= _TRANSACTIONS_COMMAND else DEFAULT_KAFKA_VERSION
     proc = subprocess.run(
-        [require_java(), "-cp", f"{broker_lib(tools)}/*", "org.apache.kafka.tools.TransactionsCommand",
+        [require_java(), "-cp", f"{tools_lib(cluster.version)}/*", "org.apache.kafka.tools.TransactionsCommand",
          "--bootstrap-server", cluster.bootstrap_servers, "describe-producers", "--topic", topic,
          "--partition", str(partition)],
         capture_output=True, text=True, timeout=120)

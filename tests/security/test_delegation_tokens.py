@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from spark_kafka_sink.errors import SaslAuthenticationFailedError, TopicAuthorizationFailedError
-from spark_kafka_sink.testing.broker_jars import broker_lib, require_java
+from spark_kafka_sink.protocol.jaas import SCRAM_LOGIN_MODULE
+from spark_kafka_sink.testing.broker_jars import require_java, tools_lib
 from tests.security.conftest import (
     PASSWORD,
     SCRAM_MECHANISMS,
@@ -25,16 +26,15 @@ from tests.security.conftest import (
     read_back_secure,
 )
 
-_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
-
 
 def create_token(broker: SecureBroker, tmp_path: Path) -> tuple[str, str]:
     """(token id, HMAC) of a new token owned by alice, made with Kafka's kafka-delegation-tokens tool over SCRAM."""
     config = tmp_path / "alice.properties"
     config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
-                      f'sasl.jaas.config={_SCRAM_MODULE} required username="{USER}" password="{PASSWORD}";\n')
+                      f'sasl.jaas.config={SCRAM_LOGIN_MODULE} required username="{USER}" password="{PASSWORD}";\n')
     proc = subprocess.run(
-        [require_java(), "-cp", f"{broker_lib()}/*", "org.apache.kafka.tools.DelegationTokenCommand",
+        [require_java(), "-cp", f"{tools_lib(broker.cluster.version)}/*",
+         "org.apache.kafka.tools.DelegationTokenCommand",
          "--bootstrap-server", broker.address("SASL_PLAINTEXT"), "--command-config", str(config),
          "--create", "--max-life-time-period", "-1"],
         capture_output=True, text=True, timeout=120)
@@ -51,7 +51,7 @@ def token_settings(broker: SecureBroker, mechanism: str, token_id: str, hmac: st
     option = ' tokenauth="true"' if tokenauth else ""
     return {"bootstrap.servers": broker.address("SASL_PLAINTEXT"), "security.protocol": "SASL_PLAINTEXT",
             "sasl.mechanism": mechanism,
-            "sasl.jaas.config": f'{_SCRAM_MODULE} required username="{token_id}" password="{hmac}"{option};'}
+            "sasl.jaas.config": f'{SCRAM_LOGIN_MODULE} required username="{token_id}" password="{hmac}"{option};'}
 
 
 def send_with_token(settings: dict[str, Any], topic: str, count: int, timeout: float = 30.0) -> None:
