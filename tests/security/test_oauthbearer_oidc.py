@@ -116,7 +116,8 @@ def test_a_wrong_client_secret_fails_at_once_without_showing_it(oidc_broker: Kaf
 
 def test_an_unavailable_token_endpoint_is_asked_again(oidc_broker: KafkaCluster, idp: IdentityProvider) -> None:
     """503s from the provider are tried again (a 4xx is not, above), for as long as sasl.login.retry.backoff.max.ms
-    allows: two 503s are outlasted with the defaults; with a 500 ms budget, endless 503s fail after a few tries."""
+    allows: two 503s are outlasted with the defaults; with a 500 ms budget, endless 503s fail after a few tries,
+    and after two when sasl.login.retry.backoff.ms makes the first wait 300 ms."""
     from spark_kafka_sink.producer.producer import KafkaProducer
 
     topic = new_topic(oidc_broker)
@@ -136,6 +137,18 @@ def test_an_unavailable_token_endpoint_is_asked_again(oidc_broker: KafkaCluster,
     finally:
         idp.fail_next.clear()
     assert 3 <= len(idp.token_requests) <= 5  # 100, 200 ms waits: ~4 tries in 0.5 s
+    # sasl.login.retry.backoff.ms sets the first wait: 300 ms, then 500 (capped) would end past the 500 ms budget.
+    idp.token_requests.clear()
+    idp.fail_next[:] = [503] * 100
+    try:
+        with pytest.raises(SaslAuthenticationFailedError, match=r"did not answer with a token in 2 attempts"):
+            settings = {**java_settings(oidc_broker, idp, scope="kafka-first-wait"),
+                        "sasl.login.retry.backoff.ms": 300, "sasl.login.retry.backoff.max.ms": 500}
+            with KafkaProducer(settings) as producer:
+                producer.send(topic, value=b"never").result(timeout=30)
+    finally:
+        idp.fail_next.clear()
+    assert len(idp.token_requests) == 2
 
 
 def test_the_login_timeouts_bound_a_slow_token_endpoint(oidc_broker: KafkaCluster, idp: IdentityProvider) -> None:
