@@ -186,6 +186,66 @@ def test_streaming_kafka_to_kafka(spark: Any, bootstrap: str, source_topic: str,
     assert copied == records(spark, bootstrap, source_topic)
 
 
+def running_counts(spark: Any, bootstrap: str, source_topic: str) -> Any:
+    """A streaming count per group of 50 offsets of each partition, as string key and value. The source is read in 3
+    micro-batches of ~37 offsets a partition, so group "0" (200 rows) is complete after the second batch and does
+    not change in the third, and group "1" (200 rows) completes in the third."""
+    stream = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", source_topic).option("startingOffsets", "earliest")
+              .option("maxOffsetsPerTrigger", 150).load())
+    return (stream.groupBy(F.floor(F.col("offset") / 50).cast("string").alias("key")).count()
+            .select("key", F.col("count").cast("string").alias("value")))
+
+
+def run_available_now(writer: Any, checkpoint: Path) -> None:
+    query = writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+    query.awaitTermination(180)
+    assert query.exception() is None and not query.isActive
+
+
+def finished_groups(written: Counter[Record]) -> Counter[bytes]:
+    """How many times each group's final count (200) was written."""
+    return Counter(key for (key, value, _, _), n in written.items() for _ in range(n) if value == b"200")
+
+
+def test_streaming_aggregation_in_complete_mode(spark: Any, bootstrap: str, source_topic: str, tmp_path: Path,
+                                                topic_factory: Callable[..., str]) -> None:
+    """Complete mode: every micro-batch appends the whole result table to the topic, as Spark's sink does."""
+    ours, theirs = topic_factory(partitions=4), topic_factory(partitions=4)
+    for fmt, topic in (("pykafka-sink", ours), ("kafka", theirs)):
+        run_available_now(running_counts(spark, bootstrap, source_topic).writeStream.format(fmt)
+                          .outputMode("complete").option("kafka.bootstrap.servers", bootstrap)
+                          .option("topic", topic), tmp_path / fmt)
+    # batches: {0}, {0, 1}, {0, 1}: group "0"'s final count is written again in the last batch
+    written = assert_same(spark, bootstrap, ours, theirs, 5)
+    assert finished_groups(written) == {b"0": 2, b"1": 1}
+
+
+def test_update_mode_difference_is_pinned_and_foreach_batch_writes_it(
+        spark: Any, bootstrap: str, source_topic: str, tmp_path: Path, topic_factory: Callable[..., str]) -> None:
+    """pyspark refuses the update output mode for every Python data source (its write builder does not declare
+    that it can take updates as appends), before the sink is asked. The README's way: foreachBatch, whose
+    micro-batches the sink writes with ``.mode("append")``, lands what Spark's sink writes in update mode."""
+    ours, theirs = topic_factory(partitions=4), topic_factory(partitions=4)
+    with pytest.raises(Exception, match="pykafka-sink does not support Update mode"):
+        run_available_now(running_counts(spark, bootstrap, source_topic).writeStream.format("pykafka-sink")
+                          .outputMode("update").option("kafka.bootstrap.servers", bootstrap)
+                          .option("topic", ours), tmp_path / "refused")
+    assert sum(records(spark, bootstrap, ours).values()) == 0
+
+    def write_batch(batch: Any, batch_id: int) -> None:
+        write_df(batch, bootstrap, topic=ours)
+
+    run_available_now(running_counts(spark, bootstrap, source_topic).writeStream.outputMode("update")
+                      .foreachBatch(write_batch), tmp_path / "foreach")
+    run_available_now(running_counts(spark, bootstrap, source_topic).writeStream.format("kafka")
+                      .outputMode("update").option("kafka.bootstrap.servers", bootstrap)
+                      .option("topic", theirs), tmp_path / "kafka")
+    # batches: {0}, {0, 1}, {1}: only the groups a batch changed
+    written = assert_same(spark, bootstrap, ours, theirs, 4)
+    assert finished_groups(written) == {b"0": 1, b"1": 1}
+
+
 def test_save_mode_difference_is_pinned(spark: Any, bootstrap: str, topic_factory: Callable[..., str]) -> None:
     """The one difference left: Spark's sink writes in the default mode (ErrorIfExists); pyspark refuses that mode
     for every Python data source before the sink is asked, so pykafka-sink needs ``.mode("append")``, which Spark's
