@@ -48,7 +48,7 @@ test-kerberos: venv jars $(KRB_STAMP)
 	$(PY) -m pytest -m kerberos tests/kerberos $(PYTEST_ARGS)
 
 # The core set against every other Kafka release the project claims (README "Kafka versions"); `make test` runs
-# everything on 4.3.1 with its default transaction.version 2. Each run starts its own broker of that release (3.6.2
+# everything on 4.4.0 with its default transaction.version 2. Each run starts its own broker of that release (3.6.2
 # and 2.8.2 in ZooKeeper mode, with a ZooKeeper server of their own). About 3.5 minutes per release, 21 in all.
 VERSION_TESTS := tests/protocol/test_against_broker.py tests/producer/test_codecs_broker.py \
 	tests/producer/test_failover.py tests/producer/test_epoch_bump_broker.py \
@@ -56,10 +56,10 @@ VERSION_TESTS := tests/protocol/test_against_broker.py tests/producer/test_codec
 	tests/spark/test_sink_guarantees.py
 test-versions: venv
 	@$(PY) -m spark_kafka_sink.testing jars --all-kafka-versions
-	KAFKA_VERSION=4.4.0 $(PY) -m pytest $(PYTEST_ARGS) $(VERSION_TESTS)
+	KAFKA_VERSION=4.3.1 $(PY) -m pytest $(PYTEST_ARGS) $(VERSION_TESTS)
 	KAFKA_VERSION=3.9.2 $(PY) -m pytest $(PYTEST_ARGS) $(VERSION_TESTS)
 	KAFKA_VERSION=3.7.2 $(PY) -m pytest $(PYTEST_ARGS) $(VERSION_TESTS)
-	KAFKA_VERSION=4.3.1 KAFKA_TRANSACTION_VERSION=1 $(PY) -m pytest $(PYTEST_ARGS) $(VERSION_TESTS)
+	KAFKA_VERSION=4.4.0 KAFKA_TRANSACTION_VERSION=1 $(PY) -m pytest $(PYTEST_ARGS) $(VERSION_TESTS)
 	KAFKA_VERSION=3.6.2 $(PY) -m pytest $(PYTEST_ARGS) $(VERSION_TESTS)
 	@# 2.8 looks for idle producer ids every 10 minutes, a constant: the test of a forgotten producer cannot run there.
 	KAFKA_VERSION=2.8.2 $(PY) -m pytest $(PYTEST_ARGS) $(VERSION_TESTS) --deselect \

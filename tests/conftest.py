@@ -38,7 +38,7 @@ def _unwind_on_sigterm() -> None:
 def kafka() -> Iterator[KafkaCluster]:
     """A single-node KRaft broker for the whole session, on free ports.
 
-    Its Kafka release is ``KAFKA_VERSION`` (default 4.3.1) and a 4.x cluster's transaction.version is
+    Its Kafka release is ``KAFKA_VERSION`` (default 4.4.0) and a 4.x cluster's transaction.version is
     ``KAFKA_TRANSACTION_VERSION`` (default: the release's); ``make test-versions`` runs the core set that way.
     """
     _unwind_on_sigterm()

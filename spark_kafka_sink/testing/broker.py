@@ -163,7 +163,7 @@ class KafkaCluster:
     ``listeners`` adds listeners by security protocol name (``SSL``, ``SASL_PLAINTEXT``, ``SASL_SSL``) on free ports;
     ``properties`` are appended to every node's server.properties; ``scram_users`` are
     ``(mechanism, name, password)`` added when storage is formatted. ``version`` is the Kafka release (default:
-    ``KAFKA_VERSION`` or 4.3.1); ``transaction_version`` the ``transaction.version`` feature a 4.x cluster is
+    ``KAFKA_VERSION`` or 4.4.0); ``transaction_version`` the ``transaction.version`` feature a 4.x cluster is
     formatted with (default: ``KAFKA_TRANSACTION_VERSION`` or the release's own default, 2 on 4.x);
     ``log_config`` another log4j2 file (the benchmarks' ``conf/kafka/log4j2-requests.properties`` also logs every
     request, for request counts); ``jvm_options`` more JVM options (e.g. a ``-D`` system property).

@@ -5,9 +5,9 @@ restarted) or the broker answers OUT_OF_ORDER_SEQUENCE_NUMBER, the producer asks
 records are read back once and in order with confluent-kafka. And what a broker does once it has forgotten an idle
 producer.
 
-What the brokers do (2.8.2, 3.6.2, 3.7.2, 3.9.2, 4.3.1 with either transaction.version): InitProducerId without a
-transactional.id hands out a NEW producer id with epoch 0 -- the current id and epoch that v3+ carries are used
-for transactional ids only. A broker that forgot a producer (producer.id.expiration.ms after its last record)
+What the brokers do (2.8.2, 3.6.2, 3.7.2, 3.9.2, 4.3.1, 4.4.0 with either transaction.version): InitProducerId
+without a transactional.id hands out a NEW producer id with epoch 0 -- the current id and epoch that v3+ carries are
+used for transactional ids only. A broker that forgot a producer (producer.id.expiration.ms after its last record)
 accepts whatever sequence comes next from it: neither UNKNOWN_PRODUCER_ID nor OUT_OF_ORDER_SEQUENCE_NUMBER, so the
 producer just goes on under the same id. The broker's own view of each producer (id, epoch, last sequence) is
 read with Kafka's TransactionsCommand describe-producers (the Java admin client), not with our decoder.
