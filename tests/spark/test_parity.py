@@ -186,6 +186,16 @@ def test_streaming_kafka_to_kafka(spark: Any, bootstrap: str, source_topic: str,
     assert copied == records(spark, bootstrap, source_topic)
 
 
+@pytest.fixture
+def one_shuffle_partition(spark: Any) -> Iterator[None]:
+    """Streaming aggregations keep a state store per shuffle partition; one is enough here and runs each
+    micro-batch's aggregation as one task."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    yield
+    spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
 def running_counts(spark: Any, bootstrap: str, source_topic: str) -> Any:
     """A streaming count per group of 50 offsets of each partition, as string key and value. The source is read in 3
     micro-batches of ~37 offsets a partition, so group "0" (200 rows) is complete after the second batch and does
@@ -208,6 +218,7 @@ def finished_groups(written: Counter[Record]) -> Counter[bytes]:
     return Counter(key for (key, value, _, _), n in written.items() for _ in range(n) if value == b"200")
 
 
+@pytest.mark.usefixtures("one_shuffle_partition")
 def test_streaming_aggregation_in_complete_mode(spark: Any, bootstrap: str, source_topic: str, tmp_path: Path,
                                                 topic_factory: Callable[..., str]) -> None:
     """Complete mode: every micro-batch appends the whole result table to the topic, as Spark's sink does."""
@@ -221,6 +232,7 @@ def test_streaming_aggregation_in_complete_mode(spark: Any, bootstrap: str, sour
     assert finished_groups(written) == {b"0": 2, b"1": 1}
 
 
+@pytest.mark.usefixtures("one_shuffle_partition")
 def test_update_mode_difference_is_pinned_and_foreach_batch_writes_it(
         spark: Any, bootstrap: str, source_topic: str, tmp_path: Path, topic_factory: Callable[..., str]) -> None:
     """pyspark refuses the update output mode for every Python data source (its write builder does not declare
