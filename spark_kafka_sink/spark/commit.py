@@ -195,9 +195,15 @@ def commit_write(options: SinkOptions, messages: Sequence[KafkaCommitMessage | N
     """
     done = [m for m in messages if m is not None]
     if len(done) != len(messages):
-        # Spark calls commit only when every task succeeded; a gap means a protocol change we do not understand.
+        # A micro-batch or batch write is committed only when every task returned its message. A continuous-
+        # processing query commits epochs whose Python writers never ran: their input never ends. (Spark logs this
+        # error and goes on, with nothing written.)
         missing = [i for i, m in enumerate(messages) if m is None]
-        raise TransactionCommitError(f"commit called without the messages of Spark partitions {missing}")
+        hint = "" if batch_id is None else (
+            ": a continuous-processing query (trigger(continuous=...)) does that, and pyspark cannot run a Python "
+            "data source's writer on a continuous input, so nothing is written. Use a micro-batch trigger (the "
+            "default, or trigger(processingTime=...))")
+        raise TransactionCommitError(f"commit called without the messages of Spark partitions {missing}{hint}")
     if options.exactly_once:
         pending = [m for m in done if m.has_transaction]
         write_id = options.stable_write_id(batch_id)

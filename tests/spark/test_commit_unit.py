@@ -254,6 +254,16 @@ def test_commit_ends_every_transaction_with_records(txn_calls: list[tuple[Any, .
     assert [(p.partition, p.first_offset, p.last_offset) for p in summary.partitions] == [(0, 0, 202)]
 
 
+def test_a_commit_without_task_messages_names_the_continuous_trigger() -> None:
+    """pyspark commits a continuous-processing query's epochs without messages (its Python writers never run)."""
+    opts = SinkOptions.parse({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t"}, streaming=True)
+    with pytest.raises(TransactionCommitError, match=r"partitions \[0, 1\]: a continuous-processing query "
+                                                     r"\(trigger\(continuous=\.\.\.\)\).*micro-batch trigger"):
+        commit_write(opts, [None, None], batch_id=3)
+    with pytest.raises(TransactionCommitError, match=r"partitions \[1\]$"):  # a batch write: no trigger
+        commit_write(opts, [_message(0, 5), None])
+
+
 def test_commit_failure_names_ids_and_committed_rows(txn_calls: list[tuple[Any, ...]]) -> None:
     opts = SinkOptions.parse(EO, streaming=False)
     with pytest.raises(TransactionCommitError) as info:
