@@ -40,7 +40,7 @@ from typing import Any
 
 from spark_kafka_sink.secret import Secret
 
-__all__ = ["ProducerCache", "Lease", "worker_cache"]
+__all__ = ["ProducerCache", "Lease", "close_failed", "worker_cache"]
 
 _log = logging.getLogger(__name__)
 _CLOSE_TIMEOUT_S = 30.0
@@ -136,7 +136,7 @@ class ProducerCache:
 
     def give_back(self, lease: Lease, *, healthy: bool) -> None:
         """Return a lent producer after its task. ``healthy``: the task succeeded and flushed everything; anything
-        else closes the producer."""
+        else closes the producer, a failed task's at once (see ``close_failed``)."""
         producer = lease.producer
         keep = healthy and producer.usable and lease.idle_timeout_s > 0
         if keep:
@@ -149,7 +149,10 @@ class ProducerCache:
                     elif expires_at < self._reaper_wakes_at:
                         self._lock.notify_all()
                     return
-        _close_all([producer])
+        if healthy:
+            _close_all([producer])
+        else:
+            close_failed(producer)
 
     def idle_count(self) -> int:
         with self._lock:
@@ -201,6 +204,16 @@ class ProducerCache:
                     self._lock.wait(wakes_at - now)  # woken early by give_back (an earlier expiry) / close
                     continue
             self.expire()
+
+
+def close_failed(producer: Any) -> None:
+    """Close the producer of a failed task at once, failing what it still holds: that task's rows are sent again by
+    its retry, and an abort it could not finish (an unreachable coordinator) is ended by the retry's fencing or the
+    driver's abort. A graceful close would wait for a down cluster for up to 30 s before Spark could retry."""
+    try:
+        producer.close(0)
+    except Exception as exc:  # noqa: BLE001 - the task's own error is the one to report
+        _log.info("closing a failed task's producer failed: %s: %s", type(exc).__name__, exc)
 
 
 def _close_all(producers: list[Any]) -> None:

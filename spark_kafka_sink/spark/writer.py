@@ -10,8 +10,9 @@ exactly_once: transactional.id ``<prefix>-<partitionId>`` (a kept producer switc
 fences any earlier attempt of this partition (its open transaction is aborted) -- started before the first rows
 are encoded and waited for before they are queued, so its round trips overlap the encoding -- then one transaction
 holds all the partition's rows; the task flushes and returns the transaction's identity WITHOUT committing: the
-driver commits all of them in ``commit()``. A task that fails aborts its own transaction on the way out (a killed
-one cannot: the next attempt's fencing, or the driver's ``abort()``, ends it). That includes an attempt Spark failed
+driver commits all of them in ``commit()``. A task that fails aborts its own transaction on the way out, within
+max.block.ms, then closes its producer at once (a killed task, or an abort that timed out, leaves the transaction to
+the next attempt's fencing or the driver's ``abort()``). That includes an attempt Spark failed
 upstream while its worker still ran: its input ends early but cleanly, which ``task_input`` tells apart from a
 complete input.
 
@@ -44,7 +45,7 @@ from spark_kafka_sink.spark.commit import (
 from spark_kafka_sink.spark.commit_log import CommittedWrite
 from spark_kafka_sink.spark.digest import RowDigest
 from spark_kafka_sink.spark.options import SinkOptions
-from spark_kafka_sink.spark.producer_cache import Lease, worker_cache
+from spark_kafka_sink.spark.producer_cache import Lease, close_failed, worker_cache
 from spark_kafka_sink.spark.row_batches import row_batches
 from spark_kafka_sink.spark.schema import ColumnPlan, to_producer_batch
 from spark_kafka_sink.spark.task_input import input_was_cut_off
@@ -175,8 +176,10 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
             _abort_quietly(producer, transactional_id)
         if lease is not None:
             worker_cache().give_back(lease, healthy=finished)  # a failed task's producer is closed, never lent
-        else:
+        elif finished:
             producer.close(_CLOSE_TIMEOUT_S)  # never aborts an open transaction: the driver ends it
+        else:
+            close_failed(producer)
     return KafkaCommitMessage(partition_id, attempt, transactional_id, producer_id, epoch, writes, started_at,
                               batch_id, None if digest is None else digest.digest,
                               new_producer=lease is None or lease.created,
