@@ -229,10 +229,10 @@ def test_sink_with_two_of_three_nodes_sigkilled_fails_after_the_delivery_timeout
         cluster3: KafkaCluster, spark3: Any, guarantee: str) -> None:
     """acks=all cannot be met with one node left (and no controller quorum): every task attempt fails after
     kafka.delivery.timeout.ms with an error naming it, and the job fails reporting nothing written. The nodes
-    return once the write has returned: exactly_once leaves nothing visible and, at the latest
-    transaction.timeout.ms later (30 s here; the driver's abort fences the ids it can reach at once), nothing
-    open; at_least_once's error says the expired records may or may not have been written, and what the topic
-    holds are ids of the job."""
+    return once Spark has failed the job, while exactly_once's driver is still trying (for up to a minute) to fence
+    the failed tasks' transactional ids: exactly_once leaves nothing visible and nothing open (at the latest
+    transaction.timeout.ms, 30 s here, after the nodes return); at_least_once's error says the expired records
+    may or may not have been written, and what the topic holds are ids of the job."""
     topic = new_topic(cluster3, PARTITIONS)
     delivery_timeout_ms = 8_000
     options: dict[str, Any] = {
@@ -245,6 +245,8 @@ def test_sink_with_two_of_three_nodes_sigkilled_fails_after_the_delivery_timeout
     tasks, rows = 2, 1_000_000  # more than the write gets through before the kill (it stops there)
     frame = spark3.range(0, rows, 1, tasks).selectExpr("CAST(id AS STRING) AS value",
                                                        f"CAST(id % {PARTITIONS} AS INT) AS partition")
+    tracker = spark3.sparkContext.statusTracker()
+    earlier_jobs = set(tracker.getJobIdsForGroup())
     write = _BackgroundWrite(spark3, frame, cluster3.bootstrap_servers, options)
     write.wait_first_records(cluster3, topic)
     survivor = leader_of(cluster3, topic, 0)
@@ -252,11 +254,17 @@ def test_sink_with_two_of_three_nodes_sigkilled_fails_after_the_delivery_timeout
     for node in victims:
         cluster3.kill_node(node)
     killed_at = time.monotonic()
+
+    def job_failed() -> bool:
+        jobs = [tracker.getJobInfo(j) for j in set(tracker.getJobIdsForGroup()) - earlier_jobs]
+        return not write.is_alive() or any(job is not None and job.status == "FAILED" for job in jobs)
+
     try:
-        error = write.finish()
+        wait_for("Spark to fail the job", job_failed, timeout=300)
     finally:
         for node in victims:
             cluster3.start_node(node)
+    error = write.finish()
     failed_after_s = write.returned_at - killed_at
     assert error is not None, "the write succeeded with two of three nodes down"
     text = str(error)
@@ -282,7 +290,8 @@ def test_sink_with_two_of_three_nodes_sigkilled_fails_after_the_delivery_timeout
     print(f"\n[sink {guarantee}: nodes {victims} SIGKILLed mid-write, acks=all] the write failed "
           f"{failed_after_s:.1f} s after the kill (delivery.timeout.ms={delivery_timeout_ms}, 3 attempts per task); "
           f"{in_log} records in the log, {len(records)} visible to read_committed ({duplicated} duplicated); the "
-          f"nodes restarted then, in sync {rejoin_s:.1f} s and nothing open {nothing_open_s:.1f} s after that")
+          f"nodes restarted once the job failed, in sync {rejoin_s:.1f} s and nothing open {nothing_open_s:.1f} s "
+          "after the write returned")
     print(f"  e.g. {named[0][:500]}")
     assert set(ids) <= set(range(rows))
     if guarantee == "exactly_once":
