@@ -34,11 +34,8 @@ MAX_BLOCK_S = 3.0
 @pytest.fixture
 def doomed_broker() -> Iterator[KafkaCluster]:
     fetch_jars()
-    cluster = KafkaCluster(size=1).start()
-    try:
+    with KafkaCluster(size=1) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def _sender_threads() -> set[threading.Thread]:
