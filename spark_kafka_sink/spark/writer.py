@@ -12,9 +12,8 @@ are encoded and waited for before they are queued, so its round trips overlap th
 holds all the partition's rows; the task flushes and returns the transaction's identity WITHOUT committing: the
 driver commits all of them in ``commit()``. A task that fails aborts its own transaction on the way out, within
 max.block.ms, then closes its producer at once (a killed task, or an abort that timed out, leaves the transaction to
-the next attempt's fencing or the driver's ``abort()``). That includes an attempt Spark failed
-upstream while its worker still ran: its input ends early but cleanly, which ``task_input`` tells apart from a
-complete input.
+the next attempt's fencing or the driver's ``abort()``). That includes an attempt Spark failed upstream while its
+worker still ran: its input ends early but cleanly, which ``task_input`` tells apart from a complete input.
 
 Speculative execution is refused with exactly_once: a speculative copy of a task would fence the original's
 transaction after the driver may already have accepted the original's message, so the commit would fail.
