@@ -32,9 +32,10 @@ transactional id, producer id and epoch, see ``transaction_identity`` and ``end_
 broker aborts it after transaction.timeout.ms, or the next producer with the same transactional.id does.
 
 Threads: every public method may be called from any thread. Callbacks and interceptors' ``on_acknowledgement`` run
-on the sender thread: keep them short. ``_closed`` is guarded by ``_close_lock``; ``config`` is replaced whole (one
-reference write) by ``switch_transactional_id``; everything else is either immutable after ``__init__`` or
-thread-safe on its own.
+on the sender thread: keep them short; there ``flush`` and the transaction calls raise IllegalStateError (they would
+wait for that thread) and ``close`` is ``close(0)``. ``_closed`` is guarded by ``_close_lock``; ``config`` is
+replaced whole (one reference write) by ``switch_transactional_id``; everything else is either immutable after
+``__init__`` or thread-safe on its own.
 """
 
 from __future__ import annotations
@@ -330,7 +331,9 @@ class KafkaProducer:
 
     def flush(self, timeout_s: float | None = None) -> None:
         """Send everything queued now (ignoring linger.ms) and wait until all of it completed, successfully or
-        not. Raises KafkaTimeoutError if ``timeout_s`` passes first, or the fatal error that stopped the producer."""
+        not. Raises KafkaTimeoutError if ``timeout_s`` passes first, or the fatal error that stopped the producer.
+        From a callback: IllegalStateError at once (it would wait for the thread running the callback)."""
+        self._refuse_on_sender_thread("flush()")
         self._accumulator.begin_flush()
         self._thread.wakeup()
         if not self._accumulator.await_flush_completion(timeout_s):
@@ -348,6 +351,16 @@ class KafkaProducer:
         if self._tm is None or not self._tm.is_transactional:
             raise IllegalStateError(f"{what} needs a transactional.id in the producer config")
         return self._tm
+
+    def _refuse_on_sender_thread(self, what: str) -> None:
+        """Callbacks (and interceptors' on_acknowledgement) run on the sender thread, which a call that waits for
+        the sender would wait for: flush() forever, the transaction calls for max.block.ms. As Java since 4.0
+        (KIP-1118, for flush), such a call fails at once instead."""
+        if threading.current_thread() is self._thread:
+            raise IllegalStateError(
+                f"{what} was called from a producer callback: callbacks run on the producer's sender thread, and "
+                f"{what} waits for that thread, so it could never finish. Call it from your own thread, e.g. "
+                "after the send's future completed")
 
     def _await(self, future: Future[None], timeout_s: float | None, what: str) -> None:
         self._thread.wakeup()
@@ -368,6 +381,7 @@ class KafkaProducer:
         same id and aborts what they left open. ``timeout_s`` defaults to max.block.ms. After a timeout, call it
         again: it waits for the same round trips (no other transactional call is accepted until one returns)."""
         self._ensure_open()
+        self._refuse_on_sender_thread("init_transactions()")
         self._await(self._transactional("init_transactions()").initialize_transactions(), timeout_s,
                     "init_transactions()")
 
@@ -388,6 +402,7 @@ class KafkaProducer:
         fatal one (ProducerFencedError...: close the producer). After a timeout, call it again: it waits for the
         same commit, and nothing else (abort included) is accepted until one call returns."""
         self._ensure_open()
+        self._refuse_on_sender_thread("commit_transaction()")
         started = time.monotonic()
         future = self._transactional("commit_transaction()").begin_commit()
         self.flush(timeout_s)
@@ -397,6 +412,7 @@ class KafkaProducer:
     def abort_transaction(self, timeout_s: float | None = None) -> None:
         """Drop unsent records of the transaction, wait for in-flight ones, then abort it."""
         self._ensure_open()
+        self._refuse_on_sender_thread("abort_transaction()")
         self._await(self._transactional("abort_transaction()").begin_abort(), timeout_s, "abort_transaction()")
 
     def switch_transactional_id(self, transactional_id: str) -> None:
