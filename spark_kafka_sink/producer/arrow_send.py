@@ -308,7 +308,13 @@ def _timestamps(col: pa.Array | None, n: int) -> I64:
                                  f"{col.type}")
     else:
         return np.full(n, now, np.int64)
-    return np.asarray(pc.fill_null(col, now))
+    out: I64 = np.asarray(pc.fill_null(col, now))
+    if n and int(out.min()) < 0:
+        row = int(np.argmax(out < 0))
+        raise SerializationError(f"column 'timestamp' holds {int(out[row])} at row {row}: record timestamps are epoch "
+                                 "milliseconds >= 0 (1970 or later; the Java client refuses earlier ones too). Fix "
+                                 "the row, or make it null for the send time")
+    return out
 
 
 def _take(arr: pa.Array | None, idx: pa.Array | None) -> pa.Array | None:

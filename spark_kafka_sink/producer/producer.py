@@ -171,6 +171,9 @@ class KafkaProducer:
             topic, value_b, key_b, partition, timestamp_ms = (record.topic, record.value, record.key,
                                                                record.partition, record.timestamp_ms)
             header_t = tuple(record.headers)
+        if timestamp_ms is not None and timestamp_ms < 0:  # as Java's ProducerRecord (the broker would take it)
+            raise SerializationError(f"timestamp_ms={timestamp_ms}: record timestamps are epoch milliseconds >= 0 "
+                                     "(1970 or later); pass None for the send time")
         tp: TopicPartition | None = None
         try:
             started = monotonic_ms()

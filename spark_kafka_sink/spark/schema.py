@@ -13,7 +13,8 @@ Beyond Spark, opt-in: the ``timestampColumn`` option names a timestamp or long (
 gives the records' timestamps (null = send time); without it every record gets the send time, as with Spark's sink.
 
 ``plan_columns`` runs on the driver; ``to_producer_batch`` runs per Arrow batch in a task, with the checks only
-the data can fail (a null topic, a partition out of range), before any of that batch is handed to the producer.
+the data can fail (a null topic, a partition out of range, a timestamp before 1970), before any of that batch is
+handed to the producer.
 """
 
 from __future__ import annotations
@@ -146,20 +147,29 @@ def _as_binary(arr: pa.Array) -> pa.Array:
     return arr
 
 
-def _epoch_ms(arr: pa.Array) -> pa.Array:
+def _epoch_ms(arr: pa.Array, column: str) -> pa.Array:
     if pa.types.is_timestamp(arr.type):
         # Spark timestamps are microseconds; Kafka wants milliseconds: truncate, as Java's Timestamp.getTime() does
         # for the non-negative times Kafka accepts.
-        return arr.cast(pa.timestamp("ms", arr.type.tz), safe=False).cast(pa.int64())
-    return arr.cast(pa.int64())
+        ms = arr.cast(pa.timestamp("ms", arr.type.tz), safe=False).cast(pa.int64())
+    else:
+        ms = arr.cast(pa.int64())
+    low = pc.min(ms).as_py()
+    if low is not None and low < 0:
+        shown = arr[pc.index(ms, low).as_py()].as_py()
+        raise InvalidColumnError(
+            f"column '{column}' (option timestampColumn) holds {shown} ({low} ms since the epoch): Kafka record "
+            "timestamps are 1970-01-01 or later (the Java client refuses earlier ones too). Fix or filter those rows, "
+            "or make them null for the send time", key=column)
+    return ms
 
 
 def to_producer_batch(batch: pa.RecordBatch, plan: ColumnPlan,
                       partition_count: Callable[[str], int]) -> pa.RecordBatch:
     """The producer's input for one Arrow batch: only the sink's columns, strings as bytes, timestamps as epoch ms.
 
-    Raises InvalidColumnError for a null topic (without a topic option) or a partition outside the topic, so a bad
-    batch is refused whole, before any of its rows is sent. ``partition_count(topic)`` gives a topic's partitions.
+    Raises InvalidColumnError for a null topic (without a topic option), a partition outside the topic or a
+    timestamp before 1970, so a bad batch is refused whole, before any of its rows is sent. ``partition_count(topic)`` gives a topic's partitions.
     """
     columns: dict[str, pa.Array] = {"value": _as_binary(batch.column("value"))}
     if plan.has_key:
@@ -179,7 +189,7 @@ def to_producer_batch(batch: pa.RecordBatch, plan: ColumnPlan,
     if plan.has_headers:
         columns["headers"] = batch.column("headers")
     if plan.timestamp_column is not None:
-        columns["timestamp"] = _epoch_ms(batch.column(plan.timestamp_column))
+        columns["timestamp"] = _epoch_ms(batch.column(plan.timestamp_column), plan.timestamp_column)
     return pa.RecordBatch.from_pydict(columns)
 
 

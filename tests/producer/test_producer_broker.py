@@ -144,6 +144,10 @@ def test_send_batch_validation_names_the_column(bootstrap: str, topic_factory: C
             p.send_batch(topic, pa.table({"value": [b"v"], "headers": [["x"]]}))
         with pytest.raises(SerializationError, match="'timestamp'"):
             p.send_batch(topic, pa.table({"value": [b"v"], "timestamp": ["now"]}))
+        with pytest.raises(SerializationError, match="'timestamp' holds -7 at row 1: .* >= 0"):
+            p.send_batch(topic, pa.table({"value": [b"v", b"w"], "timestamp": pa.array([0, -7], pa.int64())}))
+        with pytest.raises(SerializationError, match="timestamp_ms=-5: .* >= 0"):
+            p.send(topic, b"v", timestamp_ms=-5)
         with pytest.raises(RecordTooLargeError, match="row 1 .* max.request.size"):
             p.send_batch(topic, pa.table({"value": [b"v", b"x" * 2_000_000]}))
         with pytest.raises(RecordTooLargeError, match="2000.* max.request.size"):

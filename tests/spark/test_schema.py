@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pyarrow as pa
 import pytest
@@ -143,3 +144,16 @@ def test_long_timestamps_pass_through_from_the_named_column() -> None:
     batch = pa.RecordBatch.from_pydict({"value": [b"a"], "event_ms": pa.array([1700000000123], pa.int64()),
                                         "timestamp": pa.array([5], pa.int64())})
     assert to_producer_batch(batch, plan, lambda t: 1).column("timestamp").to_pylist() == [1700000000123]
+
+
+@pytest.mark.parametrize(("column", "words"), [
+    (pa.array([0, None, -1], pa.int64()), "holds -1 (-1 ms since the epoch)"),
+    (pa.array([dt.datetime(1969, 12, 31, 23, 59, 59)], pa.timestamp("us")), "holds 1969-12-31 23:59:59 ("),
+])
+def test_timestamps_before_1970_are_refused_naming_the_column(column: pa.Array, words: str) -> None:
+    spark_type = LongType() if pa.types.is_integer(column.type) else TimestampType()
+    plan = plan_columns(schema(value=BinaryType(), event=spark_type), "t", "event")
+    batch = pa.RecordBatch.from_pydict({"value": [b"a"] * len(column), "event": column})
+    with pytest.raises(InvalidColumnError, match=re.escape(f"column 'event' (option timestampColumn) {words}")) as info:
+        to_producer_batch(batch, plan, lambda t: 1)
+    assert info.value.key == "event"

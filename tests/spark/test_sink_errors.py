@@ -43,6 +43,8 @@ CASES: list[tuple[str, str, Rows, dict[str, Any], tuple[str, ...]]] = [
      ("'timestamp' (option timestampColumn)", "timestamp or long")),
     ("timestampColumn missing", "value string, timestamp timestamp", [("v", None)], {"timestampColumn": "ts"},
      ("timestampColumn names column 'ts'",)),
+    ("timestampColumn before 1970", "value string, ts long", [("v", 5), ("w", -1000)], {"timestampColumn": "ts"},
+     ("'ts' (option timestampColumn) holds -1000", "1970-01-01 or later")),
     ("topic missing everywhere", "value string", [("v",)], {"topic": None}, ("'topic' option", "'topic' column")),
     ("null topic in a row", "topic string, value string", lambda topic: [(topic, "ok"), (None, "v")],
      {"topic": None}, ("'topic' is null",)),
