@@ -169,7 +169,8 @@ def to_producer_batch(batch: pa.RecordBatch, plan: ColumnPlan,
     """The producer's input for one Arrow batch: only the sink's columns, strings as bytes, timestamps as epoch ms.
 
     Raises InvalidColumnError for a null topic (without a topic option), a partition outside the topic or a
-    timestamp before 1970, so a bad batch is refused whole, before any of its rows is sent. ``partition_count(topic)`` gives a topic's partitions.
+    timestamp before 1970, so a bad batch is refused whole, before any of its rows is sent.
+    ``partition_count(topic)`` gives a topic's partitions.
     """
     columns: dict[str, pa.Array] = {"value": _as_binary(batch.column("value"))}
     if plan.has_key:
