@@ -343,7 +343,7 @@ class ArrowSender:
 
     def __init__(self, config: ProducerConfig, accumulator: RecordAccumulator, partitioner: Partitioner,
                  tm: TransactionManager | None,
-                 partition_info: Callable[[str, int], tuple[int, list[int] | None]],
+                 partition_info: Callable[[str, int, int], tuple[int, list[int] | None]],
                  wakeup: Callable[[], None]) -> None:
         self._config = config
         self._acc = accumulator
@@ -353,7 +353,8 @@ class ArrowSender:
         # drains the batch, which computes the CRC: the encoder leaves it out (one pass over the bytes less).
         self._stamped = tm is not None
         self._tm = tm
-        self._partition_info = partition_info  # (topic, max_block_ms) -> (partition count, sticky candidates)
+        # (topic, max_block_ms, highest partition named + 1) -> (partition count, sticky candidates)
+        self._partition_info = partition_info
         self._wakeup = wakeup
         # The largest record that can ever be sent (checked before anything is queued).
         self._max_record = min(config.max_request_size, config.buffer_memory) - HEADER_SIZE
@@ -442,10 +443,12 @@ class ArrowSender:
                       ) -> Iterator[list[_Encoded]]:
         """One topic's rows of a piece, partitioned, then encoded in slices taken in partition order."""
         max_block = self._config.max_block_ms
-        num_partitions, available = self._partition_info(topic, max(0, max_block - (monotonic_ms() - started)))
+        key, explicit = _take(cols.key, rows), _take(cols.partition, rows)
+        highest = None if explicit is None else pc.max(explicit).as_py()
+        num_partitions, available = self._partition_info(topic, max(0, max_block - (monotonic_ms() - started)),
+                                                         0 if highest is None else highest + 1)
         row_idx = None if rows is None else np.asarray(rows)
         size = cols.size if row_idx is None else cols.size[row_idx]
-        key, explicit = _take(cols.key, rows), _take(cols.partition, rows)
         parts = self._partitioner.partition_arrow(topic, key, explicit, size, num_partitions, available)
         # numpy's stable sort is a radix sort for 8/16-bit keys: ~6x faster than on int32 (~200 us per 10k rows).
         narrow = np.uint8 if num_partitions <= 1 << 8 else np.uint16 if num_partitions <= 1 << 16 else parts.dtype

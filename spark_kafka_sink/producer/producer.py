@@ -177,7 +177,8 @@ class KafkaProducer:
         tp: TopicPartition | None = None
         try:
             started = monotonic_ms()
-            num_partitions, available = self._partition_info(topic, self._max_block_ms)
+            num_partitions, available = self._partition_info(topic, self._max_block_ms,
+                                                             0 if partition is None else partition + 1)
             size = self._record_size(key_b, value_b, header_t)
             choice = self._partitioner.partition(topic, key_b, num_partitions, partition, available)
             tp = TopicPartition(topic, choice.partition)
@@ -275,10 +276,31 @@ class KafkaProducer:
                 f"({self.config.buffer_memory}); send a smaller record or raise buffer.memory")
         return size
 
-    def _partition_info(self, topic: str, max_block_ms: int) -> tuple[int, list[int] | None]:
+    def _partition_info(self, topic: str, max_block_ms: int, needed: int = 0) -> tuple[int, list[int] | None]:
         """(partition count, the sticky partitioner's candidates or None for all), cached per metadata version and
         set of unavailable nodes. Candidates: partitions with a leader, less those whose leader took no data for
-        partitioner.availability.timeout.ms (if that leaves none, all with a leader, as Java)."""
+        partitioner.availability.timeout.ms (if that leaves none, all with a leader, as Java). ``needed``: the
+        highest partition the caller names, plus one; see ``_refresh_if_fewer``."""
+        info = self._cached_partition_info(topic, max_block_ms)
+        if info[0] < needed and self._refresh_if_fewer(topic, needed, max_block_ms):
+            info = self._cached_partition_info(topic, max_block_ms)
+        return info
+
+    def _refresh_if_fewer(self, topic: str, needed: int, max_block_ms: int) -> bool:
+        """A record names a partition the cached metadata does not have: partitions may have been added since the
+        last refresh, so refresh once (within ``max_block_ms``) before the caller refuses the record. Java keeps
+        refreshing until max.block.ms; one answer tells a stale cache from a wrong partition without making a
+        wrong partition wait a minute. True if the metadata was refreshed."""
+        metadata = self._metadata
+        version = metadata.request_update()
+        self._thread.wakeup()
+        refreshed = metadata.wait_for_update(version, max_block_ms)
+        self._raise_if_fatal()
+        _log.debug("topic %r: partition %d named, metadata had fewer; refreshed: %s, now %d partition(s)", topic,
+                   needed - 1, refreshed, len(metadata.partitions_for(topic) or []))
+        return refreshed
+
+    def _cached_partition_info(self, topic: str, max_block_ms: int) -> tuple[int, list[int] | None]:
         self._metadata.touch_topic(topic, monotonic_ms())  # metadata.max.idle.ms counts from the last send
         version = self._metadata.version
         unavailable = self._availability.unavailable
@@ -325,11 +347,12 @@ class KafkaProducer:
             if partitions is not None:
                 return len(partitions)
 
-    def partitions_for(self, topic: str) -> list[int]:
-        """The topic's partition numbers (waits up to max.block.ms for metadata)."""
+    def partitions_for(self, topic: str, needed: int = 0) -> list[int]:
+        """The topic's partition numbers (waits up to max.block.ms for metadata). ``needed``: if the cached metadata
+        has fewer partitions, refresh it once first (partitions may have been added since)."""
         self._ensure_open()
         self._raise_if_fatal()
-        self._wait_on_metadata(topic, self.config.max_block_ms)
+        self._partition_info(topic, self.config.max_block_ms, needed)
         return self._metadata.partitions_for(topic) or []
 
     def flush(self, timeout_s: float | None = None) -> None:

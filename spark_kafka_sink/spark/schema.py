@@ -165,12 +165,12 @@ def _epoch_ms(arr: pa.Array, column: str) -> pa.Array:
 
 
 def to_producer_batch(batch: pa.RecordBatch, plan: ColumnPlan,
-                      partition_count: Callable[[str], int]) -> pa.RecordBatch:
+                      partition_count: Callable[[str, int], int]) -> pa.RecordBatch:
     """The producer's input for one Arrow batch: only the sink's columns, strings as bytes, timestamps as epoch ms.
 
     Raises InvalidColumnError for a null topic (without a topic option), a partition outside the topic or a
     timestamp before 1970, so a bad batch is refused whole, before any of its rows is sent.
-    ``partition_count(topic)`` gives a topic's partitions.
+    ``partition_count(topic, needed)`` gives a topic's partitions, refreshed first if fewer than ``needed``.
     """
     columns: dict[str, pa.Array] = {"value": _as_binary(batch.column("value"))}
     if plan.has_key:
@@ -195,7 +195,7 @@ def to_producer_batch(batch: pa.RecordBatch, plan: ColumnPlan,
 
 
 def _check_partitions(partitions: pa.Array, topics: pa.Array | None, topic_option: str | None,
-                      partition_count: Callable[[str], int]) -> None:
+                      partition_count: Callable[[str, int], int]) -> None:
     if partitions.null_count == len(partitions):
         return
     if topics is None:  # plan_columns guarantees the topic option then
@@ -211,7 +211,7 @@ def _check_partitions(partitions: pa.Array, topics: pa.Array | None, topic_optio
         if low < 0:
             raise InvalidColumnError(f"column 'partition' holds {low}: partitions are >= 0 (null lets the "
                                      "partitioner choose)", key="partition")
-        count = partition_count(topic)
+        count = partition_count(topic, high + 1)
         if high >= count:
             raise InvalidColumnError(
                 f"column 'partition' holds {high}, but topic {topic!r} has {count} partition(s) (0..{count - 1})",

@@ -206,7 +206,7 @@ def _skip(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBat
                               skipped_rows=recorded.rows)
 
 
-def _no_partition_limit(topic: str) -> int:
+def _no_partition_limit(topic: str, needed: int) -> int:
     return 2**31 - 1  # a skipped partition sends nothing: partition numbers were checked when it was written
 
 
@@ -226,9 +226,9 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
     input has none."""
     counts: dict[str, int] = {}
 
-    def partition_count(topic: str) -> int:
-        if topic not in counts:
-            counts[topic] = len(producer.partitions_for(topic))
+    def partition_count(topic: str, needed: int = 0) -> int:
+        if counts.get(topic, -1) < needed:  # not asked yet, or fewer than needed (partitions may be new)
+            counts[topic] = len(producer.partitions_for(topic, needed))
         return counts[topic]
 
     futures: list[Future[Any]] = []

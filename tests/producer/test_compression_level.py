@@ -54,7 +54,7 @@ def test_send_path_compresses_at_the_configured_level(options: dict[str, int], l
 def test_send_batch_path_compresses_at_the_configured_level(options: dict[str, int], level: int) -> None:
     cfg = config(**options)
     acc = RecordAccumulator.from_config(cfg)
-    sender = ArrowSender(cfg, acc, Partitioner.from_config(cfg), None, lambda topic, max_ms: (1, None), lambda: None)
+    sender = ArrowSender(cfg, acc, Partitioner.from_config(cfg), None, lambda t, ms, n: (1, None), lambda: None)
     sender.send("t", pa.table({"value": pa.array(VALUES, pa.binary())}))
     (payload,) = _drain_payloads(acc)
     assert payload[HEADER_SIZE:] == gzip.compress(_records_section(payload), compresslevel=level, mtime=0)
@@ -101,7 +101,7 @@ def _lz4_payloads(options: dict[str, int]) -> tuple[bytes, bytes]:
         acc.append(TP, 0, None, v, [], 0, 1_000)
     (sent,) = _drain_payloads(acc)
     acc = RecordAccumulator.from_config(cfg)
-    ArrowSender(cfg, acc, Partitioner.from_config(cfg), None, lambda topic, max_ms: (1, None), lambda: None).send(
+    ArrowSender(cfg, acc, Partitioner.from_config(cfg), None, lambda t, ms, n: (1, None), lambda: None).send(
         "t", pa.table({"value": pa.array(VALUES, pa.binary())}))
     (batched,) = _drain_payloads(acc)
     for payload in (sent, batched):

@@ -93,7 +93,7 @@ def test_rows_become_the_arrow_batch_of_the_sinks_columns(new_york: None) -> Non
     assert batch.schema == expected.schema
     assert batch.equals(expected)
     # The producer's input: timestamps in epoch milliseconds.
-    records = to_producer_batch(batch, plan, lambda topic: 3)
+    records = to_producer_batch(batch, plan, lambda topic, needed: 3)
     assert records.column("timestamp").to_pylist() == [1719837000000, 1705321800000, None]
 
 

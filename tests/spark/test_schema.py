@@ -39,7 +39,7 @@ def test_other_columns_are_ignored_whatever_their_type_timestamp_included() -> N
     plan = plan_columns(schema(value=StringType(), timestamp=StringType(), ts=ArrayType(LongType())), "t")
     assert plan.timestamp_column is None
     batch = pa.RecordBatch.from_pydict({"value": ["v"], "timestamp": ["2024-01-01"], "ts": [[1]]})
-    assert to_producer_batch(batch, plan, lambda t: 1).schema.names == ["value"]
+    assert to_producer_batch(batch, plan, lambda t, needed: 1).schema.names == ["value"]
 
 
 def test_topic_option_wins_over_column_of_any_type() -> None:
@@ -99,7 +99,7 @@ def _batch() -> pa.RecordBatch:
 def test_conversion_keeps_sink_columns_and_casts() -> None:
     plan = plan_columns(schema(value=StringType(), key=BinaryType(), topic=StringType(), partition=IntegerType(),
                                headers=HEADERS, timestamp=TimestampType(), other=LongType()), None, "timestamp")
-    out = to_producer_batch(_batch(), plan, lambda topic: 2)
+    out = to_producer_batch(_batch(), plan, lambda topic, needed: 2)
     assert out.schema.names == ["value", "key", "topic", "partition", "headers", "timestamp"]
     assert out.column("value").to_pylist() == [b"v", None]
     assert out.column("timestamp").to_pylist() == [1704164645678, None]
@@ -108,7 +108,7 @@ def test_conversion_keeps_sink_columns_and_casts() -> None:
 
 def test_topic_option_drops_topic_column() -> None:
     plan = plan_columns(schema(value=StringType(), topic=StringType()), "t")
-    out = to_producer_batch(_batch().select(["value", "topic"]), plan, lambda topic: 1)
+    out = to_producer_batch(_batch().select(["value", "topic"]), plan, lambda topic, needed: 1)
     assert out.schema.names == ["value"]
 
 
@@ -116,7 +116,7 @@ def test_null_topic_row_refused() -> None:
     plan = plan_columns(schema(value=StringType(), topic=StringType()), None)
     batch = pa.RecordBatch.from_pydict({"value": ["a", "b"], "topic": ["t", None]})
     with pytest.raises(InvalidColumnError, match="'topic' is null in 1 row"):
-        to_producer_batch(batch, plan, lambda topic: 1)
+        to_producer_batch(batch, plan, lambda topic, needed: 1)
 
 
 @pytest.mark.parametrize(("partitions", "message"), [([0, 3], "holds 3, but topic 'a' has 3"), ([-1, 0], "holds -1")])
@@ -125,7 +125,7 @@ def test_partition_out_of_range_refused(partitions: list[int], message: str) -> 
     batch = pa.RecordBatch.from_pydict({"value": ["a", "b"], "topic": ["a", "a"],
                                         "partition": pa.array(partitions, pa.int32())})
     with pytest.raises(InvalidColumnError, match=message):
-        to_producer_batch(batch, plan, lambda topic: 3)
+        to_producer_batch(batch, plan, lambda topic, needed: 3)
 
 
 def test_partition_range_is_per_topic() -> None:
@@ -133,17 +133,24 @@ def test_partition_range_is_per_topic() -> None:
     batch = pa.RecordBatch.from_pydict({"value": ["a", "b", "c"], "topic": ["big", "small", "small"],
                                         "partition": pa.array([5, 0, None], pa.int32())})
     counts = {"big": 6, "small": 1}
-    to_producer_batch(batch, plan, counts.__getitem__)
+    asked: list[tuple[str, int]] = []
+
+    def count(topic: str, needed: int) -> int:
+        asked.append((topic, needed))  # needed: the highest partition named + 1 (the producer refreshes if fewer)
+        return counts[topic]
+
+    to_producer_batch(batch, plan, count)
+    assert sorted(asked) == [("big", 6), ("small", 1)]
     counts["big"] = 5
     with pytest.raises(InvalidColumnError, match="topic 'big' has 5"):
-        to_producer_batch(batch, plan, counts.__getitem__)
+        to_producer_batch(batch, plan, count)
 
 
 def test_long_timestamps_pass_through_from_the_named_column() -> None:
     plan = plan_columns(schema(value=BinaryType(), event_ms=LongType(), timestamp=LongType()), "t", "event_ms")
     batch = pa.RecordBatch.from_pydict({"value": [b"a"], "event_ms": pa.array([1700000000123], pa.int64()),
                                         "timestamp": pa.array([5], pa.int64())})
-    assert to_producer_batch(batch, plan, lambda t: 1).column("timestamp").to_pylist() == [1700000000123]
+    assert to_producer_batch(batch, plan, lambda t, needed: 1).column("timestamp").to_pylist() == [1700000000123]
 
 
 @pytest.mark.parametrize(("column", "words"), [
@@ -155,5 +162,5 @@ def test_timestamps_before_1970_are_refused_naming_the_column(column: pa.Array, 
     plan = plan_columns(schema(value=BinaryType(), event=spark_type), "t", "event")
     batch = pa.RecordBatch.from_pydict({"value": [b"a"] * len(column), "event": column})
     with pytest.raises(InvalidColumnError, match=re.escape(f"column 'event' (option timestampColumn) {words}")) as info:
-        to_producer_batch(batch, plan, lambda t: 1)
+        to_producer_batch(batch, plan, lambda t, needed: 1)
     assert info.value.key == "event"
