@@ -95,6 +95,19 @@ def _to_bytes(value: _Bytes, what: str) -> bytes | None:
     raise SerializationError(f"{what} must be bytes or str (UTF-8), got {type(value).__name__}")
 
 
+def _header_key(key: object) -> str:
+    """A header key is a string on the wire (Java's is a non-null String): str as it is, bytes as UTF-8."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        try:
+            return bytes(key).decode("utf-8")
+        except UnicodeDecodeError:
+            raise SerializationError(f"header key {bytes(key)!r} is not UTF-8: header keys are strings") from None
+    raise SerializationError(f"a header key must be a str (or UTF-8 bytes), got {type(key).__name__}: header keys "
+                             "are required strings")
+
+
 _RECORD_OVERHEAD = 23  # a lone record's varints (length, deltas, key/value lengths, header count) at their widest
 
 
@@ -145,7 +158,7 @@ class KafkaProducer:
     # ------------------------------------------------------------------------------------------ sending
 
     def send(self, topic: str, value: _Bytes, key: _Bytes = None, partition: int | None = None,
-             timestamp_ms: int | None = None, headers: Iterable[tuple[str, _Bytes]] | None = None,
+             timestamp_ms: int | None = None, headers: Iterable[tuple[str | bytes, _Bytes]] | None = None,
              callback: Callback | None = None) -> Future[RecordMetadata]:
         """Queue one record; the future completes with its RecordMetadata once the broker acknowledged it.
 
@@ -163,7 +176,7 @@ class KafkaProducer:
         value_b = value if value is None or type(value) is bytes else _to_bytes(value, "value")
         key_b = key if key is None or type(key) is bytes else _to_bytes(key, "key")
         header_t: tuple[tuple[str, bytes | None], ...] = (
-            tuple((str(k), _to_bytes(v, f"header {k!r}")) for k, v in headers) if headers else ())
+            tuple((_header_key(k), _to_bytes(v, f"header {k!r}")) for k, v in headers) if headers else ())
         record: ProducerRecord | None = None
         if self._interceptors:
             record = self._interceptors.on_send(ProducerRecord(topic, value_b, key_b, header_t, partition,

@@ -58,6 +58,18 @@ def test_send_reads_back_byte_for_byte(bootstrap: str, topic_factory: Callable[.
         assert (got.key, got.value, got.headers, got.timestamp_ms) == (key, value, headers, md.timestamp_ms)
 
 
+def test_header_keys_are_strings_bytes_ones_decoded(bootstrap: str, topic_factory: Callable[..., str],
+                                                    readback: Readback) -> None:
+    topic = topic_factory(partitions=1)
+    with producer(bootstrap) as p:
+        p.send(topic, b"v", headers=[(b"bytes-key", b"1"), ("str-key", b"2"), (b"\xc3\xa9", None)])
+        for bad, words in ((None, "got NoneType"), (5, "got int"), (b"\xff", "is not UTF-8")):
+            with pytest.raises(SerializationError, match=words):
+                p.send(topic, b"x", headers=[(bad, b"1")])  # type: ignore[list-item]
+    (record,) = readback(topic)
+    assert record.headers == (("bytes-key", b"1"), ("str-key", b"2"), ("\u00e9", None))
+
+
 @pytest.mark.parametrize(("slice_bytes", "buffer_memory", "chunked"),
                          [(None, None, False), (64 << 10, None, False), (64 << 10, 128 << 10, False),
                           (64 << 10, None, True)],
