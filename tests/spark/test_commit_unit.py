@@ -73,7 +73,7 @@ class FakeProducer:
     def begin_transaction(self) -> None:
         self.calls.append("begin")
 
-    def partitions_for(self, topic: str) -> list[int]:
+    def partitions_for(self, topic: str, needed: int = 0) -> list[int]:
         return [0]
 
     def send_batch(self, topic: str | None, data: pa.RecordBatch) -> Future[_Result]:
