@@ -163,7 +163,10 @@ class Context:
         and pyspark runs a full ``gc.collect()`` after each task, which walks them all: once the send_batch writer
         had imported the producer into the do-nothing writer's workers, that writer's 10,000-row tasks took
         20.9-21.5 ms instead of 15.3-17.1. Each Spark comparison starts fresh, so no result depends on which
-        comparison ran before it."""
+        comparison ran before it. ``--quick`` measures nothing, so its comparisons share one application unless
+        the worker reuse setting changes (each restart costs make test's smoke run ~10-15 s)."""
+        if self.quick and self._spark is not None and worker_reuse == self._worker_reuse:
+            return
         self._worker_reuse = worker_reuse
         if self._spark is not None:
             self.log(f"  restarting Spark for fresh Python workers (spark.python.worker.reuse="

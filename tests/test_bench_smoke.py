@@ -179,7 +179,7 @@ def pids(ctx):
     rdd = ctx.spark.sparkContext.parallelize(range(8), 4)
     return sorted(set(rdd.map(lambda _: os.getpid()).collect()))
 
-ctx = Context(rounds=1, quick=True, spark_memory="1g")
+ctx = Context(rounds=1, quick=False, spark_memory="1g")  # (--quick keeps one Spark application)
 try:
     first, again = pids(ctx), pids(ctx)
     ctx.fresh_spark()
