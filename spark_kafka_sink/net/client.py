@@ -30,7 +30,11 @@ Connection timing, as Java's ClusterConnectionStates and Selector:
   which is what socket.connection.setup.timeout.ms bounds here;
 * idle connections: ``poll`` closes a READY connection with nothing in flight and no traffic for
   connections.max.idle.ms (-1: never), as Java's Selector does. That is a clean close: no backoff, no error, no
-  metadata refresh; the next request to the node connects again.
+  metadata refresh; the next request to the node connects again;
+* quotas (KIP-219): an answer with ``throttle_time_ms`` > 0, at a version from which the client throttles itself
+  (``ApiSpec.client_throttle_from``: Produce v6+, Metadata v6+ ...), makes ``ready`` False for that node until
+  the time has passed and ``connection_delay`` say how long, as Java: the broker mutes the connection meanwhile,
+  so a request sent anyway would only wait in its socket while request.timeout.ms runs.
 
 Fatal connection errors: an attempt that fails with an error whose ``fatal`` flag is set (SASL authentication,
 untrusted certificate, host name mismatch, security.protocol mismatch) is recorded with
@@ -131,6 +135,7 @@ class _Node:
     next_attempt_ms: int = 0  # no new attempt before this
     active: bool = False  # an attempt or connection is live (to notice when it ends)
     last_error: KafkaError | None = field(default=None)
+    throttled_until_ms: int = 0  # KIP-219: nothing is sent to the node before this (module docstring)
 
 
 class NetworkClient:
@@ -210,7 +215,8 @@ class NetworkClient:
             return False
         conn = node.conn
         if conn.state is ConnectionState.READY:
-            return conn.in_flight_count < self.config.max_in_flight_requests_per_connection
+            return (conn.in_flight_count < self.config.max_in_flight_requests_per_connection
+                    and now_ms >= node.throttled_until_ms)
         if conn.state is ConnectionState.DISCONNECTED and now_ms >= node.next_attempt_ms:
             node.active = True
             conn.connect(now_ms, self.connection_setup_timeout_ms(node_id))
@@ -256,6 +262,8 @@ class NetworkClient:
         node = self._nodes.get(node_id)
         if node is None:
             return 0
+        if node.conn.state is ConnectionState.READY and now_ms < node.throttled_until_ms:
+            return node.throttled_until_ms - now_ms  # the broker's throttle ends then (as Java's pollDelayMs)
         if node.conn.state is not ConnectionState.DISCONNECTED:
             return NO_CONNECTION_DELAY_LIMIT_MS
         return max(0, node.next_attempt_ms - now_ms)
@@ -413,6 +421,7 @@ class NetworkClient:
             self._close_if_idle(node, now_ms)
             self._track(node, now_ms)
             for completion in node.conn.drain_completions():
+                self._throttle(node, completion)
                 response = self._to_response(node.conn.node_id, completion)
                 if response is not None:
                     responses.append(response)
@@ -456,6 +465,22 @@ class NetworkClient:
             conn.disconnect(now_ms, f"was idle for {now_ms - conn.last_activity_ms} ms (connections.max.idle.ms)")
             node.active = False  # not a failure: no backoff, no refresh
             node.last_error = None
+
+    @staticmethod
+    def _throttle(node: _Node, completion: Completion) -> None:
+        """KIP-219: an answer carrying throttle_time_ms at a version from which the client throttles itself mutes
+        the node until that time has passed (the broker mutes the connection meanwhile, so anything sent would
+        only wait in its socket while request.timeout.ms runs)."""
+        body = completion.body
+        request: ClientRequest = completion.request.tag
+        since = request.api.client_throttle_from
+        if body is None or since is None or request.version < since:
+            return
+        throttle_ms = int(body.get("throttle_time_ms", 0) or 0)
+        if throttle_ms > 0:
+            node.throttled_until_ms = max(node.throttled_until_ms, completion.completed_ms + throttle_ms)
+            log.debug("node %s throttled the client for %d ms (a quota): nothing is sent to it before then",
+                      request.node_id, throttle_ms)
 
     def _to_response(self, node_id: int, completion: Completion) -> ClientResponse | None:
         request: ClientRequest = completion.request.tag

@@ -162,6 +162,31 @@ def test_ready_counts_in_flight_requests(clients: list[NetworkClient]) -> None:
         client.close()
 
 
+@pytest.mark.parametrize(("version", "throttled"), [(9, True), (5, False)], ids=["v9", "v5-before-KIP-219"])
+def test_a_throttled_answer_mutes_the_node_for_the_throttle_time(clients: list[NetworkClient], version: int,
+                                                                 throttled: bool) -> None:
+    def produce(header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+        return {**PRODUCE_ANSWER, "throttle_time_ms": 400}  # a quota: the broker answers at once, muted 400 ms
+
+    with FakeBroker(serve({PRODUCE.key: produce})) as broker:
+        client = make_client((broker.host, broker.port))
+        clients.append(client)
+        fresh_metadata(client)
+        await_ready(client, -1)
+        client.send(-1, PRODUCE, {"acks": -1, "timeout_ms": 1000, "topic_data": []}, monotonic_ms(),
+                    max_version=version)
+        (answer,) = poll_until(client, lambda r: len(r) == 1)
+        received = answer.received_ms
+        # Produce v6+ asks the client to wait out the throttle itself (Java: shouldClientThrottle); older versions
+        # are throttled by the broker delaying its answer, so nothing is owed after it.
+        assert client.ready(-1, received) is not throttled
+        assert client.ready(-1, received + 399) is not throttled
+        assert client.ready(-1, received + 400)
+        delay = client.connection_delay(-1, received + 100)
+        assert delay == (300 if throttled else NO_CONNECTION_DELAY_LIMIT_MS)
+        client.close()
+
+
 def test_send_to_a_node_that_is_not_ready(clients: list[NetworkClient]) -> None:
     client = make_client(("127.0.0.1", unused_port()))
     clients.append(client)

@@ -66,6 +66,7 @@ API_VERSIONS = ApiSpec(
         )),
         field("zk_migration_ready", "bool", "3+", tag=3, tagged="3+", default=False, ignorable=True),  # KRaft only
     ),
+    client_throttle_from=2,
 )
 
 # --------------------------------------------------------------------------------------------- Metadata
@@ -117,6 +118,7 @@ METADATA = ApiSpec(
         field("cluster_authorized_operations", "int32", "8-10", default=NO_AUTHORIZED_OPERATIONS),  # ACL bitfield
         field("error_code", "int16", "13+", default=NO_ERROR, ignorable=True),  # top-level error (v13+)
     ),
+    client_throttle_from=6,
 )
 
 # ----------------------------------------------------------------------------------------- CreateTopics
@@ -164,4 +166,5 @@ CREATE_TOPICS = ApiSpec(
             )),
         )),
     ),
+    client_throttle_from=3,
 )

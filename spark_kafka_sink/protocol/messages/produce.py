@@ -69,4 +69,5 @@ PRODUCE = ApiSpec(
     flexible_from=9,
     request_schema=_REQUEST,
     response_schema=_RESPONSE,
+    client_throttle_from=6,
 )

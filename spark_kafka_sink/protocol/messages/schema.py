@@ -187,6 +187,10 @@ class ApiSpec:
     flexible_from: int | None  # first flexible version (compact types, tagged fields); None = never
     request_schema: Schema
     response_schema: Schema
+    # KIP-219: from this version on the broker answers a throttled request at once, with throttle_time_ms, and
+    # expects the client to send nothing more on that connection until the time has passed (it mutes the
+    # connection meanwhile). None: the API is never throttled that way. Java: AbstractResponse.shouldClientThrottle.
+    client_throttle_from: int | None = None
 
     def is_flexible(self, version: int) -> bool:
         return self.flexible_from is not None and version >= self.flexible_from

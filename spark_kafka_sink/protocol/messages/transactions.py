@@ -38,6 +38,7 @@ INIT_PRODUCER_ID = ApiSpec(
         field("producer_id", "int64", "0+", default=-1),  # assigned producer id
         field("producer_epoch", "int16", "0+", default=-1),  # assigned epoch
     ),
+    client_throttle_from=1,
 )
 
 # ------------------------------------------------------------------------------------ FindCoordinator (10)
@@ -71,6 +72,7 @@ FIND_COORDINATOR = ApiSpec(
             field("error_message", "string", "4+", nullable="4+", default=None, ignorable=True),  # details
         )),
     ),
+    client_throttle_from=2,
 )
 
 # --------------------------------------------------------------------------------- AddPartitionsToTxn (24)
@@ -105,6 +107,7 @@ ADD_PARTITIONS_TO_TXN = ApiSpec(
         field("throttle_time_ms", "int32", "0+", default=0),  # quota delay
         field("results_by_topic_v3_and_below", "[]", "0-3", fields=_TOPIC_RESULTS),  # one result per topic
     ),
+    client_throttle_from=1,
 )
 
 # ---------------------------------------------------------------------------------- AddOffsetsToTxn (25)
@@ -126,6 +129,7 @@ ADD_OFFSETS_TO_TXN = ApiSpec(
         field("throttle_time_ms", "int32", "0+", default=0),  # quota delay
         field("error_code", "int16", "0+", default=NO_ERROR),  # e.g. CONCURRENT_TRANSACTIONS
     ),
+    client_throttle_from=1,
 )
 
 # ------------------------------------------------------------------------------------------- EndTxn (26)
@@ -150,6 +154,7 @@ END_TXN = ApiSpec(
         field("producer_id", "int64", "5+", default=-1, ignorable=True),  # id for the next transaction (v5)
         field("producer_epoch", "int16", "5+", default=-1, ignorable=True),  # epoch for the next one (v5)
     ),
+    client_throttle_from=1,
 )
 
 # ---------------------------------------------------------------------------------- TxnOffsetCommit (28)
@@ -189,6 +194,7 @@ TXN_OFFSET_COMMIT = ApiSpec(
             )),
         )),
     ),
+    client_throttle_from=1,
 )
 
 # --------------------------------------------------------------------------------------- OffsetFetch (9)
@@ -246,4 +252,5 @@ OFFSET_FETCH = ApiSpec(
             field("error_code", "int16", "8+", default=NO_ERROR),  # group-level error
         )),
     ),
+    client_throttle_from=4,
 )
