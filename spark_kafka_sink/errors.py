@@ -214,8 +214,8 @@ def _state_name(state: object) -> str:
 
 
 class SerializationError(KafkaError):
-    """A key, value, header or timestamp cannot go into a record (not bytes or str, a timestamp before 1970, a
-    column of the wrong type); fix the input data or its column type."""
+    """A key, value, header, timestamp, partition or topic cannot go into a record (not bytes or str, a timestamp
+    before 1970, a topic that is not a str, a column of the wrong type); fix the input data or its column type."""
 
 
 class PartitionOutOfRangeError(KafkaError, ValueError):

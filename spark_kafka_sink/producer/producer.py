@@ -44,11 +44,12 @@ import concurrent.futures
 import copy
 import dataclasses
 import logging
+import operator
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, SupportsIndex
 
 import pyarrow as pa
 
@@ -93,6 +94,13 @@ def _to_bytes(value: _Bytes, what: str) -> bytes | None:
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
     raise SerializationError(f"{what} must be bytes or str (UTF-8), got {type(value).__name__}")
+
+
+def _as_int(value: object, what: str) -> int:
+    """An integer argument given as another integer type (numpy's); bool, float and the rest: SerializationError."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise SerializationError(f"{what} must be an int or None, got {type(value).__name__} {value!r}")
+    return operator.index(value)  # (it has __index__)
 
 
 def _header_key(key: object) -> str:
@@ -157,8 +165,9 @@ class KafkaProducer:
 
     # ------------------------------------------------------------------------------------------ sending
 
-    def send(self, topic: str, value: _Bytes, key: _Bytes = None, partition: int | None = None,
-             timestamp_ms: int | None = None, headers: Iterable[tuple[str | bytes, _Bytes]] | None = None,
+    def send(self, topic: str, value: _Bytes, key: _Bytes = None, partition: SupportsIndex | None = None,
+             timestamp_ms: SupportsIndex | None = None,
+             headers: Iterable[tuple[str | bytes, _Bytes]] | Mapping[str, _Bytes] | None = None,
              callback: Callback | None = None) -> Future[RecordMetadata]:
         """Queue one record; the future completes with its RecordMetadata once the broker acknowledged it.
 
@@ -172,11 +181,16 @@ class KafkaProducer:
         tm = self._tm
         if tm is not None:
             tm.fail_if_not_ready_for_send()
-        # The per-record path: plain bytes pass through untouched; only what is given is converted.
+        # The per-record path: plain bytes and ints pass through untouched; only what is given is converted.
+        partition = partition if partition is None or type(partition) is int else _as_int(partition, "partition")
+        timestamp_ms = (timestamp_ms if timestamp_ms is None or type(timestamp_ms) is int
+                        else _as_int(timestamp_ms, "timestamp_ms"))
         value_b = value if value is None or type(value) is bytes else _to_bytes(value, "value")
         key_b = key if key is None or type(key) is bytes else _to_bytes(key, "key")
-        header_t: tuple[tuple[str, bytes | None], ...] = (
-            tuple((_header_key(k), _to_bytes(v, f"header {k!r}")) for k, v in headers) if headers else ())
+        header_t: tuple[tuple[str, bytes | None], ...] = ()
+        if headers:
+            pairs = headers.items() if isinstance(headers, Mapping) else headers  # a dict, as confluent-kafka's
+            header_t = tuple((_header_key(k), _to_bytes(v, f"header {k!r}")) for k, v in pairs)
         record: ProducerRecord | None = None
         if self._interceptors:
             record = self._interceptors.on_send(ProducerRecord(topic, value_b, key_b, header_t, partition,
@@ -294,6 +308,8 @@ class KafkaProducer:
         set of unavailable nodes. Candidates: partitions with a leader, less those whose leader took no data for
         partitioner.availability.timeout.ms (if that leaves none, all with a leader, as Java). ``needed``: the
         highest partition the caller names, plus one; see ``_refresh_if_fewer``."""
+        if type(topic) is not str or not topic:  # (before the metadata's topic set: a refresh would fail on it)
+            raise SerializationError(f"topic must be a non-empty str, got {type(topic).__name__} {topic!r}")
         info = self._cached_partition_info(topic, max_block_ms)
         if info[0] < needed and self._refresh_if_fewer(topic, needed, max_block_ms):
             info = self._cached_partition_info(topic, max_block_ms)

@@ -70,6 +70,31 @@ def test_header_keys_are_strings_bytes_ones_decoded(bootstrap: str, topic_factor
     assert record.headers == (("bytes-key", b"1"), ("str-key", b"2"), ("\u00e9", None))
 
 
+def test_bad_send_arguments_are_refused_and_leave_the_producer_working(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
+    topic = topic_factory(partitions=2)
+    p = producer(bootstrap, **{"max.block.ms": 5_000})
+    try:
+        bad: list[tuple[dict[str, Any], str]] = [
+            ({"topic": topic.encode()}, "topic must be a non-empty str, got bytes"),  # once poisoned every refresh
+            ({"topic": None}, "topic must be a non-empty str, got NoneType"),
+            ({"partition": "1"}, "partition must be an int or None, got str"),
+            ({"partition": True}, "partition must be an int or None, got bool"),
+            ({"timestamp_ms": 1.7e12}, "timestamp_ms must be an int or None, got float"),
+        ]
+        for arguments, words in bad:
+            with pytest.raises(SerializationError, match=words):
+                p.send(**{"topic": topic, "value": b"bad", **arguments})
+        # numpy integers (a pandas column's) and headers as a dict, as confluent-kafka takes them
+        md = p.send(topic, b"ok", partition=np.int64(1), timestamp_ms=np.int64(1_700_000_000_000),
+                    headers={"h": b"1"}).result(10)
+    finally:
+        p.close(10)  # bounded: a producer whose sender thread fails every round would never finish a full close
+    assert (md.partition, md.timestamp_ms) == (1, 1_700_000_000_000)
+    (record,) = readback(topic)
+    assert (record.value, record.headers) == (b"ok", (("h", b"1"),))
+
+
 @pytest.mark.parametrize(("slice_bytes", "buffer_memory", "chunked"),
                          [(None, None, False), (64 << 10, None, False), (64 << 10, 128 << 10, False),
                           (64 << 10, None, True)],
