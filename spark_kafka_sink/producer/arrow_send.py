@@ -141,6 +141,32 @@ def _bytes_like(t: pa.DataType) -> bool:
                 or pa.types.is_large_string(t) or pa.types.is_null(t))
 
 
+def _is_view(t: pa.DataType, kind: str) -> bool:
+    check = getattr(pa.types, f"is_{kind}_view", None)  # string_view and binary_view: pyarrow 16 and later
+    return bool(check is not None and check(t))
+
+
+def _plain_bytes(col: pa.Array | pa.ChunkedArray, name: str, *, text_only: bool = False
+                 ) -> pa.Array | pa.ChunkedArray:
+    """``col`` as string/binary (large or not), which the encoder reads through its offsets. Other Arrow layouts
+    of the same bytes are cast once: string_view and binary_view (Polars' default), dictionary-encoded strings
+    (a pandas ``category``), fixed_size_binary. ``text_only``: the topic column, which must hold strings."""
+    t = col.type
+    inner = t.value_type if pa.types.is_dictionary(t) else t
+    if _is_view(inner, "string"):
+        target: pa.DataType | None = pa.string()
+    elif text_only:
+        target = inner if pa.types.is_string(inner) or pa.types.is_large_string(inner) else None
+    elif _is_view(inner, "binary") or pa.types.is_fixed_size_binary(inner):
+        target = pa.binary()
+    else:
+        target = inner if _bytes_like(inner) else None
+    if target is None:
+        kinds = "string" if text_only else "string or binary"
+        raise SerializationError(f"column {name!r} must be {kinds}, got {t}")
+    return col if target == t else col.cast(target)
+
+
 def _lengths(arr: pa.Array | pa.ChunkedArray | None, n: int) -> I64:
     """Bytes per row (0 where null), from the offsets (binary_length + fill_null + cast was ~5% of a call)."""
     if arr is None or pa.types.is_null(arr.type):
@@ -255,14 +281,14 @@ def _validate(data: pa.RecordBatch | pa.Table, topic: str | None, first_row: int
             "partition": _column(data, "partition"), "headers": _column(data, "headers")}
     for name in ("value", "key"):
         col = cols[name]
-        if col is not None and not _bytes_like(col.type):
-            raise SerializationError(f"column {name!r} must be string or binary, got {col.type}")
+        if col is not None:
+            cols[name] = _plain_bytes(col, name)
+    value = cols["value"]
     topic_col = cols["topic"]
     if topic is None:
         if topic_col is None:
             raise SerializationError("no topic: pass the topic argument or give a 'topic' column")
-        if not (pa.types.is_string(topic_col.type) or pa.types.is_large_string(topic_col.type)):
-            raise SerializationError(f"column 'topic' must be string, got {topic_col.type}")
+        topic_col = cols["topic"] = _plain_bytes(topic_col, "topic", text_only=True)
         if topic_col.null_count:
             row = int(np.argmax(np.asarray(topic_col.is_null())))
             raise SerializationError(f"column 'topic' is null at row {first_row + row}; every row needs a topic (or "

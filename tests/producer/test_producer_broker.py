@@ -191,6 +191,45 @@ def test_send_batch_validation_names_the_column(bootstrap: str, topic_factory: C
             p.send(topic, b"x" * 2_000_000)
 
 
+def test_send_batch_takes_other_arrow_layouts_of_strings_and_bytes(bootstrap: str, topic_factory: Callable[..., str],
+                                                                   readback: Readback) -> None:
+    """Polars hands string_view and binary_view, a pandas ``category`` becomes a dictionary column: each is cast
+    once to the plain layout and written byte for byte as the plain table is, keys partitioned the same."""
+    keys, values = ["k1", "k2", None, "k3"], ["a", None, "ccc", "dd"]
+    key_bytes = [None if k is None else k.encode() for k in keys]
+    value_bytes = [None if v is None else v.encode() for v in values]
+    padded = [None if v is None else v.ljust(3).encode() for v in values]  # fixed_size_binary(3) pads them
+    layouts: dict[str, tuple[dict[str, Any], list[bytes | None]]] = {
+        "plain": ({"key": keys, "value": values}, value_bytes),
+        "views": ({"key": pa.array(keys, pa.string_view()), "value": pa.array(values, pa.string_view())},
+                  value_bytes),
+        "binary views, dictionary": ({"key": pa.array(key_bytes, pa.binary_view()),
+                                      "value": pa.array(values).dictionary_encode()}, value_bytes),
+        "dictionary, fixed size": ({"key": pa.array(keys).dictionary_encode(),
+                                    "value": pa.array(padded, pa.binary(3))}, padded),
+    }
+    topics = {name: topic_factory(partitions=3) for name in layouts}
+    with producer(bootstrap) as p:
+        for name, (columns, _) in layouts.items():
+            p.send_batch(topics[name], pa.table(columns)).result(30)
+        # The topic column too: a dictionary of strings, not binary.
+        p.send_batch(None, pa.table({"value": ["t"], "topic": pa.array([topics["plain"]]).dictionary_encode()})
+                     ).result(30)
+        with pytest.raises(SerializationError, match="column 'topic' must be string, got binary"):
+            p.send_batch(None, pa.table({"value": ["t"], "topic": pa.array([topics["plain"].encode()])}))
+        with pytest.raises(SerializationError, match="column .key. must be .*, got dictionary<values=int64"):
+            p.send_batch(topics["plain"], pa.table({"value": ["v"], "key": pa.array([1]).dictionary_encode()}))
+    plain_partition = {r.key: r.partition for r in readback(topics["plain"]) if r.key is not None}
+    assert len(set(plain_partition.values())) > 1  # the keys spread, so partitioning is compared
+    for name, (_, written) in layouts.items():
+        got = readback(topics[name])
+        expected = list(zip(key_bytes, written, strict=True))
+        if name == "plain":
+            expected.append((None, b"t"))
+        assert sorted(((r.key, r.value) for r in got), key=repr) == sorted(expected, key=repr), name
+        assert {r.key: r.partition for r in got if r.key is not None} == plain_partition, name
+
+
 def test_keyed_records_land_where_librdkafka_murmur2_random_puts_them(
         bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
     # The partitioner's own tests compare 100,000 keys with librdkafka in-process; this checks they LAND there.
