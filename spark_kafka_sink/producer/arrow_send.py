@@ -146,24 +146,45 @@ def _is_view(t: pa.DataType, kind: str) -> bool:
     return bool(check is not None and check(t))
 
 
-def _plain_bytes(col: pa.Array | pa.ChunkedArray, name: str, *, text_only: bool = False
-                 ) -> pa.Array | pa.ChunkedArray:
-    """``col`` as string/binary (large or not), which the encoder reads through its offsets. Other Arrow layouts
-    of the same bytes are cast once: string_view and binary_view (Polars' default), dictionary-encoded strings
-    (a pandas ``category``), fixed_size_binary. ``text_only``: the topic column, which must hold strings."""
-    t = col.type
+def _plain_type(t: pa.DataType, *, text_only: bool = False) -> pa.DataType | None:
+    """The string/binary type (large or not) the encoder reads through its offsets for the Arrow type ``t``, or None
+    when ``t`` holds no strings (``text_only``) or bytes. Other layouts of the same bytes map to the plain one:
+    string_view and binary_view (Polars' default), dictionary-encoded strings (a pandas ``category``),
+    fixed_size_binary."""
     inner = t.value_type if pa.types.is_dictionary(t) else t
     if _is_view(inner, "string"):
-        target: pa.DataType | None = pa.string()
-    elif text_only:
-        target = inner if pa.types.is_string(inner) or pa.types.is_large_string(inner) else None
-    elif _is_view(inner, "binary") or pa.types.is_fixed_size_binary(inner):
-        target = pa.binary()
-    else:
-        target = inner if _bytes_like(inner) else None
+        return pa.string()
+    if text_only:
+        return inner if pa.types.is_string(inner) or pa.types.is_large_string(inner) else None
+    if _is_view(inner, "binary") or pa.types.is_fixed_size_binary(inner):
+        return pa.binary()
+    return inner if _bytes_like(inner) else None
+
+
+def _plain_bytes(col: pa.Array | pa.ChunkedArray, name: str, *, text_only: bool = False
+                 ) -> pa.Array | pa.ChunkedArray:
+    """``col`` in its plain layout (see ``_plain_type``: a cast, once, when it is another); ``text_only``: the
+    topic column, which must hold strings."""
+    target = _plain_type(col.type, text_only=text_only)
     if target is None:
         kinds = "string" if text_only else "string or binary"
-        raise SerializationError(f"column {name!r} must be {kinds}, got {t}")
+        raise SerializationError(f"column {name!r} must be {kinds}, got {col.type}")
+    return col if target == col.type else col.cast(target)
+
+
+def _plain_headers(col: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The headers column as list<struct<key, value>> of plain string/binary fields (cast once if they are other
+    layouts, or in the other order)."""
+    t = col.type
+    fields: dict[str, pa.DataType | None] = {}
+    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_struct(t.value_type):
+        fields = {t.value_type.field(i).name: _plain_type(t.value_type.field(i).type)
+                  for i in range(t.value_type.num_fields)}
+    key, value = fields.get("key"), fields.get("value")
+    if set(fields) != {"key", "value"} or key is None or value is None:
+        raise SerializationError(f"column 'headers' must be list<struct<key: string, value: binary>>, got {t}")
+    entry = pa.struct([("key", key), ("value", value)])
+    target = pa.large_list(entry) if pa.types.is_large_list(t) else pa.list_(entry)
     return col if target == t else col.cast(target)
 
 
@@ -298,7 +319,7 @@ def _validate(data: pa.RecordBatch | pa.Table, topic: str | None, first_row: int
         raise SerializationError(f"column 'partition' must be an integer type, got {partition.type}")
     headers = cols["headers"]
     if headers is not None:
-        _check_headers(headers.type)
+        headers = _plain_headers(headers)
     timestamps = _timestamps(_column(data, "timestamp"), n)
     size = _lengths(value, n) + _lengths(cols["key"], n) + _RECORD_OVERHEAD
     if headers is not None and len(headers.flatten()):
@@ -310,15 +331,6 @@ def _validate(data: pa.RecordBatch | pa.Table, topic: str | None, first_row: int
         cum = np.concatenate([[0], np.cumsum(entry_size)])
         size += cum[ends] - cum[ends - counts]
     return _Columns(value, cols["key"], topic_col, partition, headers, timestamps, size)
-
-
-def _check_headers(t: pa.DataType) -> None:
-    ok = (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_struct(t.value_type)
-    if ok:
-        names = {t.value_type.field(i).name: t.value_type.field(i).type for i in range(t.value_type.num_fields)}
-        ok = set(names) == {"key", "value"} and all(_bytes_like(v) for v in names.values())
-    if not ok:
-        raise SerializationError(f"column 'headers' must be list<struct<key: string, value: binary>>, got {t}")
 
 
 def _timestamps(col: pa.Array | None, n: int) -> I64:

@@ -201,7 +201,11 @@ def test_send_batch_takes_other_arrow_layouts_of_strings_and_bytes(bootstrap: st
     padded = [None if v is None else v.ljust(3).encode() for v in values]  # fixed_size_binary(3) pads them
     layouts: dict[str, tuple[dict[str, Any], list[bytes | None]]] = {
         "plain": ({"key": keys, "value": values}, value_bytes),
-        "views": ({"key": pa.array(keys, pa.string_view()), "value": pa.array(values, pa.string_view())},
+        "views": ({"key": pa.array(keys, pa.string_view()), "value": pa.array(values, pa.string_view()),
+                   # headers of views too, their fields in the other order
+                   "headers": pa.array([[{"value": b"x", "key": "h"}], None, [], [{"value": None, "key": "g"}]],
+                                       pa.list_(pa.struct([("value", pa.binary_view()),
+                                                           ("key", pa.string_view())])))},
                   value_bytes),
         "binary views, dictionary": ({"key": pa.array(key_bytes, pa.binary_view()),
                                       "value": pa.array(values).dictionary_encode()}, value_bytes),
@@ -228,6 +232,9 @@ def test_send_batch_takes_other_arrow_layouts_of_strings_and_bytes(bootstrap: st
             expected.append((None, b"t"))
         assert sorted(((r.key, r.value) for r in got), key=repr) == sorted(expected, key=repr), name
         assert {r.key: r.partition for r in got if r.key is not None} == plain_partition, name
+        if name == "views":
+            assert sorted((r.key or b"", r.headers) for r in got) == \
+                [(b"", ()), (b"k1", (("h", b"x"),)), (b"k2", ()), (b"k3", (("g", None),))]
 
 
 def test_keyed_records_land_where_librdkafka_murmur2_random_puts_them(
