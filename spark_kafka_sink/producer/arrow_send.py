@@ -317,10 +317,12 @@ def _validate(data: pa.RecordBatch | pa.Table, topic: str | None, first_row: int
     partition = cols["partition"]
     if partition is not None and not (pa.types.is_integer(partition.type) or pa.types.is_null(partition.type)):
         raise SerializationError(f"column 'partition' must be an integer type, got {partition.type}")
+    if partition is not None and pa.types.is_uint64(partition.type):
+        partition = _within_int64(partition, "partition", first_row)
     headers = cols["headers"]
     if headers is not None:
         headers = _plain_headers(headers)
-    timestamps = _timestamps(_column(data, "timestamp"), n)
+    timestamps = _timestamps(_column(data, "timestamp"), n, first_row)
     size = _lengths(value, n) + _lengths(cols["key"], n) + _RECORD_OVERHEAD
     if headers is not None and len(headers.flatten()):
         entries = headers.flatten()
@@ -333,14 +335,37 @@ def _validate(data: pa.RecordBatch | pa.Table, topic: str | None, first_row: int
     return _Columns(value, cols["key"], topic_col, partition, headers, timestamps, size)
 
 
-def _timestamps(col: pa.Array | None, n: int) -> I64:
+_MAX_INT64 = (1 << 63) - 1
+
+
+def _within_int64(col: pa.Array, name: str, first_row: int) -> pa.Array:
+    """An unsigned 64-bit column as int64, or SerializationError naming the first row beyond int64 (the wire's
+    partition and timestamp fields are signed; a bare cast raised ArrowInvalid naming neither column nor row)."""
+    beyond = np.asarray(pc.fill_null(pc.greater(col, pa.scalar(_MAX_INT64, pa.uint64())), False))
+    if beyond.any():
+        row = int(np.argmax(beyond))
+        raise SerializationError(f"column {name!r} holds {col[row].as_py()} at row {first_row + row}: more than a "
+                                 "signed 64-bit integer holds")
+    return col.cast(pa.int64())
+
+
+def _timestamps(col: pa.Array | None, n: int, first_row: int = 0) -> I64:
     now = time.time_ns() // 1_000_000
     if col is None:
         return np.full(n, now, np.int64)
     if pa.types.is_timestamp(col.type):
-        col = col.cast(pa.timestamp("ms", col.type.tz)).cast(pa.int64())
+        ticks = np.asarray(pc.fill_null(col.cast(pa.int64()), 0))
+        if n and int(ticks.min()) < 0:  # checked before truncating: -0.5 ms is before 1970 too
+            row = int(np.argmax(ticks < 0))
+            raise SerializationError(f"column 'timestamp' holds a time before 1970 at row {first_row + row} "
+                                     f"({int(ticks[row])} {col.type.unit} since the epoch): record timestamps are "
+                                     "1970 or later (the Java client refuses earlier ones too). Fix the row, or make "
+                                     "it null for the send time")
+        # Truncated to milliseconds, as Java's Timestamp.getTime() for the times Kafka accepts (a safe cast refused
+        # any sub-millisecond part: pandas' nanosecond and Spark's microsecond times have them).
+        col = col.cast(pa.timestamp("ms", col.type.tz), safe=False).cast(pa.int64())
     elif pa.types.is_integer(col.type):
-        col = col.cast(pa.int64())
+        col = _within_int64(col, "timestamp", first_row) if pa.types.is_uint64(col.type) else col.cast(pa.int64())
     elif not pa.types.is_null(col.type):
         raise SerializationError(f"column 'timestamp' must be a timestamp or int64 epoch milliseconds, got "
                                  f"{col.type}")
@@ -349,9 +374,9 @@ def _timestamps(col: pa.Array | None, n: int) -> I64:
     out: I64 = np.asarray(pc.fill_null(col, now))
     if n and int(out.min()) < 0:
         row = int(np.argmax(out < 0))
-        raise SerializationError(f"column 'timestamp' holds {int(out[row])} at row {row}: record timestamps are epoch "
-                                 "milliseconds >= 0 (1970 or later; the Java client refuses earlier ones too). Fix "
-                                 "the row, or make it null for the send time")
+        raise SerializationError(f"column 'timestamp' holds {int(out[row])} at row {first_row + row}: record "
+                                 "timestamps are epoch milliseconds >= 0 (1970 or later; the Java client refuses "
+                                 "earlier ones too). Fix the row, or make it null for the send time")
     return out
 
 

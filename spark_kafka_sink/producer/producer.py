@@ -116,6 +116,7 @@ def _header_key(key: object) -> str:
                              "are required strings")
 
 
+_MAX_INT64 = (1 << 63) - 1
 _RECORD_OVERHEAD = 23  # a lone record's varints (length, deltas, key/value lengths, header count) at their widest
 
 
@@ -201,6 +202,9 @@ class KafkaProducer:
         if timestamp_ms is not None and timestamp_ms < 0:  # as Java's ProducerRecord (the broker would take it)
             raise SerializationError(f"timestamp_ms={timestamp_ms}: record timestamps are epoch milliseconds >= 0 "
                                      "(1970 or later); pass None for the send time")
+        if timestamp_ms is not None and timestamp_ms > _MAX_INT64:  # Java's is a long; the wire field is int64
+            raise SerializationError(f"timestamp_ms={timestamp_ms}: more than a signed 64-bit integer holds (the "
+                                     "wire's timestamp field); record timestamps are epoch milliseconds")
         tp: TopicPartition | None = None
         try:
             started = monotonic_ms()

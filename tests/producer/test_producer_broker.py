@@ -81,6 +81,10 @@ def test_bad_send_arguments_are_refused_and_leave_the_producer_working(
             ({"partition": "1"}, "partition must be an int or None, got str"),
             ({"partition": True}, "partition must be an int or None, got bool"),
             ({"timestamp_ms": 1.7e12}, "timestamp_ms must be an int or None, got float"),
+            # once taken, then its batch failed to build in the sender thread, round after round: the partition's
+            # later records never left
+            ({"timestamp_ms": 1 << 63}, "timestamp_ms=9223372036854775808: more than a signed 64-bit integer"),
+            ({"timestamp_ms": np.uint64(1 << 63)}, "timestamp_ms=9223372036854775808: more than a signed 64-bit"),
         ]
         for arguments, words in bad:
             with pytest.raises(SerializationError, match=words):
@@ -183,12 +187,37 @@ def test_send_batch_validation_names_the_column(bootstrap: str, topic_factory: C
             p.send_batch(topic, pa.table({"value": [b"v"], "timestamp": ["now"]}))
         with pytest.raises(SerializationError, match="'timestamp' holds -7 at row 1: .* >= 0"):
             p.send_batch(topic, pa.table({"value": [b"v", b"w"], "timestamp": pa.array([0, -7], pa.int64())}))
+        with pytest.raises(SerializationError, match="'timestamp' holds a time before 1970 at row 1 .-500 us"):
+            p.send_batch(topic, pa.table({"value": [b"v", b"w"], "timestamp": pa.array([0, -500], pa.timestamp("us"))}))
+        # uint64 columns: a value past int64 is named with its row (it raised a bare ArrowInvalid)
+        with pytest.raises(SerializationError, match="'timestamp' holds 9223372036854775808 at row 1: more than"):
+            p.send_batch(topic, pa.table({"value": [b"v", b"w"], "timestamp": pa.array([0, 1 << 63], pa.uint64())}))
+        with pytest.raises(SerializationError, match="'partition' holds 9223372036854775808 at row 0: more than"):
+            p.send_batch(topic, pa.table({"value": [b"v"], "partition": pa.array([1 << 63], pa.uint64())}))
         with pytest.raises(SerializationError, match="timestamp_ms=-5: .* >= 0"):
             p.send(topic, b"v", timestamp_ms=-5)
         with pytest.raises(RecordTooLargeError, match="row 1 .* max.request.size"):
             p.send_batch(topic, pa.table({"value": [b"v", b"x" * 2_000_000]}))
         with pytest.raises(RecordTooLargeError, match="2000.* max.request.size"):
             p.send(topic, b"x" * 2_000_000)
+
+
+def test_send_batch_truncates_sub_millisecond_timestamps(bootstrap: str, topic_factory: Callable[..., str],
+                                                          readback: Readback) -> None:
+    """pandas' datetime64[ns] and Spark's microsecond times carry sub-millisecond parts: truncated to milliseconds,
+    as Java's Timestamp.getTime() (a safe Arrow cast refused them: 'would lose data'). uint64 epoch milliseconds
+    within int64 are taken as they are."""
+    topic = topic_factory(partitions=1)
+    base_ms = 1_700_000_000_123
+    with producer(bootstrap) as p:
+        p.send_batch(topic, pa.table({"value": [b"ns", b"us"], "timestamp": pa.array(
+            [base_ms * 1_000_000 + 999_999, base_ms * 1_000_000 + 1], pa.timestamp("ns"))})).result(30)
+        p.send_batch(topic, pa.table({"value": [b"us-utc"], "timestamp": pa.array(
+            [(base_ms + 1) * 1_000 + 999], pa.timestamp("us", "UTC"))})).result(30)
+        p.send_batch(topic, pa.table({"value": [b"uint64"], "timestamp": pa.array([base_ms + 2], pa.uint64())})
+                     ).result(30)
+    assert [(r.value, r.timestamp_ms) for r in sorted(readback(topic), key=lambda r: r.offset)] == [
+        (b"ns", base_ms), (b"us", base_ms), (b"us-utc", base_ms + 1), (b"uint64", base_ms + 2)]
 
 
 def test_send_batch_takes_other_arrow_layouts_of_strings_and_bytes(bootstrap: str, topic_factory: Callable[..., str],
