@@ -459,7 +459,9 @@ class NetworkClient:
         conn = node.conn
         if idle_ms < 0 or conn.state is not ConnectionState.READY or conn.in_flight_count:
             return
-        if now_ms - conn.last_activity_ms >= idle_ms:
+        # Idle for MORE than the limit, as Java's Selector: with 0, a connection that became ready (or answered) in
+        # this poll stays for the caller's next request, instead of closing before anything could be sent on it.
+        if now_ms - conn.last_activity_ms > idle_ms:
             log.debug("closing the connection to %s (node %s): idle for %d ms (connections.max.idle.ms)",
                       conn.address, conn.node_id, now_ms - conn.last_activity_ms)
             conn.disconnect(now_ms, f"was idle for {now_ms - conn.last_activity_ms} ms (connections.max.idle.ms)")

@@ -1,6 +1,7 @@
-"""Producer options that steer metadata and metrics, against the session's real broker
-(auto.create.topics.enable=true): allow.auto.create.topics, metadata.max.idle.ms, metrics.sample.window.ms and
-metrics.num.samples. Topics are checked with confluent-kafka's admin client."""
+"""Producer options that steer metadata, connections and metrics, against the session's real broker
+(auto.create.topics.enable=true): allow.auto.create.topics, metadata.max.idle.ms, metrics.sample.window.ms,
+metrics.num.samples, client.dns.lookup, partitioner.class and connections.max.idle.ms=0. Topics are checked with
+confluent-kafka's admin client."""
 
 from __future__ import annotations
 
@@ -150,3 +151,16 @@ def test_javas_round_robin_partitioner_spreads_one_key_over_every_partition(
     by_partition = {p: [r.value for r in records if r.partition == p] for p in range(4)}
     assert by_partition == {p: [b"one %d" % i for i in range(p, 12, 4)] + [b"bulk %d" % i for i in range(p, 12, 4)]
                             for p in range(4)}
+
+
+def test_connections_max_idle_ms_zero_closes_idle_connections_and_still_sends(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
+    """connections.max.idle.ms=0 (Java: close what is idle for more than 0 ms). A connection that became ready closed
+    in the same poll, before the Metadata request could go out on it: no send ever got metadata (KafkaTimeoutError
+    after max.block.ms). Now it closes between requests, as Java's, and every record is written."""
+    topic = topic_factory(partitions=1)
+    with KafkaProducer({"bootstrap.servers": bootstrap, "connections.max.idle.ms": 0, "max.block.ms": 10_000,
+                        "linger.ms": 20}) as producer:
+        offsets = [producer.send(topic, b"%d" % i).result(20).offset for i in range(5)]
+    assert offsets == [0, 1, 2, 3, 4]
+    assert [r.value for r in readback(topic)] == [b"0", b"1", b"2", b"3", b"4"]
