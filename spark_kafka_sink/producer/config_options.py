@@ -335,7 +335,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("socket.connection.setup.timeout.max.ms", _MS, _int(0), 30_000,
          "Cap of the setup timeout, which doubles (+-20%) per failed attempt to set up a connection to a broker."),
     _opt("connections.max.idle.ms", _MS, _int(-1), 540_000,
-         "Close a connection without traffic for this long (-1: never); the next request reconnects."),
+         "Close a connection without traffic for longer than this (-1: never; 0: between requests); the next "
+         "request reconnects."),
     _opt("reconnect.backoff.ms", _MS, _int(0), 50, "Wait before reconnecting to a broker."),
     _opt("reconnect.backoff.max.ms", _MS, _int(0), 1_000, "Cap of the exponential reconnect backoff."),
     _opt("send.buffer.bytes", "int", _int(-1, MAX_INT32), 131_072, "SO_SNDBUF (-1: OS default)."),
