@@ -49,6 +49,7 @@ __all__ = ["ProducerConfig", "Secret", "SaslCredentials"]
 _log = logging.getLogger(__name__)
 
 _MAX_IDEMPOTENT_IN_FLIGHT = 5
+_MAX_INT32 = (1 << 31) - 1
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,9 @@ def _apply_cross_field_rules(v: dict[str, Any], explicit: set[str]) -> None:
     _idempotence_rules(v, explicit)
     if v["transactional_id"] is not None and not v["enable_idempotence"]:
         raise _conflict("transactional.id needs idempotence, but enable.idempotence=false", "transactional.id")
-    floor = v["linger_ms"] + v["request_timeout_ms"]
+    # Capped at the int32 maximum, as Java's (long) sum clamped to Integer.MAX_VALUE: linger.ms=2147483647 (batch
+    # until full) with delivery.timeout.ms=2147483647 is valid there.
+    floor = min(v["linger_ms"] + v["request_timeout_ms"], _MAX_INT32)
     if v["delivery_timeout_ms"] < floor:
         if "delivery.timeout.ms" in explicit:
             raise _conflict(

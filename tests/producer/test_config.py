@@ -183,6 +183,10 @@ def test_delivery_timeout_floor() -> None:
         cfg({"delivery.timeout.ms": 1000})
     # Not set by the user: raised to the floor, as Java does.
     assert cfg({"linger.ms": 100_000}).delivery_timeout_ms == 130_000
+    # The floor is capped at the int32 maximum, as Java's: the largest linger.ms and delivery.timeout.ms go together.
+    top = (1 << 31) - 1
+    assert cfg({"linger.ms": top, "delivery.timeout.ms": top}).delivery_timeout_ms == top
+    assert cfg({"linger.ms": top}).delivery_timeout_ms == top
 
 
 def test_backoff_max_never_below_base() -> None:
