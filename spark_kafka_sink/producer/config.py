@@ -36,11 +36,13 @@ from spark_kafka_sink.net.oauthbearer import OAUTH_SETTINGS, token_source
 from spark_kafka_sink.net.security_settings import tls_versions
 from spark_kafka_sink.producer.config_options import (
     IGNORED_OPTIONS,
+    MAX_INT32,
     OPTIONS,
     OPTIONS_BY_NAME,
     UNSUPPORTED_OPTIONS,
     Secret,
 )
+from spark_kafka_sink.protocol.compression import require_codec
 from spark_kafka_sink.protocol.jaas import jaas_credentials, jaas_oauthbearer_options
 from spark_kafka_sink.protocol.sasl import GSSAPI, OAUTHBEARER
 
@@ -49,7 +51,6 @@ __all__ = ["ProducerConfig", "Secret", "SaslCredentials"]
 _log = logging.getLogger(__name__)
 
 _MAX_IDEMPOTENT_IN_FLIGHT = 5
-_MAX_INT32 = (1 << 31) - 1
 
 
 @dataclass(frozen=True)
@@ -262,7 +263,7 @@ def _apply_cross_field_rules(v: dict[str, Any], explicit: set[str]) -> None:
         raise _conflict("transactional.id needs idempotence, but enable.idempotence=false", "transactional.id")
     # Capped at the int32 maximum, as Java's (long) sum clamped to Integer.MAX_VALUE: linger.ms=2147483647 (batch
     # until full) with delivery.timeout.ms=2147483647 is valid there.
-    floor = min(v["linger_ms"] + v["request_timeout_ms"], _MAX_INT32)
+    floor = min(v["linger_ms"] + v["request_timeout_ms"], MAX_INT32)
     if v["delivery_timeout_ms"] < floor:
         if "delivery.timeout.ms" in explicit:
             raise _conflict(
@@ -273,7 +274,7 @@ def _apply_cross_field_rules(v: dict[str, Any], explicit: set[str]) -> None:
     v["reconnect_backoff_max_ms"] = max(v["reconnect_backoff_max_ms"], v["reconnect_backoff_ms"])
     _tls_rules(v, explicit)
     _sasl_rules(v, explicit)
-    _compression_level_rule(v)
+    _compression_rules(v)
     tls_versions(v["ssl_enabled_protocols"], v["ssl_protocol"])  # e.g. ssl.protocol=TLSv1.2 with only TLSv1.3
 
 
@@ -284,8 +285,10 @@ _JAVA_LZ4_DEFAULT_LEVEL = 9
 _LEVEL_RANGES = {"gzip": (0, 9), "lz4": (0, 17), "zstd": (-131_072, 22)}
 
 
-def _compression_level_rule(v: dict[str, Any]) -> None:
+def _compression_rules(v: dict[str, Any]) -> None:
     level, codec = v["compression_level"], v["compression_type"]
+    # A missing optional codec package failed in the sender thread, batch after batch: sends and close() hung.
+    require_codec(codec)
     if level is None or codec not in _LEVEL_RANGES:
         return
     lo, hi = _LEVEL_RANGES[codec]

@@ -20,7 +20,7 @@ import lz4.frame
 
 from spark_kafka_sink.errors import ConfigError, ProtocolError
 
-__all__ = ["Codec", "codec_id", "codec_name", "compress", "decompress"]
+__all__ = ["Codec", "codec_id", "codec_name", "compress", "decompress", "require_codec"]
 
 
 class Codec(enum.IntEnum):
@@ -86,6 +86,16 @@ def _optional(module: str, extra: str) -> ModuleType:
             f"compression.type={extra} needs the optional package {module!r}: "
             f"pip install spark-kafka-sink[{extra}]"
         ) from None
+
+
+def require_codec(codec: int | str) -> None:
+    """ConfigError if ``codec`` needs an optional package that is not installed (zstd: zstandard, snappy: cramjam):
+    checked when a producer is configured, not first when the sender thread builds a batch."""
+    c = codec_id(codec)
+    if c is Codec.ZSTD:
+        _optional("zstandard", "zstd")
+    elif c is Codec.SNAPPY:
+        _optional("cramjam", "snappy")
 
 
 def compress(codec: int, data: bytes | bytearray | memoryview, level: int | None = None) -> bytes:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pickle
+import sys
 from typing import Any
 
 import pytest
@@ -326,3 +327,19 @@ def test_a_java_interceptor_class_is_refused_with_what_to_do() -> None:
     assert info.value.key == "interceptor.classes"
     with pytest.raises(ConfigError, match="cannot import it"):
         cfg({"interceptor.classes": "no_such_module.Interceptor"})
+
+
+@pytest.mark.parametrize(("codec", "module"), [("zstd", "zstandard"), ("snappy", "cramjam")])
+def test_a_codec_whose_package_is_missing_is_refused_when_configured(monkeypatch: pytest.MonkeyPatch, codec: str,
+                                                                       module: str) -> None:
+    """Before, the producer was built and the sender thread failed on every batch it tried to build: sends timed out
+    and close() never returned. The sink's options (checked on the driver) say it as well."""
+    from spark_kafka_sink.spark.options import SinkOptions
+
+    monkeypatch.setitem(sys.modules, module, None)  # as if not installed: importing it raises ImportError
+    with pytest.raises(ConfigError, match=f"compression.type={codec} needs the optional package '{module}'"):
+        cfg({"compression.type": codec})
+    with pytest.raises(ConfigError, match=f"needs the optional package '{module}'"):
+        SinkOptions.parse({"kafka.bootstrap.servers": "h:1", "topic": "t", "kafka.compression.type": codec},
+                          streaming=False)
+    cfg({"compression.type": "lz4"})  # the required codecs need nothing more
