@@ -326,6 +326,7 @@ def _validate(data: pa.RecordBatch | pa.Table, topic: str | None, first_row: int
     size = _lengths(value, n) + _lengths(cols["key"], n) + _RECORD_OVERHEAD
     if headers is not None and len(headers.flatten()):
         entries = headers.flatten()
+        _check_header_entries(headers, entries, first_row)
         entry_size = (_lengths(pc.struct_field(entries, "key"), len(entries))
                       + _lengths(pc.struct_field(entries, "value"), len(entries)) + _HEADER_OVERHEAD)
         counts = np.asarray(pc.fill_null(pc.list_value_length(headers), 0).cast(pa.int64()))
@@ -333,6 +334,20 @@ def _validate(data: pa.RecordBatch | pa.Table, topic: str | None, first_row: int
         cum = np.concatenate([[0], np.cumsum(entry_size)])
         size += cum[ends] - cum[ends - counts]
     return _Columns(value, cols["key"], topic_col, partition, headers, timestamps, size)
+
+
+def _check_header_entries(headers: pa.Array, entries: pa.Array, first_row: int) -> None:
+    """A null header entry or key is refused naming its row (the encoder's bare TypeError/ValueError named none),
+    as Java refuses a null header key."""
+    keys = pc.struct_field(entries, "key")
+    if not (entries.null_count or keys.null_count):
+        return
+    bad = np.asarray(pc.or_(pc.is_null(entries), pc.is_null(keys)))
+    entry = int(np.argmax(bad))
+    row = first_row + int(np.asarray(pc.list_parent_indices(headers))[entry])
+    what = "an entry that is null" if not entries[entry].is_valid else "a header with a null key"
+    raise SerializationError(f"column 'headers' holds {what} at row {row}: each header is a struct with a non-null "
+                             "string key (Kafka header keys are required; the value may be null)")
 
 
 _MAX_INT64 = (1 << 63) - 1

@@ -185,6 +185,13 @@ def test_send_batch_validation_names_the_column(bootstrap: str, topic_factory: C
             p.send_batch(topic, pa.table({"value": [b"v"], "headers": [["x"]]}))
         with pytest.raises(SerializationError, match="'timestamp'"):
             p.send_batch(topic, pa.table({"value": [b"v"], "timestamp": ["now"]}))
+        headers = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+        with pytest.raises(SerializationError, match="'headers' holds a header with a null key at row 2"):
+            p.send_batch(topic, pa.table({"value": [b"v", b"w", b"x"], "headers": pa.array(
+                [[{"key": "a", "value": b"1"}], None, [{"key": "b", "value": None}, {"key": None, "value": b"2"}]],
+                headers)}))
+        with pytest.raises(SerializationError, match="'headers' holds an entry that is null at row 1"):
+            p.send_batch(topic, pa.table({"value": [b"v", b"w"], "headers": pa.array([[], [None]], headers)}))
         with pytest.raises(SerializationError, match="'timestamp' holds -7 at row 1: .* >= 0"):
             p.send_batch(topic, pa.table({"value": [b"v", b"w"], "timestamp": pa.array([0, -7], pa.int64())}))
         with pytest.raises(SerializationError, match="'timestamp' holds a time before 1970 at row 1 .-500 us"):

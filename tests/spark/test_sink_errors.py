@@ -38,6 +38,8 @@ CASES: list[tuple[str, str, Rows, dict[str, Any], tuple[str, ...]]] = [
     ("key array", "key array<string>, value string", [(["a"], "v")], {}, ("'key'", "array<string>")),
     ("headers wrong struct", f"value string, headers {HEADERS_WRONG}", [("v", [("h", b"x")])], {},
      ("'headers'", "array<struct<key: string, value: binary>>")),
+    ("null header key", "value string, headers array<struct<key: string, value: binary>>",
+     [("v", [("h", b"x")]), ("w", [("h", None), (None, b"x")])], {}, ("'headers'", "null key at row 1")),
     ("partition long", "value string, partition long", [("v", 0)], {}, ("'partition'", "int")),
     ("timestampColumn string", "value string, timestamp string", [("v", "now")], {"timestampColumn": "timestamp"},
      ("'timestamp' (option timestampColumn)", "timestamp or long")),
