@@ -3,7 +3,8 @@
 Requests handed to ``send`` are encoded with the real codec (so a malformed body fails the test) and kept in
 ``sent`` as :class:`FakeRequest`; the test answers them with ``respond`` / ``fail``, and the next ``poll`` returns
 those answers as :class:`FakeResponse`. Metadata is the real cache; ``poll`` applies ``next_metadata`` when a
-refresh was requested, as the real client would. mypy checks ``FakeClient`` against ``SenderClient`` (below).
+refresh was requested, as the real client would. mypy checks ``FakeClient`` against ``SenderClient`` (below) when
+tests/test_typing.py type-checks the tests, so the fake cannot drift from what ``Sender`` really calls.
 """
 
 from __future__ import annotations
