@@ -281,6 +281,9 @@ class KafkaProducer:
 
     def send_prepared(self, prepared: PreparedBatch) -> Future[BatchSendResult]:
         """Queue what :meth:`prepare_batch` of this producer encoded (once), as ``send_batch`` would have."""
+        if not isinstance(prepared, PreparedBatch):
+            raise TypeError(f"send_prepared takes what prepare_batch() returned, got {type(prepared).__name__}; "
+                            "send a table or record batch with send_batch()")
         self._ensure_open()
         self._raise_if_fatal()
         if self._tm is not None:

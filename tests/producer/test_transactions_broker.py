@@ -292,6 +292,8 @@ def test_a_prepared_batch_goes_only_to_the_producer_that_encoded_it(
         prepared = a.prepare_batch(topic, pa.table({"value": [b"x"]}))
         with pytest.raises(ValueError, match="another producer"):
             b.send_prepared(prepared)
+        with pytest.raises(TypeError, match="takes what prepare_batch.. returned, got Table; .* send_batch"):
+            a.send_prepared(pa.table({"value": [b"x"]}))  # an AttributeError before
         with pytest.raises(SerializationError, match="value"):
             a.prepare_batch(topic, pa.table({"other": [b"x"]}))  # send_batch's checks, before anything is queued
         assert a.send_prepared(prepared).result(30).records == 1
