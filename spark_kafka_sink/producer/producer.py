@@ -66,7 +66,13 @@ from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.connection import monotonic_ms
 from spark_kafka_sink.net.security import check_security, handshakes_for
 from spark_kafka_sink.producer.accumulator import RecordAccumulator
-from spark_kafka_sink.producer.arrow_send import ArrowSender, BatchSendResult, PartitionWriteStats, PreparedBatch
+from spark_kafka_sink.producer.arrow_send import (
+    ArrowSender,
+    BatchSendResult,
+    PartitionWriteStats,
+    PreparedBatch,
+    as_table_input,
+)
 from spark_kafka_sink.producer.buffer_pool import BufferPool
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.interceptors import InterceptorChain, ProducerRecord
@@ -259,11 +265,14 @@ class KafkaProducer:
         Columns as the Spark sink: ``value`` (string|binary, required; null = tombstone), ``key`` (string|binary),
         ``topic`` (string; used when ``topic`` is None), ``partition`` (int; null -> partitioner), ``headers``
         (list<struct<key: string, value: binary>>), ``timestamp`` (timestamp or int64 ms; default: send time).
-        Other columns are ignored. A bad column raises SerializationError naming it, before anything is queued."""
+        Other columns are ignored. A bad column raises SerializationError naming it, before anything is queued.
+        ``data`` may also be any table with the Arrow stream interface (``__arrow_c_stream__``: a RecordBatchReader,
+        recent Polars data frames), read whole first."""
         self._ensure_open()
         self._raise_if_fatal()
         if self._tm is not None:
             self._tm.fail_if_not_ready_for_send()
+        data = as_table_input(data)
         if self._interceptors:
             data = self._interceptors.on_send_batch(topic or "", data)
         return self._arrow.send(topic, data, self._interceptors if self._interceptors else None)
@@ -275,6 +284,7 @@ class KafkaProducer:
         max.block.ms for the topic's metadata. Holds its encoded batches until sent (outside buffer.memory)."""
         self._ensure_open()
         self._raise_if_fatal()
+        data = as_table_input(data)
         if self._interceptors:
             data = self._interceptors.on_send_batch(topic or "", data)
         return self._arrow.prepare(topic, data)

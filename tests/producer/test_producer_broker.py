@@ -227,6 +227,29 @@ def test_send_batch_truncates_sub_millisecond_timestamps(bootstrap: str, topic_f
         (b"ns", base_ms), (b"us", base_ms), (b"us-utc", base_ms + 1), (b"uint64", base_ms + 2)]
 
 
+class _StreamOnly:
+    """A data frame of another library: only the Arrow PyCapsule stream interface."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self._table = table
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        return self._table.__arrow_c_stream__(requested_schema)
+
+
+def test_send_batch_reads_tables_through_the_arrow_stream_interface(bootstrap: str, topic_factory: Callable[..., str],
+                                                                    readback: Readback) -> None:
+    topic = topic_factory(partitions=1)
+    with producer(bootstrap) as p:
+        assert p.send_batch(topic, pa.table({"value": ["a", "b"]}).to_reader()).result(30).records == 2
+        assert p.send_batch(topic, _StreamOnly(pa.table({"key": ["k"], "value": ["c"]}))).result(30).records == 1
+        with pytest.raises(SerializationError, match="could not read the ChunkedArray as a table"):
+            p.send_batch(topic, pa.chunked_array([["d"]]))
+        with pytest.raises(SerializationError, match="takes a pyarrow RecordBatch or Table, or .* got dict"):
+            p.send_batch(topic, {"value": ["d"]})
+    assert [(r.key, r.value) for r in readback(topic)] == [(None, b"a"), (None, b"b"), (b"k", b"c")]
+
+
 def test_send_batch_takes_other_arrow_layouts_of_strings_and_bytes(bootstrap: str, topic_factory: Callable[..., str],
                                                                    readback: Readback) -> None:
     """Polars hands string_view and binary_view, a pandas ``category`` becomes a dictionary column: each is cast
