@@ -252,7 +252,7 @@ def test_send_batch_reads_tables_through_the_arrow_stream_interface(bootstrap: s
 
 def test_send_batch_takes_other_arrow_layouts_of_strings_and_bytes(bootstrap: str, topic_factory: Callable[..., str],
                                                                    readback: Readback) -> None:
-    """Polars hands string_view and binary_view, a pandas ``category`` becomes a dictionary column: each is cast
+    """Newer Polars hands string_view and binary_view, a pandas ``category`` is a dictionary column: each is cast
     once to the plain layout and written byte for byte as the plain table is, keys partitioned the same."""
     keys, values = ["k1", "k2", None, "k3"], ["a", None, "ccc", "dd"]
     key_bytes = [None if k is None else k.encode() for k in keys]
