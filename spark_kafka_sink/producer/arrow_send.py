@@ -44,6 +44,7 @@ from spark_kafka_sink.net.connection import monotonic_ms
 from spark_kafka_sink.producer.accumulator import RecordAccumulator
 from spark_kafka_sink.producer.batch import gather_batch_futures
 from spark_kafka_sink.producer.config import ProducerConfig
+from spark_kafka_sink.producer.config_options import MAX_INT64
 from spark_kafka_sink.producer.partitioner import Partitioner
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET, BatchMetadata, TopicPartition
 from spark_kafka_sink.producer.transactions import TransactionManager
@@ -150,7 +151,7 @@ def _is_view(t: pa.DataType, kind: str) -> bool:
 def _plain_type(t: pa.DataType, *, text_only: bool = False) -> pa.DataType | None:
     """The string/binary type (large or not) the encoder reads through its offsets for the Arrow type ``t``, or None
     when ``t`` holds no strings (``text_only``) or bytes. Other layouts of the same bytes map to the plain one:
-    string_view and binary_view (Polars' default), dictionary-encoded strings (a pandas ``category``),
+    string_view and binary_view (newer Polars), dictionary-encoded strings (a pandas ``category``),
     fixed_size_binary."""
     inner = t.value_type if pa.types.is_dictionary(t) else t
     if _is_view(inner, "string"):
@@ -367,13 +368,10 @@ def _check_header_entries(headers: pa.Array, entries: pa.Array, first_row: int) 
                              "string key (Kafka header keys are required; the value may be null)")
 
 
-_MAX_INT64 = (1 << 63) - 1
-
-
 def _within_int64(col: pa.Array, name: str, first_row: int) -> pa.Array:
     """An unsigned 64-bit column as int64, or SerializationError naming the first row beyond int64 (the wire's
     partition and timestamp fields are signed; a bare cast raised ArrowInvalid naming neither column nor row)."""
-    beyond = np.asarray(pc.fill_null(pc.greater(col, pa.scalar(_MAX_INT64, pa.uint64())), False))
+    beyond = np.asarray(pc.fill_null(pc.greater(col, pa.scalar(MAX_INT64, pa.uint64())), False))
     if beyond.any():
         row = int(np.argmax(beyond))
         raise SerializationError(f"column {name!r} holds {col[row].as_py()} at row {first_row + row}: more than a "

@@ -24,10 +24,11 @@ from spark_kafka_sink.python_objects import resolve_object
 from spark_kafka_sink.secret import Secret, is_secret_name
 
 __all__ = ["Secret", "OptionSpec", "OPTIONS", "OPTIONS_BY_NAME", "UNSUPPORTED_OPTIONS", "IGNORED_OPTIONS",
-           "is_secret_name", "options_markdown", "ignored_options_markdown", "MAX_INT32"]
+           "is_secret_name", "options_markdown", "ignored_options_markdown", "MAX_INT32",
+           "MAX_INT64"]
 
 MAX_INT32 = 2**31 - 1
-_MAX_INT64 = 2**63 - 1
+MAX_INT64 = 2**63 - 1
 
 Parser = Callable[[str, Any], Any]
 
@@ -60,8 +61,8 @@ def _invalid(name: str, raw: object, expected: str) -> ConfigError:
     return ConfigError(f"{_shown(name, raw)} is invalid: expected {expected}", key=name)
 
 
-def _int(lo: int = 0, hi: int = _MAX_INT64) -> Parser:
-    expected = f"an integer from {lo} to {hi}" if hi < _MAX_INT64 else f"an integer >= {lo}"
+def _int(lo: int = 0, hi: int = MAX_INT64) -> Parser:
+    expected = f"an integer from {lo} to {hi}" if hi < MAX_INT64 else f"an integer >= {lo}"
 
     def parse(name: str, raw: Any) -> int:
         if isinstance(raw, bool):  # bool is an int in Python; True as a size is a mistake

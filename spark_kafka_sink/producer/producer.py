@@ -75,6 +75,7 @@ from spark_kafka_sink.producer.arrow_send import (
 )
 from spark_kafka_sink.producer.buffer_pool import BufferPool
 from spark_kafka_sink.producer.config import ProducerConfig
+from spark_kafka_sink.producer.config_options import MAX_INT64
 from spark_kafka_sink.producer.interceptors import InterceptorChain, ProducerRecord
 from spark_kafka_sink.producer.metrics import ProducerMetrics
 from spark_kafka_sink.producer.node_availability import sticky_candidates
@@ -122,7 +123,6 @@ def _header_key(key: object) -> str:
                              "are required strings")
 
 
-_MAX_INT64 = (1 << 63) - 1
 _RECORD_OVERHEAD = 23  # a lone record's varints (length, deltas, key/value lengths, header count) at their widest
 
 
@@ -208,7 +208,7 @@ class KafkaProducer:
         if timestamp_ms is not None and timestamp_ms < 0:  # as Java's ProducerRecord (the broker would take it)
             raise SerializationError(f"timestamp_ms={timestamp_ms}: record timestamps are epoch milliseconds >= 0 "
                                      "(1970 or later); pass None for the send time")
-        if timestamp_ms is not None and timestamp_ms > _MAX_INT64:  # Java's is a long; the wire field is int64
+        if timestamp_ms is not None and timestamp_ms > MAX_INT64:  # Java's is a long; the wire field is int64
             raise SerializationError(f"timestamp_ms={timestamp_ms}: more than a signed 64-bit integer holds (the "
                                      "wire's timestamp field); record timestamps are epoch milliseconds")
         tp: TopicPartition | None = None
