@@ -265,8 +265,7 @@ def _pieces(data: pa.RecordBatch | pa.Table) -> list[pa.RecordBatch | pa.Table]:
     its chunks copied the whole table, a third of one send_batch of a 2-chunk 248 MB table), consecutive small ones
     joined up to ``_SLICE_BYTES`` (so many tiny chunks still fill batches) but never past what is encoded in one
     step (a large chunk after small ones starts a piece of its own); anything else whole."""
-    if not isinstance(data, (pa.RecordBatch, pa.Table)):
-        data = as_table_input(data)
+    data = as_table_input(data)
     if not isinstance(data, pa.Table) or not data.num_rows or all(c.num_chunks <= 1 for c in data.columns):
         return [data]
     out: list[pa.RecordBatch | pa.Table] = []
