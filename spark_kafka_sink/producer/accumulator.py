@@ -12,6 +12,7 @@ Sender side (the sender thread)::
     ready(leader_fn, now_ms) -> ReadyCheck(ready_nodes, next_ready_check_delay_ms, unknown_leader_topics)
     drain(leader_fn, nodes, max_request_size, now_ms, before_drain=None) -> {node_id: [ProducerBatch]}
     reenqueue(batch, now_ms)              expired_batches(now_ms) -> [ProducerBatch]
+    take_unbuilt() -> [ProducerBatch]     (batches a drain took whose records could not be built: fail them)
     split_and_reenqueue(batch, parts)     (a batch refused as too large goes on as smaller ones)
     mute(tp) / unmute(tp)                 expiry_error(batch, now_ms)
 
@@ -28,7 +29,8 @@ manager's lock), never the reverse; no lock is held while blocking in the pool o
   only, which may read it unlocked), ``_flushes_in_progress``
   and writes of ``_closed`` (a bool, read without the lock);
 * ``_incomplete`` guards itself (a leaf lock, taken under a partition's lock when a batch is queued);
-* ``_drain_index`` and ``_next_batch_expiry_ms`` are owned by the sender thread (ready / drain / expiry run there).
+* ``_drain_index``, ``_unbuilt`` and ``_next_batch_expiry_ms`` are owned by the sender thread (ready / drain / expiry
+  run there).
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ class RecordAccumulator:
         self._closed = False
         # Owned by the sender thread:
         self._drain_index: dict[int, int] = {}
+        self._unbuilt: list[ProducerBatch] = []  # taken off their queues by a drain, for the sender to fail
         self._next_batch_expiry_ms = NO_DELAY_LIMIT_MS
 
     @classmethod
@@ -198,7 +201,8 @@ class RecordAccumulator:
         compression ratio updates the topic's estimate."""
         if batch.state is BatchState.OPEN:
             batch.close()
-            self.compression_ratio.observe(batch.tp.topic, batch.uncompressed_size, batch.size_in_bytes)
+            if batch.build_error is None:
+                self.compression_ratio.observe(batch.tp.topic, batch.uncompressed_size, batch.size_in_bytes)
 
     def append_encoded(self, tp: TopicPartition, encoded_batches: Iterable[EncodedBatch], now_ms: int,
                        max_block_ms: int, wakeup: Callable[[], None] | None = None
@@ -337,16 +341,26 @@ class RecordAccumulator:
                     continue  # still backing off
                 if out and size + first.size_in_bytes > max_request_size:
                     break  # the request is full; this partition goes first next time
-                if before_drain is not None and not before_drain(first):
+                unbuilt = first.build_error is not None  # closed by an append, its build failed: no stamp
+                if not unbuilt and before_drain is not None and not before_drain(first):
                     continue
                 queue.batches.popleft()
                 self._close(first)
+            if first.build_error is not None:
+                self._unbuilt.append(first)  # never sent: the sender fails it
+                continue
             first.mark_in_flight(now_ms)
             size += first.size_in_bytes
             out.append(first)
         # As Java: remember the last partition visited, so one that did not fit this request goes first next time.
         self._drain_index[node] = (start + visited - 1) % len(queues)
         return out
+
+    def take_unbuilt(self) -> list[ProducerBatch]:
+        """The batches drains took off their queues because their records could not be built (``build_error``):
+        the sender fails them, as it would a batch the broker refused. Each is returned once."""
+        unbuilt, self._unbuilt = self._unbuilt, []
+        return unbuilt
 
     def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
         """Put a batch that failed retriably back at the FRONT of its queue (before batches with a higher

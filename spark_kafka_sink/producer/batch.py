@@ -150,6 +150,9 @@ class ProducerBatch:
         # or the CRC the encoder left out); None: _built goes as it is. Cached so that retries send identical bytes.
         self._header: bytes | None = None
         self._error: BaseException | None = None
+        # Why building the records failed at close (the batch is then CLOSED with no bytes, and the sender fails it
+        # rather than send it); None for a batch built or encoded.
+        self._build_error: Exception | None = None
         # True once the futures fired and on_complete ran (so memory is back when a flush returns). The Event is
         # made only when someone waits before that (a flush): building one per batch cost ~10 us of the caller's
         # time on the bulk path, where batches are made by the thousand per second. Both guarded by _lock.
@@ -231,13 +234,26 @@ class ProducerBatch:
         return self._builder.estimated_size >= self._builder.max_bytes
 
     def close(self) -> None:
-        """No more appends; build the bytes (compressing them). Closing a closed batch does nothing."""
+        """No more appends; build the bytes (compressing them). Closing a closed batch does nothing.
+
+        If the build raises, the batch is CLOSED all the same, with no bytes and the error in ``build_error``: it
+        takes no more records, and the sender fails its futures with that error instead of sending it, so one
+        batch that cannot be built never blocks its partition."""
         with self._lock:
             if self._state is not BatchState.OPEN:
                 return
             assert self._builder is not None  # only per-record batches start OPEN
-            self._built = self._builder.build()
+            try:
+                self._built = self._builder.build()
+            except Exception as exc:  # noqa: BLE001 -- any failure: the sender fails the batch with it
+                self._build_error = exc
             self._transition(BatchState.CLOSED)
+
+    @property
+    def build_error(self) -> Exception | None:
+        """Why :meth:`close` could not build the records (None: built, or not closed yet)."""
+        with self._lock:
+            return self._build_error
 
     # ------------------------------------------------------------------------------------------ state
 

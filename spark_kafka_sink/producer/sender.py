@@ -16,7 +16,9 @@ A round (after the Java client's Sender.runOnce):
 3. ``client.ready`` per ready node (connects if needed; False while max.in.flight requests are out); each answer
    feeds ``node_availability`` (partitioner.availability.timeout.ms, see :mod:`.node_availability`);
 4. ``accumulator.drain`` up to max.request.size per node; the ``before_drain`` hook asks the transaction manager
-   whether the partition may send now and stamps producer id / epoch / sequence on the batch;
+   whether the partition may send now and stamps producer id / epoch / sequence on the batch. A batch whose
+   records could not be built (``ProducerBatch.build_error``) is taken off its queue and failed with that error,
+   never sent, so its partition's later batches still go (Java's sender would meet the error on every round);
 5. expire queued batches past delivery.timeout.ms (DeliveryTimeoutError);
 6. one Produce request per node (acks, request.timeout.ms; version <= 12, <= 11 for transactions: the
    transaction-version-1 flow, see :mod:`.transactions`);
@@ -147,10 +149,17 @@ class Sender:
             for batches in drained.values():
                 for batch in batches:
                     self._acc.mute(batch.tp)
+        unbuilt = self._acc.take_unbuilt()
+        for batch in unbuilt:
+            error = batch.build_error
+            failure = KafkaError(f"the records of a batch for {batch.tp} could not be built "
+                                 f"({type(error).__name__}: {error}); they were not sent")
+            failure.__cause__ = error
+            self._produce_responses.fail_batch(batch, failure, now_ms, maybe_written=False)
         for batch in self._acc.expired_batches(now_ms):
             self._produce_responses.fail_batch(batch, self._acc.expiry_error(batch, now_ms), now_ms,
                                                maybe_written=batch.attempts > 0)
-        sent = False
+        sent = bool(unbuilt)  # the partition's next batch may be ready behind a failed one
         for node, batches in drained.items():
             if batches:
                 self._send_produce(node, batches, now_ms)
