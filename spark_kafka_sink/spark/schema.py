@@ -9,12 +9,15 @@ ignored, one named ``timestamp`` included, as Spark does):
     partition  int                                           optional; null = the partitioner decides
     headers    array<struct<key: string, value: binary>>     optional
 
+Two columns of one name (or a struct with two fields of one name) anywhere in the DataFrame are refused, naming
+them: pyspark's Arrow hand-off to a Python data source would fail on them (Spark's own sink ignores them).
+
 Beyond Spark, opt-in: the ``timestampColumn`` option names a timestamp or long (epoch milliseconds) column that
 gives the records' timestamps (null = send time); without it every record gets the send time, as with Spark's sink.
 
 ``plan_columns`` runs on the driver; ``to_producer_batch`` runs per Arrow batch in a task, with the checks only
-the data can fail (a null topic, a partition out of range, a timestamp before 1970), before any of that batch is
-handed to the producer.
+the data can fail (a null or empty topic, a partition out of range, a timestamp before 1970), before any of that
+batch is handed to the producer.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pyspark.sql.types import (
     DataType,
     IntegerType,
     LongType,
+    MapType,
     StringType,
     StructType,
     TimestampType,
@@ -94,11 +98,54 @@ class ColumnPlan:
         return names
 
 
+def _duplicate_names(dt: DataType, path: str) -> tuple[str, str] | None:
+    """The first struct inside ``dt`` (a column's type; ``path`` is its name) with two fields of one name: that
+    struct's path (``col.field``, ``col[]`` for an array's elements, ``col{key}``/``col{value}`` for a map's) and
+    the name."""
+    if isinstance(dt, StructType):
+        names = [f.name for f in dt.fields]
+        repeated = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if repeated is not None:
+            return path, repeated
+        for f in dt.fields:
+            found = _duplicate_names(f.dataType, f"{path}.{f.name}")
+            if found is not None:
+                return found
+    elif isinstance(dt, ArrayType):
+        return _duplicate_names(dt.elementType, f"{path}[]")
+    elif isinstance(dt, MapType):
+        return _duplicate_names(dt.keyType, f"{path}{{key}}") or _duplicate_names(dt.valueType, f"{path}{{value}}")
+    return None
+
+
+def _refuse_duplicate_names(schema: StructType) -> None:
+    # pyspark hands a Python data source its rows as Arrow, which refuses two fields of one name anywhere, even in
+    # columns the sink ignores (Spark's own sink takes such a DataFrame): said here, before Spark's Arrow error.
+    names = [f.name for f in schema.fields]
+    repeated = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if repeated is not None:
+        column, where = repeated, f"more than one column named {repeated!r}"
+    else:
+        found = next(((f.name, d) for f in schema.fields if (d := _duplicate_names(f.dataType, f.name)) is not None),
+                     None)
+        if found is None:
+            return
+        column, (path, name) = found
+        where = (f"a struct column {column!r} with more than one field named {name!r}" if path == column else
+                 f"a column {column!r} whose nested struct {path!r} has more than one field named {name!r}")
+    raise InvalidColumnError(
+        f"the DataFrame has {where}: pyspark hands a Python data source its rows as Arrow, which refuses duplicate "
+        "names, even in columns the sink ignores (Spark's own Kafka sink takes them). Drop or rename them before "
+        "writing; after a join: select the columns to write, or df.drop(other_df[...]) the other side's copy",
+        key=column)
+
+
 def plan_columns(schema: StructType, topic_option: str | None, timestamp_column: str | None = None) -> ColumnPlan:
     """Check the DataFrame's schema; raises InvalidColumnError naming the column (or option) and the accepted types.
 
     ``timestamp_column`` is the timestampColumn option: the column that gives the records' timestamps.
     """
+    _refuse_duplicate_names(schema)
     by_name = {f.name: f.dataType for f in schema.fields}
     if "value" not in by_name:
         near = [n for n in by_name if n.lower() == "value"]
@@ -168,7 +215,7 @@ def to_producer_batch(batch: pa.RecordBatch, plan: ColumnPlan,
                       partition_count: Callable[[str, int], int]) -> pa.RecordBatch:
     """The producer's input for one Arrow batch: only the sink's columns, strings as bytes, timestamps as epoch ms.
 
-    Raises InvalidColumnError for a null topic (without a topic option), a partition outside the topic or a
+    Raises InvalidColumnError for a null or empty topic (without a topic option), a partition outside the topic or a
     timestamp before 1970, so a bad batch is refused whole, before any of its rows is sent.
     ``partition_count(topic, needed)`` gives a topic's partitions, refreshed first if fewer than ``needed``.
     """
@@ -182,6 +229,11 @@ def to_producer_batch(batch: pa.RecordBatch, plan: ColumnPlan,
             raise InvalidColumnError(
                 f"column 'topic' is null in {topics.null_count} row(s) and no topic option is set: fill the column "
                 "or set the topic option", key="topic")
+        empty = pc.sum(pc.equal(pc.binary_length(topics), 0)).as_py()
+        if empty:
+            raise InvalidColumnError(
+                f"column 'topic' holds an empty string in {empty} row(s), and a Kafka topic name has 1 to 249 "
+                "characters: fill the column or set the topic option", key="topic")
         columns["topic"] = topics
     if plan.has_partition:
         partitions = batch.column("partition")

@@ -272,3 +272,21 @@ def test_save_mode_difference_is_pinned(spark: Any, bootstrap: str, topic_factor
         with pytest.raises(Exception, match="(?i)overwrite"):
             write_df(df, bootstrap, fmt=fmt, mode="overwrite", topic=ours)
     assert sum(records(spark, bootstrap, ours).values()) == 0
+
+
+def test_duplicate_column_names_difference_is_pinned(spark: Any, bootstrap: str,
+                                                     topic_factory: Callable[..., str]) -> None:
+    """A join's two ``id`` columns: Spark's sink ignores them; pyspark's Arrow hand-off to a Python data source
+    refuses duplicate names in any column, so pykafka-sink says so on the driver, naming the column and the fix,
+    instead of Spark's bare DUPLICATED_FIELD_NAME_IN_ARROW_STRUCT from the tasks. The fix writes the same records."""
+    left = spark.createDataFrame([(1, "k1", "v1"), (2, "k2", "v2")], "id int, key string, value string")
+    right = spark.createDataFrame([(1, "a"), (2, "b")], "id int, other string")
+    joined = left.join(right, left.id == right.id)
+    theirs, ours = topic_factory(partitions=2), topic_factory(partitions=2)
+    write_df(joined, bootstrap, fmt="kafka", topic=theirs)
+    with pytest.raises(Exception, match="more than one column named 'id'.*Drop or rename") as refused:
+        write_df(joined, bootstrap, topic=ours)
+    assert "DUPLICATED_FIELD_NAME_IN_ARROW_STRUCT" not in str(refused.value)
+    assert sum(records(spark, bootstrap, ours).values()) == 0
+    write_df(joined.drop(right.id), bootstrap, topic=ours)
+    assert records(spark, bootstrap, ours) == records(spark, bootstrap, theirs)

@@ -10,8 +10,10 @@ import pytest
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    DataType,
     IntegerType,
     LongType,
+    MapType,
     StringType,
     StructField,
     StructType,
@@ -112,11 +114,37 @@ def test_topic_option_drops_topic_column() -> None:
     assert out.schema.names == ["value"]
 
 
-def test_null_topic_row_refused() -> None:
+@pytest.mark.parametrize(("topics", "words"), [(["t", None], "'topic' is null in 1 row"),
+                                               (["", "t", ""], "'topic' holds an empty string in 2 row")])
+def test_null_or_empty_topic_row_refused(topics: list[str | None], words: str) -> None:
     plan = plan_columns(schema(value=StringType(), topic=StringType()), None)
-    batch = pa.RecordBatch.from_pydict({"value": ["a", "b"], "topic": ["t", None]})
-    with pytest.raises(InvalidColumnError, match="'topic' is null in 1 row"):
+    batch = pa.RecordBatch.from_pydict({"value": ["a"] * len(topics), "topic": topics})
+    with pytest.raises(InvalidColumnError, match=words) as refused:
         to_producer_batch(batch, plan, lambda topic, needed: 1)
+    assert refused.value.key == "topic"
+
+
+@pytest.mark.parametrize(("fields", "column", "words"), [
+    ([("id", IntegerType()), ("value", StringType()), ("id", LongType())], "id", "more than one column named 'id'"),
+    ([("value", StringType()), ("s", StructType([StructField("a", IntegerType()), StructField("a", LongType())]))],
+     "s", "struct column 's' with more than one field named 'a'"),
+    ([("value", StringType()),
+      ("m", MapType(StringType(), ArrayType(StructType([StructField("a", IntegerType()),
+                                                        StructField("a", IntegerType())]))))],
+     "m", "column 'm' whose nested struct 'm{value}[]' has more than one field named 'a'"),
+])
+def test_duplicate_names_refused_naming_them(fields: list[tuple[str, DataType]], column: str, words: str) -> None:
+    # Spark's Arrow hand-off to a Python data source would fail on them, even in ignored columns, with no hint.
+    with pytest.raises(InvalidColumnError, match=re.escape(words)) as refused:
+        plan_columns(StructType([StructField(n, t) for n, t in fields]), "t")
+    assert refused.value.key == column
+    assert "Drop or rename them" in str(refused.value)
+
+
+def test_names_differing_in_case_are_not_duplicates() -> None:
+    plan = plan_columns(StructType([StructField("value", StringType()), StructField("ID", IntegerType()),
+                                    StructField("id", IntegerType())]), "t")
+    assert plan.input_columns == ("value",)
 
 
 @pytest.mark.parametrize(("partitions", "message"), [([0, 3], "holds 3, but topic 'a' has 3"), ([-1, 0], "holds -1")])
