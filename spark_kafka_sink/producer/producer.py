@@ -383,8 +383,10 @@ class KafkaProducer:
                             "create the topic first (or set allow.auto.create.topics=true)"
                             if not metadata.allow_auto_create_topics
                             else "check the topic exists (or may be auto-created)")
-                raise KafkaTimeoutError(f"topic {topic!r} not present in metadata after max.block.ms="
-                                        f"{max_block_ms}{where}; {creation}, and that the brokers are reachable")
+                # max_block_ms is what is left of the call's budget (send_batch spends it across steps): name both.
+                raise KafkaTimeoutError(f"topic {topic!r} not present in metadata after {max_block_ms} ms "
+                                        f"(max.block.ms={self._max_block_ms}){where}; {creation}, and that "
+                                        "the brokers are reachable")
             version = metadata.request_update()
             self._thread.wakeup()
             metadata.wait_for_update(version, remaining)

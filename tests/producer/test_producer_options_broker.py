@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from spark_kafka_sink import KafkaProducer
@@ -40,6 +41,13 @@ def test_allow_auto_create_topics_false_never_creates_the_topic(bootstrap: str, 
         waited = time.monotonic() - started
     print(f"send to a missing topic failed after {waited:.2f} s: {info.value}")
     assert "allow.auto.create.topics=false" in str(info.value) and missing in str(info.value)
+    assert "after 1500 ms (max.block.ms=1500)" in str(info.value)
+    with KafkaProducer({"bootstrap.servers": bootstrap, "allow.auto.create.topics": "false",
+                        "max.block.ms": 1_500}) as producer:
+        with pytest.raises(KafkaTimeoutError) as batch_info:
+            producer.send_batch(missing, pa.table({"value": [b"v"]}))
+    # send_batch spends max.block.ms across its steps: the wait is what was left, the option is named as set.
+    assert "(max.block.ms=1500)" in str(batch_info.value), batch_info.value
     assert not topic_exists(bootstrap, missing)
     # The control: the broker does auto-create, so the default (true) creates it and the record arrives.
     created = f"auto-created-{uuid.uuid4().hex[:8]}"
