@@ -152,7 +152,9 @@ def _plain_type(t: pa.DataType, *, text_only: bool = False) -> pa.DataType | Non
     """The string/binary type (large or not) the encoder reads through its offsets for the Arrow type ``t``, or None
     when ``t`` holds no strings (``text_only``) or bytes. Other layouts of the same bytes map to the plain one:
     string_view and binary_view (newer Polars), dictionary-encoded strings (a pandas ``category``),
-    fixed_size_binary."""
+    fixed_size_binary, and extension types over those (``arrow.json``, ``arrow.uuid``: their bytes as stored)."""
+    if isinstance(t, pa.BaseExtensionType):
+        return _plain_type(t.storage_type, text_only=text_only)
     inner = t.value_type if pa.types.is_dictionary(t) else t
     if _is_view(inner, "string"):
         return pa.string()

@@ -252,8 +252,9 @@ def test_send_batch_reads_tables_through_the_arrow_stream_interface(bootstrap: s
 
 def test_send_batch_takes_other_arrow_layouts_of_strings_and_bytes(bootstrap: str, topic_factory: Callable[..., str],
                                                                    readback: Readback) -> None:
-    """Newer Polars hands string_view and binary_view, a pandas ``category`` is a dictionary column: each is cast
-    once to the plain layout and written byte for byte as the plain table is, keys partitioned the same."""
+    """Newer Polars hands string_view and binary_view, a pandas ``category`` is a dictionary column, DuckDB may
+    hand JSON as the arrow.json extension type: each is cast once to the plain layout and written byte for byte as
+    the plain table is, keys partitioned the same."""
     keys, values = ["k1", "k2", None, "k3"], ["a", None, "ccc", "dd"]
     key_bytes = [None if k is None else k.encode() for k in keys]
     value_bytes = [None if v is None else v.encode() for v in values]
@@ -270,6 +271,8 @@ def test_send_batch_takes_other_arrow_layouts_of_strings_and_bytes(bootstrap: st
                                       "value": pa.array(values).dictionary_encode()}, value_bytes),
         "dictionary, fixed size": ({"key": pa.array(keys).dictionary_encode(),
                                     "value": pa.array(padded, pa.binary(3))}, padded),
+        # extension types: their stored bytes (arrow.json over strings; arrow.uuid is fixed_size_binary(16))
+        "extensions": ({"key": pa.array(keys, pa.json_()), "value": pa.array(values, pa.json_())}, value_bytes),
     }
     topics = {name: topic_factory(partitions=3) for name in layouts}
     with producer(bootstrap) as p:
