@@ -178,6 +178,14 @@ OUTCOMES: dict[TxnState, dict[TxnState, str]] = {
                      _READY: "illegal", _ABORTABLE: "ignored", _FATAL: "moves", _SWITCH: "failed"},
 }
 RUNNING_CALL = {_INIT: r"init_transactions\(\)", _COMMIT: r"commit_transaction\(\)", _ABORT: r"abort_transaction\(\)"}
+USER_CALLS = (_INIT, _BEGIN, _COMMIT, _ABORT)
+WHAT_TO_DO = {(_S.UNINITIALIZED, _COMMIT): "call init_transactions() first, then begin_transaction()",
+              (_S.UNINITIALIZED, _ABORT): "call init_transactions() first, then begin_transaction()",
+              (_S.READY, _COMMIT): "no transaction is open: call begin_transaction() first",
+              (_S.READY, _ABORT): "no transaction is open: call begin_transaction() first",
+              (_S.READY, _INIT): "init_transactions() was already called",
+              (_S.IN_TRANSACTION, _INIT): "init_transactions() was already called",
+              (_S.IN_TRANSACTION, _BEGIN): "a transaction is already open: commit_transaction() or abort_transaction()"}
 # Moves the table allows that no user call makes: the epoch bump after an abort (tested by the flows below).
 INTERNAL_MOVES = {(_S.ABORTING_TRANSACTION, _S.INITIALIZING)}
 
@@ -211,6 +219,8 @@ def test_public_calls_follow_the_transition_table(source: TxnState, target: TxnS
             call(tm)
         assert info.value.from_state is source and info.value.to_state is target
         assert source.name in str(info.value) and target.name in str(info.value)
+        if target in USER_CALLS:  # a user's own call out of order: the error says what to call instead
+            assert WHAT_TO_DO[(source, target)] in str(info.value), str(info.value)
     elif outcome == "recall":
         assert running is not None and call(tm) is running
     elif outcome == "busy":

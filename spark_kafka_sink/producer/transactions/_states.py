@@ -33,7 +33,8 @@ class TxnState(enum.Enum):
         """Return if ``TRANSITIONS`` allows moving from this state to ``target``; else raise
         :class:`IllegalStateError` with ``from_state``/``to_state`` set and ``owner`` (who tried) as its message."""
         if self not in TRANSITIONS[target]:
-            raise IllegalStateError(owner, from_state=self, to_state=target)
+            hint = _HINTS.get((self, target))
+            raise IllegalStateError(f"{owner}: {hint}" if hint else owner, from_state=self, to_state=target)
 
 
 _S = TxnState
@@ -48,4 +49,19 @@ TRANSITIONS: dict[TxnState, frozenset[TxnState]] = {
     _S.ABORTING_TRANSACTION: frozenset({_S.IN_TRANSACTION, _S.ABORTABLE_ERROR}),
     _S.ABORTABLE_ERROR: frozenset({_S.IN_TRANSACTION, _S.COMMITTING_TRANSACTION, _S.ABORTABLE_ERROR}),
     _S.FATAL_ERROR: frozenset(TxnState),  # always reachable, never left
+}
+
+_NO_TRANSACTION = "no transaction is open: call begin_transaction() first"
+_NOT_INITIALIZED = "call init_transactions() first, then begin_transaction()"
+_ONE_INIT = "init_transactions() was already called: it runs once per producer (and transactional.id)"
+#: (from, to) -> what the caller should do instead, for the moves a user's own calls can attempt.
+_HINTS: dict[tuple[TxnState, TxnState], str] = {
+    (_S.READY, _S.COMMITTING_TRANSACTION): _NO_TRANSACTION,
+    (_S.READY, _S.ABORTING_TRANSACTION): _NO_TRANSACTION,
+    (_S.UNINITIALIZED, _S.COMMITTING_TRANSACTION): _NOT_INITIALIZED,
+    (_S.UNINITIALIZED, _S.ABORTING_TRANSACTION): _NOT_INITIALIZED,
+    (_S.IN_TRANSACTION, _S.IN_TRANSACTION):
+        "a transaction is already open: commit_transaction() or abort_transaction() it first",
+    (_S.READY, _S.INITIALIZING): _ONE_INIT,
+    (_S.IN_TRANSACTION, _S.INITIALIZING): _ONE_INIT,
 }
