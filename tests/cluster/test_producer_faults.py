@@ -4,6 +4,8 @@ records lost and duplicated and how long recovery took."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 import uuid
 
@@ -25,7 +27,7 @@ from tests.cluster.faults import (
     transaction_coordinator,
     wait_full_isr,
 )
-from tests.conftest import wait_for
+from tests.conftest import pause_process, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -62,6 +64,48 @@ def test_leader_sigkilled_and_restarted_while_writing(cluster3: KafkaCluster, mo
     verdict.report(f"{mode}: leader {victim} SIGKILLed and restarted", recovery_s)
     print(f"  new leader elected after {election_s:.1f} s, node {victim} back in sync {rejoin_s:.1f} s after "
           f"its restart; {len(acked)} records acknowledged")
+    assert (verdict.lost, verdict.duplicated, verdict.out_of_order, verdict.extra) == (0, 0, 0, 0)
+    assert verdict.read == len(acked)
+
+
+@pytest.mark.parametrize("mode", ["send_batch", "send"])
+def test_leader_sigstopped_then_resumed_while_writing(cluster3: KafkaCluster, mode: str) -> None:
+    """Partition 0's leader is frozen with SIGSTOP (a long GC pause, a hung VM: its sockets stay open, nothing
+    answers). The requests in flight to it time out after request.timeout.ms, the controller fences it and elects
+    another leader, and the producer goes on there; then the node resumes (SIGCONT) and rejoins as a follower.
+    Every acknowledged record is there once, in order per partition, and no send failed."""
+    topic = new_topic(cluster3, PARTITIONS)
+    producer = KafkaProducer({"bootstrap.servers": cluster3.bootstrap_servers, "acks": "all", "linger.ms": 5,
+                              "request.timeout.ms": 5000})
+    rate, enough = (15_000, 5) if mode == "send_batch" else (2_000, 200)
+    writer = PacedWriter(producer, topic, PARTITIONS, mode, rate).start()
+    victim, resumed = -1, True
+    try:
+        wait_for("the first acknowledgements", lambda: writer.acked_after(0.0) >= enough)
+        victim = leader_of(cluster3, topic, 0)
+        process = cluster3.nodes[victim].process
+        assert process is not None
+        pause_process(process.pid)
+        resumed, paused_at = False, time.monotonic()
+        election_s = wait_for("a new leader of partition 0",
+                              lambda: leader_of(cluster3, topic, 0) not in (victim, -1))
+        wait_for("acknowledgements after the pause", lambda: writer.acked_after(paused_at) >= enough)
+        recovery_s = writer.recovery_after(paused_at)
+        os.kill(process.pid, signal.SIGCONT)
+        resumed, resumed_at = True, time.monotonic()
+        rejoin_s = wait_full_isr(cluster3, topic, range(PARTITIONS))
+        wait_for("acknowledgements after the resume", lambda: writer.acked_after(resumed_at) >= enough)
+    finally:
+        if not resumed:
+            os.kill(cluster3.nodes[victim].process.pid, signal.SIGCONT)  # type: ignore[union-attr]
+        writer.stop()
+        producer.close()
+    assert writer.errors() == [], writer.errors()[:3]
+    acked = writer.acked_ids()
+    verdict = check_ids(read_all(cluster3, topic), acked, PARTITIONS)
+    verdict.report(f"{mode}: leader {victim} frozen with SIGSTOP, then resumed", recovery_s)
+    print(f"  new leader elected {election_s:.1f} s after the pause, node {victim} back in sync {rejoin_s:.1f} s "
+          f"after SIGCONT; {len(acked)} records acknowledged")
     assert (verdict.lost, verdict.duplicated, verdict.out_of_order, verdict.extra) == (0, 0, 0, 0)
     assert verdict.read == len(acked)
 
