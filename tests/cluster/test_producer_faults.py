@@ -240,3 +240,45 @@ def test_transaction_coordinator_sigkilled_mid_transaction(cluster3: KafkaCluste
     print(f"  new coordinator: node {new_coordinator}; nothing left open {open_txn:.1f} s after the outcome")
     assert (verdict.lost, verdict.duplicated, verdict.extra) == (0, 0, 0)
     assert verdict.read == len(expected)
+
+
+def test_transaction_coordinator_sigstopped_during_commit(cluster3: KafkaCluster) -> None:
+    """The transaction coordinator is frozen with SIGSTOP just before commit_transaction(): the EndTxn request waits
+    on a node that answers nothing until request.timeout.ms, then goes to the coordinator elected in its place, and
+    the commit completes there. Every record is visible once, nothing is left open, and after SIGCONT the old
+    coordinator (which still holds the unanswered EndTxn in its socket) changes nothing."""
+    topic = new_topic(cluster3, PARTITIONS)
+    tid = f"coord-stop-{uuid.uuid4().hex[:8]}"
+    ids = range(0, 30_000)
+    table = pa.table({"value": pa.array([str(i).encode() for i in ids], pa.binary()),
+                      "partition": pa.array([i % PARTITIONS for i in ids], pa.int32())})
+    producer = KafkaProducer({"bootstrap.servers": cluster3.bootstrap_servers, "transactional.id": tid,
+                              "request.timeout.ms": 5000})
+    paused_pid = None
+    try:
+        producer.init_transactions(60)
+        coordinator = transaction_coordinator(cluster3, tid)
+        producer.begin_transaction()
+        producer.send_batch(topic, table).result(60)
+        process = cluster3.nodes[coordinator].process
+        assert process is not None
+        pause_process(process.pid)
+        paused_pid, paused_at = process.pid, time.monotonic()
+        producer.commit_transaction(120)
+        commit_s = time.monotonic() - paused_at
+        new_coordinator = transaction_coordinator(cluster3, tid)
+        os.kill(paused_pid, signal.SIGCONT)
+        paused_pid = None
+    finally:
+        if paused_pid is not None:
+            os.kill(paused_pid, signal.SIGCONT)
+        producer.close(0)
+    wait_full_isr(cluster3, topic, range(PARTITIONS))
+    open_s = wait_for("no open transaction (last stable offset = log end offset)", lambda: end_offsets(
+        cluster3, topic, "read_committed") == end_offsets(cluster3, topic, "read_uncommitted"), timeout=120)
+    verdict = check_ids(read_all(cluster3, topic), set(ids), PARTITIONS)
+    verdict.report(f"transaction coordinator {coordinator} frozen with SIGSTOP during the commit", commit_s)
+    print(f"  the commit completed {commit_s:.1f} s after the pause, on node {new_coordinator}; nothing open "
+          f"{open_s:.1f} s after SIGCONT")
+    assert new_coordinator != coordinator
+    assert (verdict.lost, verdict.duplicated, verdict.out_of_order, verdict.extra) == (0, 0, 0, 0)
