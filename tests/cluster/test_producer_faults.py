@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import ElectionType, TopicPartition
 
 from spark_kafka_sink import KafkaProducer
+from spark_kafka_sink.producer import end_transaction
 from spark_kafka_sink.testing.broker import KafkaCluster
 from tests.cluster.faults import (
     PacedWriter,
@@ -280,5 +281,39 @@ def test_transaction_coordinator_sigstopped_during_commit(cluster3: KafkaCluster
     verdict.report(f"transaction coordinator {coordinator} frozen with SIGSTOP during the commit", commit_s)
     print(f"  the commit completed {commit_s:.1f} s after the pause, on node {new_coordinator}; nothing open "
           f"{open_s:.1f} s after SIGCONT")
+    assert new_coordinator != coordinator
+    assert (verdict.lost, verdict.duplicated, verdict.out_of_order, verdict.extra) == (0, 0, 0, 0)
+
+
+def test_end_transaction_from_another_client_with_the_coordinator_sigstopped(cluster3: KafkaCluster) -> None:
+    """What the Spark driver does for each task: end a transaction another producer left open, from its own
+    client (``end_transaction``), while the coordinator is frozen with SIGSTOP. The EndTxn is abandoned after
+    request.timeout.ms, the coordinator looked up again, and the commit lands on the node elected in its place."""
+    topic = new_topic(cluster3, PARTITIONS)
+    tid = f"end-stop-{uuid.uuid4().hex[:8]}"
+    ids = range(0, 20_000)
+    table = pa.table({"value": pa.array([str(i).encode() for i in ids], pa.binary()),
+                      "partition": pa.array([i % PARTITIONS for i in ids], pa.int32())})
+    with KafkaProducer({"bootstrap.servers": cluster3.bootstrap_servers, "transactional.id": tid}) as task:
+        task.init_transactions(60)
+        task.begin_transaction()
+        task.send_batch(topic, table).result(60)
+        identity = task.transaction_identity()  # close() never aborts: the transaction stays open for the driver
+    coordinator = transaction_coordinator(cluster3, tid)
+    process = cluster3.nodes[coordinator].process
+    assert process is not None
+    pause_process(process.pid)
+    paused_at = time.monotonic()
+    try:
+        end_transaction({"bootstrap.servers": cluster3.bootstrap_servers, "request.timeout.ms": 5000}, identity,
+                        commit=True, timeout_s=120)
+        commit_s = time.monotonic() - paused_at
+        new_coordinator = transaction_coordinator(cluster3, tid)
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+    wait_full_isr(cluster3, topic, range(PARTITIONS))
+    verdict = check_ids(read_all(cluster3, topic), set(ids), PARTITIONS)
+    verdict.report(f"EndTxn from another client, coordinator {coordinator} frozen with SIGSTOP", commit_s)
+    print(f"  committed {commit_s:.1f} s after the pause, on node {new_coordinator}")
     assert new_coordinator != coordinator
     assert (verdict.lost, verdict.duplicated, verdict.out_of_order, verdict.extra) == (0, 0, 0, 0)
