@@ -1,7 +1,8 @@
 """Producer metrics with the Java client's names: thread-safe, windowed like Kafka's ``Sensor``/``SampledStat``.
 
     metrics = ProducerMetrics()
-    metrics.record_batches_sent(records=[100, 90], sizes=[8000, 7200], now_ms=now)  # sender, a request's batches
+    metrics.record_batches_sent(records=[100, 90], sizes=[8000, 7200], queue_ms=[5, 3], ratios=[0.4, 0.5],
+                                now_ms=now)                                 # sender, a request's batches
     metrics.record_request(records=300, latency_ms=12, now_ms=now)          # sender, per produce response
     metrics.record_retry(records, now_ms) / record_error(records, now_ms) / record_throttle(ms, now_ms)
     metrics.add_gauge("buffer-available-bytes", lambda: pool.available_memory)
@@ -51,7 +52,7 @@ class WindowedStat:
         self.lifetime_count += 1
         self.lifetime_total += value
 
-    def record_all(self, values: list[int], now_ms: int) -> None:
+    def record_all(self, values: list[int] | list[float], now_ms: int) -> None:
         """``record`` each of ``values`` (non-empty), at the cost of one."""
         sample = self._sample_at(now_ms)
         total = sum(values)
@@ -106,7 +107,8 @@ METRIC_NAMES: tuple[str, ...] = (
     "record-send-total", "record-send-rate", "byte-total", "byte-rate", "batch-size-avg", "batch-size-max",
     "records-per-request-avg", "request-total", "request-rate", "request-latency-avg", "request-latency-max",
     "record-retry-total", "record-retry-rate", "record-error-total", "record-error-rate",
-    "produce-throttle-time-avg", "produce-throttle-time-max",
+    "produce-throttle-time-avg", "produce-throttle-time-max", "record-queue-time-avg", "record-queue-time-max",
+    "compression-rate-avg",
 )
 
 
@@ -127,6 +129,8 @@ class ProducerMetrics:
         self._retries = stat()  # value: records re-enqueued
         self._errors = stat()  # value: records failed
         self._throttle = stat()  # value: throttle_time_ms of a response
+        self._queue_time = stat()  # value: ms a sent batch waited from creation to its (last) drain
+        self._compression = stat()  # value: a sent batch's bytes / its uncompressed bytes
         self._gauges: dict[str, Callable[[], float]] = {}
 
     def add_gauge(self, name: str, read: Callable[[], float]) -> None:
@@ -134,13 +138,17 @@ class ProducerMetrics:
         with self._lock:
             self._gauges[name] = read
 
-    def record_batches_sent(self, records: list[int], sizes: list[int], now_ms: int) -> None:
-        """The batches of one request: ``records[i]`` records in ``sizes[i]`` bytes each (one lock per request)."""
+    def record_batches_sent(self, records: list[int], sizes: list[int], queue_ms: list[int], ratios: list[float],
+                            now_ms: int) -> None:
+        """The batches of one request: ``records[i]`` records in ``sizes[i]`` bytes each, after ``queue_ms[i]`` ms
+        in the accumulator, compressed to ``ratios[i]`` of their uncompressed size (one lock per request)."""
         if not records:
             return
         with self._lock:
             self._records_sent.record_all(records, now_ms)
             self._batch_bytes.record_all(sizes, now_ms)
+            self._queue_time.record_all(queue_ms, now_ms)
+            self._compression.record_all(ratios, now_ms)
 
     def record_request(self, records: int, latency_ms: float, now_ms: int) -> None:
         with self._lock:
@@ -180,6 +188,9 @@ class ProducerMetrics:
                 "record-error-rate": self._errors.rate(now_ms),
                 "produce-throttle-time-avg": self._throttle.avg(now_ms),
                 "produce-throttle-time-max": self._throttle.max(now_ms),
+                "record-queue-time-avg": self._queue_time.avg(now_ms),
+                "record-queue-time-max": self._queue_time.max(now_ms),
+                "compression-rate-avg": self._compression.avg(now_ms),
             }
             gauges = dict(self._gauges)
         for name, read in gauges.items():  # outside the lock: a gauge may take other locks (the pool's)

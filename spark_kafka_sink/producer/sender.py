@@ -200,8 +200,10 @@ class Sender:
         self._client.send(node, PRODUCE, body, now_ms, expect_response=self._config.acks != 0,
                           max_version=max_version, context=context)
         if self._metrics is not None:
-            self._metrics.record_batches_sent([b.record_count for b in batches], [b.size_in_bytes for b in batches],
-                                              now_ms)
+            sizes = [b.size_in_bytes for b in batches]
+            self._metrics.record_batches_sent(
+                [b.record_count for b in batches], sizes, [b.drained_ms - b.created_ms for b in batches],
+                [size / max(1, b.uncompressed_size) for b, size in zip(batches, sizes, strict=True)], now_ms)
 
     # ------------------------------------------------------------------------------------------ transactions
 

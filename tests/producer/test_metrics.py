@@ -47,9 +47,10 @@ def test_snapshot_has_java_names() -> None:
     m = ProducerMetrics(window_ms=1000, num_samples=2)
     available = [1000]
     m.add_gauge("buffer-available-bytes", lambda: available[0])
-    m.record_batches_sent(records=[10, 20], sizes=[800, 1600], now_ms=0)  # one request of two batches
-    m.record_batches_sent(records=[10], sizes=[1200], now_ms=100)
-    m.record_batches_sent(records=[], sizes=[], now_ms=100)  # nothing sent: no sample
+    m.record_batches_sent(records=[10, 20], sizes=[800, 1600], queue_ms=[5, 9], ratios=[0.5, 0.25],
+                          now_ms=0)  # one request of two batches
+    m.record_batches_sent(records=[10], sizes=[1200], queue_ms=[1], ratios=[0.75], now_ms=100)
+    m.record_batches_sent(records=[], sizes=[], queue_ms=[], ratios=[], now_ms=100)  # nothing sent: no sample
     m.record_request(records=40, latency_ms=12, now_ms=100)
     m.record_request(records=20, latency_ms=4, now_ms=200)
     m.record_retry(5, 200)
@@ -65,6 +66,8 @@ def test_snapshot_has_java_names() -> None:
     assert (snap["request-latency-avg"], snap["request-latency-max"]) == (8, 12)
     assert (snap["record-retry-total"], snap["record-error-total"]) == (5, 2)
     assert snap["produce-throttle-time-max"] == 50
+    assert (snap["record-queue-time-avg"], snap["record-queue-time-max"]) == (5, 9)
+    assert snap["compression-rate-avg"] == pytest.approx(0.5)
     assert snap["buffer-available-bytes"] == 400
     later = m.snapshot(10_000)
     assert later["record-send-total"] == 40 and later["record-send-rate"] == 0  # totals stay, rates decay
@@ -78,7 +81,7 @@ def test_metrics_are_thread_safe() -> None:
     def work() -> None:
         barrier.wait()
         for i in range(2000):
-            m.record_batches_sent([1], [10], i)
+            m.record_batches_sent([1], [10], [0], [1.0], i)
 
     threads = [threading.Thread(target=work) for _ in range(4)]
     for t in threads:

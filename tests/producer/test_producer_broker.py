@@ -364,13 +364,18 @@ def test_metrics_and_interceptors(bootstrap: str, topic_factory: Callable[..., s
         def on_acknowledgement(self, metadata: RecordMetadata, error: BaseException | None) -> None:
             seen.append((metadata.offset, error))
 
-    with producer(bootstrap, **{"interceptor.classes": [Interceptor()]}) as p:
-        p.send(topic, b"a").result(30)
-        p.send(topic, b"b").result(30)
+    # linger.ms=200: a lone record's batch waits that long in the accumulator (record-queue-time); lz4 on a
+    # repetitive value shrinks it (compression-rate-avg, compressed / uncompressed bytes, as Java's).
+    with producer(bootstrap, **{"interceptor.classes": [Interceptor()], "linger.ms": 200,
+                                "compression.type": "lz4"}) as p:
+        p.send(topic, b"a" * 1000).result(30)
+        p.send(topic, b"b" * 1000).result(30)
         metrics = p.metrics()
     assert seen == [(0, None), (1, None)]
     assert metrics["record-send-total"] == 2 and metrics["request-latency-avg"] >= 0
     assert metrics["buffer-total-bytes"] == 32 * 1024 * 1024
+    assert 200 <= metrics["record-queue-time-avg"] <= metrics["record-queue-time-max"] < 2000, metrics
+    assert 0 < metrics["compression-rate-avg"] < 0.5, metrics
 
 
 # ------------------------------------------------------------------------------------------------ buffer.memory
