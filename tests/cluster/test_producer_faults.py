@@ -35,78 +35,55 @@ pytestmark = pytest.mark.cluster
 PARTITIONS = 3
 
 
+@pytest.mark.parametrize("fault", ["SIGKILL", "SIGSTOP"])
 @pytest.mark.parametrize(("mode", "rate", "enough"), [("send_batch", 15_000, 5), ("send", 2_000, 200)])
-def test_leader_sigkilled_and_restarted_while_writing(cluster3: KafkaCluster, mode: str, rate: float,
-                                                      enough: int) -> None:
-    """Partition 0's leader gets SIGKILL mid-write and is started again later: every acknowledged record is
-    there once, in order per partition, and no send failed (delivery.timeout.ms outlasts the failover)."""
+def test_leader_lost_and_back_while_writing(cluster3: KafkaCluster, fault: str, mode: str, rate: float,
+                                            enough: int) -> None:
+    """Partition 0's leader is lost mid-write and comes back later: SIGKILLed and started again, or frozen with
+    SIGSTOP (a long GC pause, a hung VM: its sockets stay open, nothing answers; the requests in flight to it time
+    out after request.timeout.ms) and resumed with SIGCONT. The controller elects another leader, the producer
+    goes on there, the node rejoins as a follower. Every acknowledged record is there once, in order per
+    partition, and no send failed (delivery.timeout.ms outlasts the failover)."""
     topic = new_topic(cluster3, PARTITIONS)
-    producer = KafkaProducer({"bootstrap.servers": cluster3.bootstrap_servers, "acks": "all", "linger.ms": 5})
-    writer = PacedWriter(producer, topic, PARTITIONS, mode, rate).start()
-    try:
-        wait_for("the first acknowledgements", lambda: writer.acked_after(0.0) >= enough)
-        victim = leader_of(cluster3, topic, 0)
-        killed_at = time.monotonic()
-        cluster3.kill_node(victim)
-        election_s = wait_for("a new leader of partition 0",
-                              lambda: leader_of(cluster3, topic, 0) not in (victim, -1))
-        wait_for("acknowledgements after the kill", lambda: writer.acked_after(killed_at) >= enough)
-        recovery_s = writer.recovery_after(killed_at)
-        cluster3.start_node(victim)
-        restarted_at = time.monotonic()
-        rejoin_s = wait_full_isr(cluster3, topic, range(PARTITIONS))
-        wait_for("acknowledgements after the restart", lambda: writer.acked_after(restarted_at) >= enough)
-    finally:
-        writer.stop()
-        producer.close()
-    assert writer.errors() == [], writer.errors()[:3]
-    acked = writer.acked_ids()
-    verdict = check_ids(read_all(cluster3, topic), acked, PARTITIONS)
-    verdict.report(f"{mode}: leader {victim} SIGKILLed and restarted", recovery_s)
-    print(f"  new leader elected after {election_s:.1f} s, node {victim} back in sync {rejoin_s:.1f} s after "
-          f"its restart; {len(acked)} records acknowledged")
-    assert (verdict.lost, verdict.duplicated, verdict.out_of_order, verdict.extra) == (0, 0, 0, 0)
-    assert verdict.read == len(acked)
-
-
-@pytest.mark.parametrize("mode", ["send_batch", "send"])
-def test_leader_sigstopped_then_resumed_while_writing(cluster3: KafkaCluster, mode: str) -> None:
-    """Partition 0's leader is frozen with SIGSTOP (a long GC pause, a hung VM: its sockets stay open, nothing
-    answers). The requests in flight to it time out after request.timeout.ms, the controller fences it and elects
-    another leader, and the producer goes on there; then the node resumes (SIGCONT) and rejoins as a follower.
-    Every acknowledged record is there once, in order per partition, and no send failed."""
-    topic = new_topic(cluster3, PARTITIONS)
+    options = {"request.timeout.ms": 5000} if fault == "SIGSTOP" else {}
     producer = KafkaProducer({"bootstrap.servers": cluster3.bootstrap_servers, "acks": "all", "linger.ms": 5,
-                              "request.timeout.ms": 5000})
-    rate, enough = (15_000, 5) if mode == "send_batch" else (2_000, 200)
+                              **options})
     writer = PacedWriter(producer, topic, PARTITIONS, mode, rate).start()
-    victim, resumed = -1, True
+    frozen: int | None = None
     try:
         wait_for("the first acknowledgements", lambda: writer.acked_after(0.0) >= enough)
         victim = leader_of(cluster3, topic, 0)
-        process = cluster3.nodes[victim].process
-        assert process is not None
-        pause_process(process.pid)
-        resumed, paused_at = False, time.monotonic()
+        lost_at = time.monotonic()
+        if fault == "SIGKILL":
+            cluster3.kill_node(victim)
+        else:
+            process = cluster3.nodes[victim].process
+            assert process is not None
+            pause_process(process.pid)
+            frozen = process.pid
         election_s = wait_for("a new leader of partition 0",
                               lambda: leader_of(cluster3, topic, 0) not in (victim, -1))
-        wait_for("acknowledgements after the pause", lambda: writer.acked_after(paused_at) >= enough)
-        recovery_s = writer.recovery_after(paused_at)
-        os.kill(process.pid, signal.SIGCONT)
-        resumed, resumed_at = True, time.monotonic()
+        wait_for("acknowledgements after the fault", lambda: writer.acked_after(lost_at) >= enough)
+        recovery_s = writer.recovery_after(lost_at)
+        if frozen is None:
+            cluster3.start_node(victim)
+        else:
+            os.kill(frozen, signal.SIGCONT)
+            frozen = None
+        back_at = time.monotonic()
         rejoin_s = wait_full_isr(cluster3, topic, range(PARTITIONS))
-        wait_for("acknowledgements after the resume", lambda: writer.acked_after(resumed_at) >= enough)
+        wait_for("acknowledgements after the node came back", lambda: writer.acked_after(back_at) >= enough)
     finally:
-        if not resumed:
-            os.kill(cluster3.nodes[victim].process.pid, signal.SIGCONT)  # type: ignore[union-attr]
+        if frozen is not None:
+            os.kill(frozen, signal.SIGCONT)
         writer.stop()
         producer.close()
     assert writer.errors() == [], writer.errors()[:3]
     acked = writer.acked_ids()
     verdict = check_ids(read_all(cluster3, topic), acked, PARTITIONS)
-    verdict.report(f"{mode}: leader {victim} frozen with SIGSTOP, then resumed", recovery_s)
-    print(f"  new leader elected {election_s:.1f} s after the pause, node {victim} back in sync {rejoin_s:.1f} s "
-          f"after SIGCONT; {len(acked)} records acknowledged")
+    verdict.report(f"{mode}: leader {victim} lost ({fault}) and back", recovery_s)
+    print(f"  new leader elected {election_s:.1f} s after the {fault}, node {victim} back in sync {rejoin_s:.1f} s "
+          f"after it came back; {len(acked)} records acknowledged")
     assert (verdict.lost, verdict.duplicated, verdict.out_of_order, verdict.extra) == (0, 0, 0, 0)
     assert verdict.read == len(acked)
 
