@@ -98,17 +98,17 @@ class ColumnPlan:
         return names
 
 
-def _duplicate_names(dt: DataType, path: str) -> tuple[str, str] | None:
-    """The first struct inside ``dt`` (a column's type; ``path`` is its name) with two fields of one name: that
-    struct's path (``col.field``, ``col[]`` for an array's elements, ``col{key}``/``col{value}`` for a map's) and
-    the name."""
+def _duplicate_names(dt: DataType, path: str = "") -> tuple[str, str] | None:
+    """The first struct in ``dt`` (the DataFrame's schema, or a type inside it at ``path``) with two fields of one
+    name: that struct's path ("" for the DataFrame itself; ``col.field``, ``col[]`` for an array's elements,
+    ``col{key}``/``col{value}`` for a map's) and the name."""
     if isinstance(dt, StructType):
         names = [f.name for f in dt.fields]
         repeated = next((n for i, n in enumerate(names) if n in names[:i]), None)
         if repeated is not None:
             return path, repeated
         for f in dt.fields:
-            found = _duplicate_names(f.dataType, f"{path}.{f.name}")
+            found = _duplicate_names(f.dataType, f"{path}.{f.name}" if path else f.name)
             if found is not None:
                 return found
     elif isinstance(dt, ArrayType):
@@ -121,18 +121,18 @@ def _duplicate_names(dt: DataType, path: str) -> tuple[str, str] | None:
 def _refuse_duplicate_names(schema: StructType) -> None:
     # pyspark hands a Python data source its rows as Arrow, which refuses two fields of one name anywhere, even in
     # columns the sink ignores (Spark's own sink takes such a DataFrame): said here, before Spark's Arrow error.
-    names = [f.name for f in schema.fields]
-    repeated = next((n for i, n in enumerate(names) if n in names[:i]), None)
-    if repeated is not None:
-        column, where = repeated, f"more than one column named {repeated!r}"
+    found = _duplicate_names(schema)
+    if found is None:
+        return
+    path, name = found
+    # (a dotted path cannot say which column it starts in: names may hold dots)
+    column = next(f.name for f in schema.fields if _duplicate_names(f.dataType, f.name) == found) if path else name
+    if not path:
+        where = f"more than one column named {name!r}"
+    elif path == column:
+        where = f"a struct column {column!r} with more than one field named {name!r}"
     else:
-        found = next(((f.name, d) for f in schema.fields if (d := _duplicate_names(f.dataType, f.name)) is not None),
-                     None)
-        if found is None:
-            return
-        column, (path, name) = found
-        where = (f"a struct column {column!r} with more than one field named {name!r}" if path == column else
-                 f"a column {column!r} whose nested struct {path!r} has more than one field named {name!r}")
+        where = f"a column {column!r} whose nested struct {path!r} has more than one field named {name!r}"
     raise InvalidColumnError(
         f"the DataFrame has {where}: pyspark hands a Python data source its rows as Arrow, which refuses duplicate "
         "names, even in columns the sink ignores (Spark's own Kafka sink takes them). Drop or rename them before "
