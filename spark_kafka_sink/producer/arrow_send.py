@@ -50,7 +50,7 @@ from spark_kafka_sink.producer.record_metadata import NO_OFFSET, BatchMetadata, 
 from spark_kafka_sink.producer.transactions import TransactionManager
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, batch_starts, encode_arrow_batch_groups
 from spark_kafka_sink.protocol.murmur2 import binary_buffers
-from spark_kafka_sink.protocol.record_batch import HEADER_SIZE
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, record_size
 
 __all__ = ["BatchSendResult", "PartitionWriteStats", "PreparedBatch", "ArrowSender", "row_slices", "fill_bytes",
            "as_table_input"]
@@ -227,6 +227,18 @@ class _Columns:
         idx = np.asarray(rows)
         return _Columns(self.value.take(rows), _take(self.key, rows), None, None, _take(self.headers, rows),
                         self.timestamp[idx], self.size[idx])
+
+
+def _exact_record_size(cols: _Columns, row: int) -> int:
+    """The encoded size of row ``row`` as the only record of its batch (deltas 0)."""
+    def raw(scalar: pa.Scalar) -> bytes | None:
+        v = scalar.as_py()
+        return v.encode("utf-8") if isinstance(v, str) else v
+
+    key = None if cols.key is None else raw(cols.key[row])
+    entries = [] if cols.headers is None else (cols.headers[row].as_py() or [])
+    headers = [(e["key"], e["value"].encode("utf-8") if isinstance(e["value"], str) else e["value"]) for e in entries]
+    return record_size(0, 0, key, raw(cols.value[row]), headers)
 
 
 def row_slices(size: I64, limit: int, whole: int = 0) -> list[tuple[int, int]]:
@@ -508,15 +520,17 @@ class ArrowSender:
                 yield from self._encode_topic(name, rows, cols, started)
 
     def _check_sizes(self, cols: _Columns, first_row: int) -> None:
-        too_big = np.flatnonzero(cols.size > self._max_record)
-        if len(too_big):
-            row = int(too_big[0])
-            cfg = self._config
-            option, limit = (("max.request.size", cfg.max_request_size) if cfg.max_request_size <= cfg.buffer_memory
-                             else ("buffer.memory", cfg.buffer_memory))
-            raise RecordTooLargeError(f"row {first_row + row} is up to {int(cols.size[row]) + HEADER_SIZE} bytes "
-                                      f"when serialized, larger than {option} ({limit}); send smaller records or "
-                                      f"raise {option}")
+        """Refuse the first row that can never be sent. The size bound overstates a record by up to ~30 bytes, so
+        a row over the limit by its bound is measured exactly before it is refused, as send() does: the same
+        record is taken or refused by both. Only rows within that margin of max.request.size are measured."""
+        cfg = self._config
+        option, limit = (("max.request.size", cfg.max_request_size) if cfg.max_request_size <= cfg.buffer_memory
+                         else ("buffer.memory", cfg.buffer_memory))
+        for row in np.flatnonzero(cols.size > self._max_record).tolist():
+            size = HEADER_SIZE + _exact_record_size(cols, row)
+            if size > limit:
+                raise RecordTooLargeError(f"row {first_row + row} is {size} bytes when serialized, larger than "
+                                          f"{option} ({limit}); send smaller records or raise {option}")
 
     def _groups(self, topic: str | None, cols: _Columns) -> list[tuple[str, pa.Array | None]]:
         """(topic, row indices or None for all rows) per topic, rows in input order."""

@@ -374,7 +374,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("linger.ms", _MS, _int(0, MAX_INT32), 5, "Wait up to this long for more records before sending a batch."),
     _opt("batch.size", "int (bytes)", _int(0, MAX_INT32), 16_384,
          "Target size of one partition's batch. With a codec it counts compressed bytes, estimated as Java does "
-         "(per topic, from the batches built so far), so a batch of well-compressing records holds more."),
+         "(per topic, from the batches built so far), so a batch of well-compressing records holds more. 0: one "
+         "record a batch (batching off, as in Java)."),
     _opt("buffer.memory", "int (bytes)", _int(0), 33_554_432, "Memory for records waiting to be sent."),
     _opt("max.block.ms", _MS, _int(0), 60_000, "How long send() may block for metadata or buffer memory."),
     _opt("max.request.size", "int (bytes)", _int(1, MAX_INT32), 1_048_576, "Largest produce request (and record)."),

@@ -413,7 +413,8 @@ def encode_arrow_batch_groups(
     span = int(ts.max()) - int(ts.min())
     if span >= 1 << 63:
         raise ValueError("timestamps span more than an int64 range within one partition")
-    budget = max_batch_bytes - HEADER_SIZE
+    # At least one byte: a batch.size below the header (Java's 0 turns batching off) gives one record a batch.
+    budget = max(1, max_batch_bytes - HEADER_SIZE)
     max_delta = min(n - 1, budget // _MIN_RECORD_BYTES)
     ts_bound = int(_sizes(np.array([2 * span], np.uint64))[0])
     od_bound = int(_sizes(np.array([2 * max_delta], np.uint64))[0])

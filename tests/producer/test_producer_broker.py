@@ -209,6 +209,47 @@ def test_send_batch_validation_names_the_column(bootstrap: str, topic_factory: C
             p.send(topic, b"x" * 2_000_000)
 
 
+def test_a_record_of_exactly_max_request_size_is_sent_by_send_and_send_batch(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
+    """A record is measured exactly before it is refused: send_batch refused rows within ~30 bytes of the limit by
+    its size bound while send() took the same record. This one, alone in its batch, is 175 bytes: the 61-byte batch
+    header and a 114-byte record (length varint 2, attributes 1, timestamp and offset deltas 1 + 1, key length 1 +
+    key 1, value length 2 + value 100, header count 1, header key length 1 + key 1, value length 1 + value 1)."""
+    topic = topic_factory(partitions=1)
+    key, value, header = b"k", b"v" * 100, [{"key": "h", "value": b"1"}]
+    table = pa.table({"key": [key], "value": [value], "headers": [header]})
+    with producer(bootstrap, **{"max.request.size": 175}) as p:
+        p.send(topic, value, key=key, headers=(("h", b"1"),)).result(30)
+        p.send_batch(topic, table).result(30)
+    with producer(bootstrap, **{"max.request.size": 174}) as p:
+        with pytest.raises(RecordTooLargeError, match="the record is 175 bytes when serialized, larger than "
+                                                      r"max.request.size \(174\)"):
+            p.send(topic, value, key=key, headers=(("h", b"1"),))
+        with pytest.raises(RecordTooLargeError, match="row 0 is 175 bytes when serialized, larger than "
+                                                      r"max.request.size \(174\)"):
+            p.send_batch(topic, table)
+    assert [(r.key, r.value, r.headers) for r in readback(topic)] == [(key, value, (("h", b"1"),))] * 2
+
+
+def test_batch_size_zero_puts_each_record_in_a_batch_of_its_own(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
+    """batch.size=0 turns batching off, as in Java: send_batch raised an OverflowError from the encoder (a batch
+    budget below the header's 61 bytes). Each batch then holds one record: at most 61 + 112 bytes here."""
+    topic = topic_factory(partitions=1)
+    rows = 50
+    table = pa.table({"key": [b"k%02d" % i for i in range(rows)], "value": [b"v" * 100] * rows})
+    for size in (0, 1):
+        with producer(bootstrap, **{"batch.size": size, "linger.ms": 50}) as p:
+            p.send_batch(topic, table).result(30)
+            for i in range(rows):
+                p.send(topic, b"v" * 100, key=b"k%02d" % i)
+            p.flush()
+            metrics = p.metrics()
+        assert metrics["batch-size-max"] <= 61 + 112, (size, metrics["batch-size-max"])
+        assert metrics["record-send-total"] == 2 * rows
+    assert [r.key for r in readback(topic)] == [b"k%02d" % i for i in range(rows)] * 4
+
+
 def test_send_batch_truncates_sub_millisecond_timestamps(bootstrap: str, topic_factory: Callable[..., str],
                                                           readback: Readback) -> None:
     """pandas' datetime64[ns] and Spark's microsecond times carry sub-millisecond parts: truncated to milliseconds,
