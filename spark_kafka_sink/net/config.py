@@ -16,6 +16,7 @@ Security settings (``security.protocol``, ``ssl.*``, ``sasl.*``) are carried thr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,9 @@ def format_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9_+.-]*://")
+
+
 def parse_bootstrap_servers(value: object, key: str = "bootstrap.servers") -> tuple[tuple[str, int], ...]:
     """``"a:9092, b:9093,[::1]:9094"`` (or a list of such strings) -> ``(("a", 9092), ("b", 9093), ("::1", 9094))``."""
     if isinstance(value, str):
@@ -72,14 +76,17 @@ def parse_bootstrap_servers(value: object, key: str = "bootstrap.servers") -> tu
         raise ConfigError(f"{key} must be a comma-separated string of host:port, got {value!r}", key=key)
     out: list[tuple[str, int]] = []
     for raw in items:
-        item = raw.strip()
+        # A listener's scheme (PLAINTEXT://, SASL_SSL://...) is ignored, as Java's and librdkafka's parsers do:
+        # security.protocol says how to connect.
+        item = _SCHEME.sub("", raw.strip())
         if not item:
             continue
         if item.startswith("["):  # [ipv6]:port
             host, sep, port_text = item[1:].partition("]:")
         else:
             host, sep, port_text = item.rpartition(":")
-        if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        if (not sep or not host or any(c.isspace() for c in host) or not port_text.isdigit()
+                or not 0 < int(port_text) < 65536):
             raise ConfigError(f"{key}: {item!r} is not host:port (e.g. 127.0.0.1:9092)", key=key)
         out.append((host, int(port_text)))
     if not out:

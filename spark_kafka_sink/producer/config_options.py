@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.net.config import format_address, parse_bootstrap_servers
 from spark_kafka_sink.net.oauthbearer import JAVA_OAUTH_LOGIN_HANDLERS, token_provider
 from spark_kafka_sink.net.security_settings import tls_versions
 from spark_kafka_sink.net.truststore import TRUSTSTORE_TYPES
@@ -145,25 +146,10 @@ def _secret(name: str, raw: Any) -> Secret | None:
     return Secret(raw) if raw else None
 
 
-_HOST_PORT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[^\s:\[\]]+):(\d{1,5})$")
 
 
 def _servers(name: str, raw: Any) -> tuple[str, ...]:
-    expected = "host:port[,host:port...] (a string or a list of strings)"
-    if isinstance(raw, str):
-        items = [s.strip() for s in raw.split(",")]
-    elif isinstance(raw, (list, tuple)) and all(isinstance(s, str) for s in raw):
-        items = [s.strip() for s in raw]
-    else:
-        raise _invalid(name, raw, expected)
-    items = [s for s in items if s]
-    if not items:
-        raise _invalid(name, raw, expected)
-    for item in items:
-        match = _HOST_PORT.match(item)
-        if match is None or not 0 < int(match.group(1)) < 65536:
-            raise ConfigError(f"{name}: {item!r} is not host:port (IPv6 as [addr]:port)", key=name)
-    return tuple(items)
+    return tuple(format_address(host, port) for host, port in parse_bootstrap_servers(raw, name))
 
 
 def _partitioner(name: str, raw: Any) -> Callable[[str, bytes | None, int], int] | None:
@@ -238,7 +224,8 @@ _MS = "int (ms)"
 OPTIONS: tuple[OptionSpec, ...] = (
     # --- connection and identity
     _opt("bootstrap.servers", "list", _servers, (),
-         "Brokers to fetch cluster metadata from: host:port,host:port. Required."),
+         "Brokers to fetch cluster metadata from: host:port,host:port (a listener scheme such as PLAINTEXT:// is "
+         "ignored, as in Java). Required."),
     _opt("client.id", "string", _string, "",
          "Name sent with every request (broker logs, quotas). Empty: producer-<n>."),
     _opt("security.protocol", "enum", _choice("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", upper=True),

@@ -14,9 +14,14 @@ def test_parse_bootstrap_servers() -> None:
     assert parse_bootstrap_servers(" a:9092, b.example:19092 ,[::1]:9094,") == (
         ("a", 9092), ("b.example", 19092), ("::1", 9094))
     assert parse_bootstrap_servers(["h:1", "i:2"]) == (("h", 1), ("i", 2))
+    # A listener's scheme, copied from a broker's listeners or advertised.listeners, is ignored as Java's parser
+    # (Utils.getHost) and librdkafka ignore it: security.protocol says how to connect.
+    assert parse_bootstrap_servers("PLAINTEXT://a:9092,SASL_SSL://[::1]:9094, sasl_plaintext://b:1") == (
+        ("a", 9092), ("::1", 9094), ("b", 1))
 
 
-@pytest.mark.parametrize("value", ["", "host", "host:", ":9092", "host:port", "host:70000", 9092, None])
+@pytest.mark.parametrize("value", ["", "host", "host:", ":9092", "host:port", "host:70000", "a b:1", "PLAINTEXT://",
+                                   9092, None])
 def test_bad_bootstrap_servers_name_the_key(value: Any) -> None:
     with pytest.raises(ConfigError, match="bootstrap.servers") as info:
         parse_bootstrap_servers(value)

@@ -1,7 +1,7 @@
 """Producer options that steer metadata, connections and metrics, against the session's real broker
 (auto.create.topics.enable=true): allow.auto.create.topics, metadata.max.idle.ms, metrics.sample.window.ms,
-metrics.num.samples, client.dns.lookup, partitioner.class and connections.max.idle.ms=0. Topics are checked with
-confluent-kafka's admin client."""
+metrics.num.samples, client.dns.lookup, partitioner.class, connections.max.idle.ms=0 and bootstrap.servers with a
+listener scheme. Topics are checked with confluent-kafka's admin client."""
 
 from __future__ import annotations
 
@@ -172,3 +172,12 @@ def test_connections_max_idle_ms_zero_closes_idle_connections_and_still_sends(
         offsets = [producer.send(topic, b"%d" % i).result(20).offset for i in range(5)]
     assert offsets == [0, 1, 2, 3, 4]
     assert [r.value for r in readback(topic)] == [b"0", b"1", b"2", b"3", b"4"]
+
+
+def test_bootstrap_servers_with_a_listener_scheme_connects(bootstrap: str, readback: Readback) -> None:
+    """bootstrap.servers copied from a broker's listeners (PLAINTEXT://host:port): Java and librdkafka ignore the
+    scheme; it was refused as 'not host:port'."""
+    topic = f"scheme-{uuid.uuid4().hex[:8]}"
+    with KafkaProducer({"bootstrap.servers": f"PLAINTEXT://{bootstrap}", "max.block.ms": 30_000}) as producer:
+        producer.send(topic, b"v").result(timeout=30)
+    assert [r.value for r in readback(topic)] == [b"v"]
