@@ -27,9 +27,12 @@ and message); the producer can only be closed. Bad TLS files or key password: Co
 
 Closing: ``close(timeout_s)`` stops new sends, sends what is queued and waits for the answers up to ``timeout_s``
 (None: no limit); ``close(0)`` -- or a timeout that runs out -- fails every pending future with
-ProducerClosedError. close NEVER aborts an open transaction: in the Spark sink the driver ends it (EndTxn by
-transactional id, producer id and epoch, see ``transaction_identity`` and ``end_transaction``); otherwise the
-broker aborts it after transaction.timeout.ms, or the next producer with the same transactional.id does.
+ProducerClosedError. A graceful close aborts a transaction still open once everything queued was answered, as
+Java's does (a ``with`` block that raised leaves nothing open to hold back read_committed consumers);
+``close(0)``, a timeout that runs out, or ``close(abort_open_transaction=False)`` leave it open. The Spark sink
+closes with the latter: the driver ends each task's transaction (EndTxn by transactional id, producer id and
+epoch, see ``transaction_identity`` and ``end_transaction``); an open transaction nobody ends is aborted by the
+broker after transaction.timeout.ms, or by the next producer with the same transactional.id.
 
 Threads: every public method may be called from any thread. Callbacks and interceptors' ``on_acknowledgement`` run
 on the sender thread: keep them short; there ``flush`` and the transaction calls raise IllegalStateError (they would
@@ -533,10 +536,11 @@ class KafkaProducer:
         if self._closed:  # a plain read: set once under _close_lock, never reset
             raise ProducerClosedError("the producer is closed: no more records can be sent")
 
-    def close(self, timeout_s: float | None = None) -> None:
+    def close(self, timeout_s: float | None = None, *, abort_open_transaction: bool = True) -> None:
         """Send what is queued and wait for it up to ``timeout_s`` (None: no limit); then, or at once with
-        ``timeout_s=0``, fail whatever is still pending with ProducerClosedError. Never aborts an open
-        transaction (see the module docstring). Calling it again does nothing."""
+        ``timeout_s=0``, fail whatever is still pending with ProducerClosedError. Within that time an open
+        transaction is aborted, as Java's close does, unless ``abort_open_transaction=False`` leaves it for
+        another process to end (see the module docstring). Calling it again does nothing."""
         with self._close_lock:
             if self._closed:
                 return
@@ -548,7 +552,7 @@ class KafkaProducer:
             self._thread.force_close()
             return
         if timeout_s is None or timeout_s > 0:
-            self._thread.initiate_close()
+            self._thread.initiate_close(abort_transaction=abort_open_transaction)
             self._thread.join(timeout_s)
         if self._thread.is_alive():
             self._thread.force_close()

@@ -67,6 +67,7 @@ _log = logging.getLogger(__name__)
 MAX_PRODUCE_VERSION = 12  # v13 names topics by id
 _MAX_POLL_MS = 1_000  # re-check timers at least this often even when nothing is due
 _ONGOING = frozenset({TxnState.IN_TRANSACTION, TxnState.COMMITTING_TRANSACTION, TxnState.ABORTING_TRANSACTION})
+_ABORTED_ON_CLOSE = frozenset({TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR})
 
 
 class Sender:
@@ -286,6 +287,20 @@ class Sender:
         return (self._acc.has_incomplete() or self._client.in_flight_count() > 0
                 or (ongoing and tm is not None and tm.has_pending_requests()))
 
+    def abort_open_transaction(self) -> None:
+        """For a graceful close, once everything queued was answered: a transaction still open (begun, or failed
+        with an abortable error) is aborted, as Java's sender does; a commit or abort under way finishes as it
+        is. The caller then steps until ``has_pending_work`` is False (the EndTxn answered)."""
+        tm = self._tm
+        if tm is None or not tm.is_transactional or tm.state not in _ABORTED_ON_CLOSE:
+            return
+        _log.info("aborting the open transaction of transactional.id %s: the producer is closing",
+                  tm.transactional_id)
+        try:
+            tm.begin_abort()
+        except KafkaError as exc:  # e.g. fenced meanwhile: nothing this producer can end
+            _log.warning("could not abort the open transaction on close: %s", exc)
+
     def abort_all(self, error: KafkaError) -> None:
         """Fail every incomplete batch, queued or in flight (a forced close)."""
         self._acc.abort_incomplete_batches(error)
@@ -307,6 +322,7 @@ class SenderThread(threading.Thread):
         self._clock = clock
         self._running = True  # False: finish pending work, then stop (written by closing threads)
         self._forced = False  # True: stop now, failing what is pending (written by closing threads)
+        self._abort_transaction = True  # a graceful close aborts an open transaction (written by closing threads)
 
     def run(self) -> None:
         sender = self.sender
@@ -316,6 +332,10 @@ class SenderThread(threading.Thread):
             # Graceful close: the accumulator is closed; send what is queued and wait for the answers.
             while not self._forced and sender.has_pending_work():
                 self._step()
+            if not self._forced and self._abort_transaction:
+                sender.abort_open_transaction()
+                while not self._forced and sender.has_pending_work():
+                    self._step()
             if self._forced:
                 sender.abort_all(ProducerClosedError(
                     "the producer was closed (close(timeout) ran out or close(0)) before this record was "
@@ -333,7 +353,8 @@ class SenderThread(threading.Thread):
     def wakeup(self) -> None:
         self.sender.wakeup()
 
-    def initiate_close(self) -> None:
+    def initiate_close(self, *, abort_transaction: bool = True) -> None:
+        self._abort_transaction = abort_transaction
         self._running = False
         self.wakeup()
 

@@ -219,7 +219,8 @@ def close_failed(producer: Any) -> None:
 def _close_all(producers: list[Any]) -> None:
     for producer in producers:
         try:
-            producer.close(_CLOSE_TIMEOUT_S)
+            # A kept producer's last transaction is the driver's to end (it may not have committed it yet).
+            producer.close(_CLOSE_TIMEOUT_S, abort_open_transaction=False)
         except Exception as exc:  # noqa: BLE001 - closing a broken producer must not fail the next task
             _log.info("closing a cached producer failed: %s: %s", type(exc).__name__, exc)
 

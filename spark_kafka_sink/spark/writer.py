@@ -176,7 +176,7 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
         if lease is not None:
             worker_cache().give_back(lease, healthy=finished)  # a failed task's producer is closed, never lent
         elif finished:
-            producer.close(_CLOSE_TIMEOUT_S)  # never aborts an open transaction: the driver ends it
+            producer.close(_CLOSE_TIMEOUT_S, abort_open_transaction=False)  # the driver ends the transaction
         else:
             close_failed(producer)
     return KafkaCommitMessage(partition_id, attempt, transactional_id, producer_id, epoch, writes, started_at,

@@ -275,7 +275,8 @@ def test_end_transaction_from_another_client_with_the_coordinator_sigstopped(clu
         task.init_transactions(60)
         task.begin_transaction()
         task.send_batch(topic, table).result(60)
-        identity = task.transaction_identity()  # close() never aborts: the transaction stays open for the driver
+        identity = task.transaction_identity()
+        task.close(abort_open_transaction=False)  # as the sink's tasks: the transaction stays open for the driver
     coordinator = transaction_coordinator(cluster3, tid)
     process = cluster3.nodes[coordinator].process
     assert process is not None

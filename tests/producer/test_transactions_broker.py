@@ -76,6 +76,39 @@ def test_second_producer_fences_the_first(bootstrap: str, topic_factory: Callabl
         second.close(5)
 
 
+def test_close_aborts_an_open_transaction_as_java_does(bootstrap: str, topic_factory: Callable[..., str],
+                                                       readback: Callable[..., Any]) -> None:
+    """A ``with`` block that raises inside a transaction: the graceful close aborts it, as Java's close does.
+    Before, it stayed open until transaction.timeout.ms, and read_committed consumers saw nothing written after it
+    (their last stable offset stuck at its first record) for that long. A begun transaction with nothing sent
+    closes too, and close(abort_open_transaction=False) leaves one open (the Spark sink's tasks)."""
+    topic = topic_factory(partitions=1)
+    with pytest.raises(RuntimeError, match="user code failed"):
+        with producer(bootstrap, **{"transactional.id": f"tx-{uuid.uuid4().hex}"}) as p:
+            p.init_transactions(30)
+            p.begin_transaction()
+            p.send(topic, b"aborted").result(30)
+            raise RuntimeError("user code failed")
+    with producer(bootstrap, **{"transactional.id": f"tx-{uuid.uuid4().hex}"}) as empty:
+        empty.init_transactions(30)
+        empty.begin_transaction()
+    with producer(bootstrap) as plain:
+        plain.send(topic, b"after").result(30)
+    # read_committed reads up to the last stable offset: "after" is there only if nothing before it is open.
+    assert [r.value for r in readback(topic, timeout=20)] == [b"after"]
+    assert [r.value for r in readback(topic, isolation="read_uncommitted")] == [b"aborted", b"after"]
+    kept = producer(bootstrap, **{"transactional.id": f"tx-{uuid.uuid4().hex}"})
+    kept.init_transactions(30)
+    kept.begin_transaction()
+    kept.send(topic, b"left open").result(30)
+    kept.close(abort_open_transaction=False)
+    with producer(bootstrap) as plain:
+        plain.send(topic, b"behind it").result(30)
+    assert [r.value for r in readback(topic, timeout=20)] == [b"after"]
+    fence_transactional_id({"bootstrap.servers": bootstrap}, kept.config.transactional_id, 30)  # ends it: abort
+    assert [r.value for r in readback(topic, timeout=20)] == [b"after", b"behind it"]
+
+
 def test_end_transaction_from_a_fresh_process_commits(bootstrap: str, topic_factory: Callable[..., str],
                                                      readback: Callable[..., Any]) -> None:
     topic = topic_factory(partitions=2)
@@ -87,7 +120,7 @@ def test_end_transaction_from_a_fresh_process_commits(bootstrap: str, topic_fact
         p.send(topic, b"r%d" % i)
     p.flush()
     identity = p.transaction_identity()
-    p.close()  # close never aborts: the transaction stays open for the driver
+    p.close(abort_open_transaction=False)  # as the sink's tasks: the transaction stays open for the driver
     assert readback(topic) == []
     script = textwrap.dedent(f"""
         from spark_kafka_sink.producer import TransactionIdentity, end_transaction
@@ -109,6 +142,7 @@ def test_end_transaction_after_fencing_explains(bootstrap: str, topic_factory: C
         p.begin_transaction()
         p.send(topic, b"lost").result(30)
         identity = p.transaction_identity()
+        p.close(abort_open_transaction=False)  # left open, then fenced
     fence_transactional_id({"bootstrap.servers": bootstrap}, txn_id, 30)
     with pytest.raises(ProducerFencedError, match="cannot be committed.*transaction.timeout.ms"):
         end_transaction({"bootstrap.servers": bootstrap}, identity, commit=True, timeout_s=30)

@@ -15,7 +15,8 @@ class FakeProducer:
         self.config = dict(config)
         self.usable = True
 
-    def close(self, timeout_s: float | None = None) -> None:
+    def close(self, timeout_s: float | None = None, *, abort_open_transaction: bool = True) -> None:
+        assert not abort_open_transaction or timeout_s == 0, "a kept producer's transaction is the driver's to end"
         self.usable = False
 
 
