@@ -97,7 +97,8 @@ def test_close_aborts_an_open_transaction_as_java_does(bootstrap: str, topic_fac
     # read_committed reads up to the last stable offset: "after" is there only if nothing before it is open.
     assert [r.value for r in readback(topic, timeout=20)] == [b"after"]
     assert [r.value for r in readback(topic, isolation="read_uncommitted")] == [b"aborted", b"after"]
-    kept = producer(bootstrap, **{"transactional.id": f"tx-{uuid.uuid4().hex}"})
+    kept_id = f"tx-{uuid.uuid4().hex}"
+    kept = producer(bootstrap, **{"transactional.id": kept_id})
     kept.init_transactions(30)
     kept.begin_transaction()
     kept.send(topic, b"left open").result(30)
@@ -105,7 +106,7 @@ def test_close_aborts_an_open_transaction_as_java_does(bootstrap: str, topic_fac
     with producer(bootstrap) as plain:
         plain.send(topic, b"behind it").result(30)
     assert [r.value for r in readback(topic, timeout=20)] == [b"after"]
-    fence_transactional_id({"bootstrap.servers": bootstrap}, kept.config.transactional_id, 30)  # ends it: abort
+    fence_transactional_id({"bootstrap.servers": bootstrap}, kept_id, 30)  # ends it: abort
     assert [r.value for r in readback(topic, timeout=20)] == [b"after", b"behind it"]
 
 
