@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: venv jars test test-cluster test-kerberos test-versions test-pyspark run bench kafka-up kafka-down clean
+.PHONY: venv jars test test-cluster test-kerberos test-versions test-pyspark test-bench run bench kafka-up kafka-down clean
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -113,6 +113,11 @@ $(BENCH_STAMP): $(STAMP) benchmarks/requirements.txt
 
 bench: venv jars $(BENCH_STAMP)
 	$(PY) -m benchmarks $(BENCH_ARGS)
+
+# The benchmarks' smoke test (tests/test_bench_smoke.py): every `make bench` group runs end to end at a tiny scale
+# (`--quick`) and writes its results; nothing is timed. Its own target, as it takes ~2.5 minutes of make test's 20.
+test-bench: venv jars
+	$(PY) -m pytest tests/test_bench_smoke.py $(PYTEST_ARGS)
 
 kafka-up: venv jars
 	@$(PY) -m spark_kafka_sink.testing up --port $(or $(PORT),9092)

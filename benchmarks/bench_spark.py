@@ -314,7 +314,7 @@ def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]], with_se
         if ctx.quick and tasks > 200:
             continue  # --quick checks the scripts run: one small-task comparison does
         if ctx.quick:
-            tasks = 20  # and 20 tasks take every step of it: 200 cost make test's smoke test a minute more
+            tasks = 20  # and 20 tasks take every step of it: 200 cost make test-bench's smoke test a minute more
         small = base.with_(partitions=tasks, topic_partitions=base.partitions,
                            rows=tasks * (max(1, base.rows // 1000) if ctx.quick else rows_per_task))
         comps.append(compare_small_tasks(ctx, small, small_tasks_title(tasks, small.rows // tasks),

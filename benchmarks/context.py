@@ -164,7 +164,7 @@ class Context:
         had imported the producer into the do-nothing writer's workers, that writer's 10,000-row tasks took
         20.9-21.5 ms instead of 15.3-17.1. Each Spark comparison starts fresh, so no result depends on which
         comparison ran before it. ``--quick`` measures nothing, so its comparisons share one application unless
-        the worker reuse setting changes (each restart costs make test's smoke run ~10-15 s)."""
+        the worker reuse setting changes (each restart costs make test-bench's smoke run ~10-15 s)."""
         if self.quick and self._spark is not None and worker_reuse == self._worker_reuse:
             return
         self._worker_reuse = worker_reuse

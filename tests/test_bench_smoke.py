@@ -1,5 +1,6 @@
 """Smoke test of the benchmarks (``make bench``): the scripts run end to end at a tiny scale and write their
-results. Nothing here is timed or compared: speed is measured by ``make bench``, never asserted in ``make test``.
+results. Nothing here is timed or compared: speed is measured by ``make bench``, never asserted in a test. Run by
+``make test-bench`` (not part of ``make test``; CI runs both).
 
 Peer libraries (benchmarks/requirements.txt) may be missing from a test-only venv: their contenders are then
 reported as skipped, which this test accepts; a contender that fails is not accepted.
