@@ -27,7 +27,7 @@ test: venv jars
 # The slow fault tests (tests/cluster): a 3-node Kafka cluster with nodes killed, a Spark standalone cluster
 # (master + 2 workers) running the bundled job with executors and Python workers killed, the driver of exactly_once
 # jobs killed at each point of the commit, writes through a Spark Connect server, and a broker moved to another
-# port (rebootstrap). About 20-25 minutes.
+# port (rebootstrap). About 20-30 minutes.
 test-cluster: venv jars
 	$(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
 
