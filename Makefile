@@ -50,7 +50,7 @@ test-kerberos: venv jars $(KRB_STAMP)
 # The core set against every other Kafka release the project claims (README "Kafka versions"); `make test` runs
 # everything on 4.4.0 with its default transaction.version 2. Each run starts its own broker of that release (3.6.2
 # and 2.8.2 in ZooKeeper mode, with a ZooKeeper server of their own). The Spark sink's tests run on 3.9.2, 3.7.2
-# and 3.6.2 in make test-pyspark (with pyspark 4.2, 4.1 and 4.0), on the others here. About 18 minutes in all.
+# and 3.6.2 in make test-pyspark (with pyspark 4.2, 4.1 and 4.0), on the others here. About 18-20 minutes in all.
 SINK_VERSION_TESTS := tests/spark/test_sink_guarantees.py
 TRANSACTION_TESTS := tests/producer/test_epoch_bump_broker.py tests/producer/test_transactions_broker.py \
 	tests/producer/test_transactions_flow_broker.py
