@@ -236,9 +236,8 @@ def _exact_record_size(cols: _Columns, row: int) -> int:
         return v.encode("utf-8") if isinstance(v, str) else v
 
     key = None if cols.key is None else raw(cols.key[row])
-    entries = [] if cols.headers is None else (cols.headers[row].as_py() or [])
-    headers = [(e["key"], e["value"].encode("utf-8") if isinstance(e["value"], str) else e["value"]) for e in entries]
-    return record_size(0, 0, key, raw(cols.value[row]), headers)
+    entries = [] if cols.headers is None else (cols.headers[row].as_py() or [])  # key str, value bytes (plain)
+    return record_size(0, 0, key, raw(cols.value[row]), [(e["key"], e["value"]) for e in entries])
 
 
 def row_slices(size: I64, limit: int, whole: int = 0) -> list[tuple[int, int]]:
@@ -520,7 +519,7 @@ class ArrowSender:
                 yield from self._encode_topic(name, rows, cols, started)
 
     def _check_sizes(self, cols: _Columns, first_row: int) -> None:
-        """Refuse the first row that can never be sent. The size bound overstates a record by up to ~30 bytes, so
+        """Refuse the first row that can never be sent. The size bound overstates a record by up to ~40 bytes, so
         a row over the limit by its bound is measured exactly before it is refused, as send() does: the same
         record is taken or refused by both. Only rows within that margin of max.request.size are measured."""
         cfg = self._config

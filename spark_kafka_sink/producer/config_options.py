@@ -146,8 +146,6 @@ def _secret(name: str, raw: Any) -> Secret | None:
     return Secret(raw) if raw else None
 
 
-
-
 def _servers(name: str, raw: Any) -> tuple[str, ...]:
     return tuple(format_address(host, port) for host, port in parse_bootstrap_servers(raw, name))
 
