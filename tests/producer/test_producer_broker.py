@@ -211,7 +211,7 @@ def test_send_batch_validation_names_the_column(bootstrap: str, topic_factory: C
 
 def test_a_record_of_exactly_max_request_size_is_sent_by_send_and_send_batch(
         bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
-    """A record is measured exactly before it is refused: send_batch refused rows within ~30 bytes of the limit by
+    """A record is measured exactly before it is refused: send_batch refused rows within ~40 bytes of the limit by
     its size bound while send() took the same record. This one, alone in its batch, is 175 bytes: the 61-byte batch
     header and a 114-byte record (length varint 2, attributes 1, timestamp and offset deltas 1 + 1, key length 1 +
     key 1, value length 2 + value 100, header count 1, header key length 1 + key 1, value length 1 + value 1)."""
