@@ -9,6 +9,7 @@
     md.request_update() -> version             # ask for a refresh; wait_for_update(version, timeout_ms) blocks
     md.needs_update(now_ms) / time_to_next_update(now_ms)   # metadata.max.age.ms, retry.backoff.ms
     md.update(response_body, now_ms)           # a decoded Metadata response (any version)
+    md.update_partition_leadership(leaders, node_endpoints)   # new leaders a Produce answer named (KIP-951)
     md.fatal_error -> KafkaError | None        # a connection failed in a way reconnecting cannot fix
     md.connection_error -> KafkaError | None   # why the last failed connection attempt failed (for timeouts)
 
@@ -28,6 +29,13 @@ port -- the network client records it here with :meth:`Metadata.set_fatal_error`
 wrong; reconnecting would only repeat it), wakes every thread waiting for an update, and the producer raises it
 from the waiting call instead of a timeout that would not say why.
 
+New leaders between refreshes (KIP-951, as Java's ``Metadata.updatePartitionLeadership``): a broker that is no
+longer a partition's leader answers Produce (v10+) with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH and the new
+leader's id and epoch, plus the addresses of such leaders. :meth:`Metadata.update_partition_leadership` applies
+them to the cached partitions at once, so a retry goes to the new leader without waiting for a refresh (which
+``retry.backoff.ms`` may hold back). A new leader is taken only with a higher epoch than the cached one, for a
+partition still cached, and when its address is known; a full refresh still follows.
+
 Thread-safety: producer user threads read the cache and wait for updates while the sender thread updates it,
 so every field below is guarded by ``_lock`` (an RLock under the ``_updated`` condition).
 """
@@ -35,8 +43,8 @@ so every field below is guarded by ``_lock`` (an RLock under the ``_updated`` co
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from spark_kafka_sink.errors import BrokerError, KafkaError, error_for_code
@@ -164,6 +172,13 @@ class Metadata:
             if part is None or part.leader_id is None or part.leader_id not in self._brokers:
                 return None
             return part.leader_id
+
+    def leader_epoch_for(self, topic: str, partition: int) -> int:
+        """The cached leader epoch of the partition, -1 when unknown (or the broker does not report epochs)."""
+        with self._lock:
+            info = self._topics.get(topic)
+            part = None if info is None else info.partitions.get(partition)
+            return -1 if part is None else part.leader_epoch
 
     def topic_error(self, topic: str) -> BrokerError | None:
         """The error the last refresh reported for ``topic`` (as an exception to raise or inspect), else None."""
@@ -312,6 +327,35 @@ class Metadata:
             self._last_success_ms = now_ms
             self._version += 1
             self._updated.notify_all()
+
+    def update_partition_leadership(self, leaders: Mapping[tuple[str, int], tuple[int, int]],
+                                    node_endpoints: Iterable[Mapping[str, Any]] = ()) -> set[tuple[str, int]]:
+        """Apply new leaders a Produce answer named: ``leaders`` maps (topic, partition) to (leader id, leader
+        epoch); ``node_endpoints``: the answer's addresses of those leaders (decoded: node_id, host, port, rack).
+        Returns the partitions updated (module docstring: only a higher epoch, a cached partition, a leader whose
+        address is known). The version goes up when anything changed, as after a refresh."""
+        nodes = [BrokerInfo(int(e["node_id"]), str(e["host"]), int(e["port"]), e.get("rack"))
+                 for e in node_endpoints if int(e["node_id"]) >= 0]
+        with self._updated:
+            brokers = {**{b.node_id: b for b in nodes}, **self._brokers}  # known addresses win, as Java's
+            topics = dict(self._topics)
+            updated: set[tuple[str, int]] = set()
+            for (topic, index), (leader, epoch) in leaders.items():
+                info = topics.get(topic)
+                cached = None if info is None else info.partitions.get(index)
+                if (info is None or cached is None or leader < 0 or epoch <= cached.leader_epoch
+                        or leader not in brokers):
+                    continue
+                partitions = dict(info.partitions)
+                partitions[index] = replace(cached, leader_id=leader, leader_epoch=epoch)
+                topics[topic] = info = replace(info, partitions=partitions)
+                updated.add((topic, index))
+            if updated:
+                self._brokers = brokers
+                self._topics = topics
+                self._version += 1
+                self._updated.notify_all()
+            return updated
 
     def _expired_topics(self, topics: Mapping[str, TopicInfo], now_ms: int) -> list[str]:
         # Caller holds _lock. Java's retainTopic: a topic still waiting for its first metadata stays.

@@ -9,12 +9,16 @@ Appending side (user threads)::
 
 Sender side (the sender thread)::
 
-    ready(leader_fn, now_ms) -> ReadyCheck(ready_nodes, next_ready_check_delay_ms, unknown_leader_topics)
-    drain(leader_fn, nodes, max_request_size, now_ms, before_drain=None) -> {node_id: [ProducerBatch]}
+    ready(leader_fn, now_ms, epoch_fn) -> ReadyCheck(ready_nodes, next_ready_check_delay_ms, unknown_leader_topics)
+    drain(leader_fn, nodes, max_request_size, now_ms, before_drain=None, epoch_fn) -> {node_id: [ProducerBatch]}
     reenqueue(batch, now_ms)              expired_batches(now_ms) -> [ProducerBatch]
     take_unbuilt() -> [ProducerBatch]     (batches a drain took whose records could not be built: fail them)
     split_and_reenqueue(batch, parts)     (a batch refused as too large goes on as smaller ones)
     mute(tp) / unmute(tp)                 expiry_error(batch, now_ms)
+
+Retries wait out their backoff (``retry.backoff.ms`` doubling up to ``retry.backoff.max.ms``), except one whose
+partition has a newer leader than the one its last attempt went to (``epoch_fn``: the partition's cached leader
+epoch, which a refresh or a Produce answer naming the new leader raises): as Java's (KIP-951), it goes at once.
 
 Memory: each new batch takes ``max(its records limit, its first record)`` bytes (the limit: batch.size, more with a
 codec, see :mod:`~spark_kafka_sink.producer.compression_ratio`; bulk: the encoded size) from the
@@ -54,10 +58,15 @@ from spark_kafka_sink.producer.record_metadata import BatchMetadata, RecordMetad
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, Header, record_size
 
-__all__ = ["RecordAccumulator", "AppendResult", "ReadyCheck", "LeaderFn", "NO_DELAY_LIMIT_MS"]
+__all__ = ["RecordAccumulator", "AppendResult", "ReadyCheck", "LeaderFn", "EpochFn", "NO_DELAY_LIMIT_MS"]
 
 NO_DELAY_LIMIT_MS = 2**63 - 1  # next_ready_check_delay_ms when no queued batch has a timer running
 LeaderFn = Callable[[TopicPartition], "int | None"]  # a partition's leader node id, None when unknown
+EpochFn = Callable[[TopicPartition], int]  # a partition's leader epoch, -1 when unknown
+
+
+def _unknown_epoch(tp: TopicPartition) -> int:
+    return -1
 
 
 class AppendResult(NamedTuple):
@@ -268,10 +277,11 @@ class RecordAccumulator:
         with self._lock:
             self._muted.discard(tp)
 
-    def ready(self, leader_fn: LeaderFn, now_ms: int) -> ReadyCheck:
+    def ready(self, leader_fn: LeaderFn, now_ms: int, epoch_fn: EpochFn = _unknown_epoch) -> ReadyCheck:
         """Nodes with at least one sendable partition. Sendable: a full batch, linger.ms passed, a flush in
         progress, the accumulator closing, or the pool exhausted (someone waits for memory); never during a
-        retry backoff. ``leader_fn(tp)`` gives the leader's node id or None when unknown."""
+        retry backoff, unless the partition's leader changed since (module docstring). ``leader_fn(tp)`` gives the
+        leader's node id or None when unknown, ``epoch_fn(tp)`` its epoch."""
         queues, muted, flushing, closed = self._snapshot()
         exhausted = self.pool.is_exhausted
         ready: set[int] = set()
@@ -290,7 +300,7 @@ class RecordAccumulator:
             if leader in ready or queue.tp in muted:
                 continue
             if first.attempts > 0:  # a retry: sendable once its backoff is over, linger does not apply again
-                if now_ms < first.retry_at_ms:
+                if now_ms < first.retry_at_ms and not first.leader_changed_since_sent(epoch_fn(queue.tp)):
                     next_delay = min(next_delay, first.retry_at_ms - now_ms)
                 else:
                     ready.add(leader)
@@ -303,13 +313,15 @@ class RecordAccumulator:
         return ReadyCheck(frozenset(ready), next_delay, frozenset(unknown))
 
     def drain(self, leader_fn: LeaderFn, nodes: Iterable[int], max_request_size: int, now_ms: int,
-              before_drain: Callable[[ProducerBatch], bool] | None = None) -> dict[int, list[ProducerBatch]]:
+              before_drain: Callable[[ProducerBatch], bool] | None = None, epoch_fn: EpochFn = _unknown_epoch
+              ) -> dict[int, list[ProducerBatch]]:
         """Take at most one batch per partition for each node, up to ``max_request_size`` bytes per node (always
         at least one batch), starting each node's rotation where the last drain stopped (fairness).
 
         ``before_drain(batch)`` runs under the partition's lock for the batch about to leave its queue: return
         False to leave it queued (no producer id yet, an earlier sequence must go first...); it is where the
-        transaction manager stamps ``set_producer_state``. Drained batches are closed and IN_FLIGHT."""
+        transaction manager stamps ``set_producer_state``. Drained batches are closed and IN_FLIGHT, each with its
+        partition's leader epoch (``epoch_fn``) as it left."""
         queues, muted, _, _ = self._snapshot()
         by_node: dict[int, list[_PartitionQueue]] = {}
         for queue in sorted(queues, key=lambda q: q.tp):
@@ -319,11 +331,12 @@ class RecordAccumulator:
                     by_node.setdefault(leader, []).append(queue)
         drained: dict[int, list[ProducerBatch]] = {}
         for node in nodes:
-            drained[node] = self._drain_node(node, by_node.get(node, []), max_request_size, now_ms, before_drain)
+            drained[node] = self._drain_node(node, by_node.get(node, []), max_request_size, now_ms, before_drain,
+                                             epoch_fn)
         return drained
 
     def _drain_node(self, node: int, queues: list[_PartitionQueue], max_request_size: int, now_ms: int,
-                    before_drain: Callable[[ProducerBatch], bool] | None) -> list[ProducerBatch]:
+                    before_drain: Callable[[ProducerBatch], bool] | None, epoch_fn: EpochFn) -> list[ProducerBatch]:
         out: list[ProducerBatch] = []
         if not queues:
             return out
@@ -333,11 +346,12 @@ class RecordAccumulator:
         for i in range(len(queues)):
             queue = queues[(start + i) % len(queues)]
             visited = i + 1
+            epoch = epoch_fn(queue.tp)
             with queue.lock:
                 if not queue.batches:
                     continue
                 first = queue.batches[0]
-                if first.attempts > 0 and now_ms < first.retry_at_ms:
+                if first.attempts > 0 and now_ms < first.retry_at_ms and not first.leader_changed_since_sent(epoch):
                     continue  # still backing off
                 if out and size + first.size_in_bytes > max_request_size:
                     break  # the request is full; this partition goes first next time
@@ -349,7 +363,7 @@ class RecordAccumulator:
             if first.build_error is not None:
                 self._unbuilt.append(first)  # never sent: the sender fails it
                 continue
-            first.mark_in_flight(now_ms)
+            first.mark_in_flight(now_ms, epoch)
             size += first.size_in_bytes
             out.append(first)
         # As Java: remember the last partition visited, so one that did not fit this request goes first next time.

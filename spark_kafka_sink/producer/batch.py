@@ -31,8 +31,8 @@ is re-sent with identical bytes: setting a different state on a batch that has o
 
 Threads: appends happen while the accumulator holds the lock of this partition's deque; ``_lock`` guards
 ``_state`` and the producer-state fields; the sender thread owns ``attempts`` / ``last_attempt_ms`` /
-``retry_at_ms`` / ``last_error``. Futures are completed outside ``_lock`` (their callbacks may call back into the
-producer).
+``retry_at_ms`` / ``sent_leader_epoch`` / ``last_error``. Futures are completed outside ``_lock`` (their
+callbacks may call back into the producer).
 """
 
 from __future__ import annotations
@@ -137,6 +137,7 @@ class ProducerBatch:
         self.attempts = 0  # times re-enqueued for a retry (0 on the first send), as Java's attempts()
         self.last_attempt_ms = created_ms
         self.retry_at_ms = created_ms  # not drained again before this (retry backoff)
+        self.sent_leader_epoch = -1  # the partition's leader epoch when last drained (-1: unknown or not yet)
         self.drained_ms = -1
         self.last_error: BaseException | None = None  # why the last attempt failed (named if the batch expires)
         self._lock = threading.Lock()
@@ -277,11 +278,16 @@ class ProducerBatch:
             raise IllegalStateError(f"batch of {self.tp}", from_state=self._state, to_state=to)
         self._state = to
 
-    def mark_in_flight(self, now_ms: int) -> None:
-        """Drained into a request (CLOSED or RETRYING -> IN_FLIGHT)."""
+    def mark_in_flight(self, now_ms: int, leader_epoch: int = -1) -> None:
+        """Drained into a request (CLOSED or RETRYING -> IN_FLIGHT) for the leader of epoch ``leader_epoch``."""
         with self._lock:
             self._transition(BatchState.IN_FLIGHT)
         self.drained_ms = max(self.drained_ms, now_ms)
+        self.sent_leader_epoch = leader_epoch
+
+    def leader_changed_since_sent(self, leader_epoch: int) -> bool:
+        """A retry would go to a newer leader than the last attempt did: Java sends it without the backoff."""
+        return self.attempts > 0 and leader_epoch > self.sent_leader_epoch and leader_epoch >= 0
 
     def mark_retrying(self, now_ms: int, backoff_ms: int) -> None:
         """A retriable error: count the attempt and wait ``backoff_ms`` before the next drain."""

@@ -348,7 +348,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
          "not set and acks/retries/max.in.flight conflict, as in Java."),
     _opt("retries", "int", _int(0, MAX_INT32), MAX_INT32,
          "Resend attempts on retriable errors (bounded by delivery.timeout.ms)."),
-    _opt("retry.backoff.ms", _MS, _int(0), 100, "First wait before resending a failed request."),
+    _opt("retry.backoff.ms", _MS, _int(0), 100, "First wait before resending a failed request (and between "
+         "metadata refreshes); a Produce retry bound for a newer leader than its last attempt's goes at once."),
     _opt("retry.backoff.max.ms", _MS, _int(0), 1_000, "Cap of the exponential retry backoff."),
     _opt("delivery.timeout.ms", _MS, _int(0, MAX_INT32), 120_000,
          "Upper bound from send() to acknowledgement or failure; >= linger.ms + request.timeout.ms."),

@@ -9,7 +9,10 @@ DUPLICATE_SEQUENCE_NUMBER          success: the broker already has this batch (a
 retriable (NOT_LEADER_OR_FOLLOWER, re-enqueue at the front of the partition's queue with exponential backoff
 UNKNOWN_TOPIC_OR_PARTITION, ...)   (retry.backoff.ms doubling up to retry.backoff.max.ms, jittered), while
                                    attempts < retries and delivery.timeout.ms has not passed; invalid-metadata
-                                   errors also request a metadata refresh, so the retry goes to the new leader
+                                   errors also request a metadata refresh, so the retry goes to the new leader.
+                                   NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH answers (v10+) name the new
+                                   leader: the metadata takes it at once (KIP-951), and the retry, now bound for
+                                   a newer leader, skips its backoff (accumulator)
 OUT_OF_ORDER_SEQUENCE_NUMBER,      the transaction manager decides (retry behind an earlier failure, or a new
 UNKNOWN_PRODUCER_ID                epoch with renumbered sequences; abortable inside a transaction)
 INVALID_PRODUCER_EPOCH,            fail with ProducerFencedError: a newer producer owns this id
@@ -45,10 +48,12 @@ from spark_kafka_sink.errors import (
     BrokerError,
     DeliveryTimeoutError,
     DuplicateSequenceNumberError,
+    FencedLeaderEpochError,
     KafkaError,
     MessageTooLargeError,
     NetworkExceptionError,
     NotEnoughReplicasAfterAppendError,
+    NotLeaderOrFollowerError,
     RequestTimedOutError,
     error_for_code,
 )
@@ -68,6 +73,8 @@ _log = logging.getLogger(__name__)
 # Answers after which the batch may be in the log although the request failed.
 _MAYBE_WRITTEN = frozenset({NetworkExceptionError.code, RequestTimedOutError.code,
                             NotEnoughReplicasAfterAppendError.code})
+# Answers that may name the partition's new leader (current_leader, Produce v10+: KIP-951).
+_LEADER_MOVED = frozenset({NotLeaderOrFollowerError.code, FencedLeaderEpochError.code})
 
 
 @dataclass
@@ -117,6 +124,7 @@ class ProduceResponseHandler:
                 self._complete(batch, NO_ERROR, NO_OFFSET, NO_TIMESTAMP, -1, None, [], context, now_ms)
             return
         answered: set[tuple[str, int]] = set()
+        new_leaders: dict[tuple[str, int], tuple[int, int]] = {}
         batches = context.batches
         for topic in body["responses"]:
             name = topic["name"]
@@ -125,15 +133,29 @@ class ProduceResponseHandler:
                 if mine is None:
                     continue  # not ours: a confused broker; the missing ones are handled below
                 answered.add(mine.tp)
-                self._complete(mine, p["error_code"], p["base_offset"], p.get("log_append_time_ms", -1),
+                code = p["error_code"]
+                self._complete(mine, code, p["base_offset"], p.get("log_append_time_ms", -1),
                                p.get("log_start_offset", -1), p.get("error_message"), p.get("record_errors") or [],
                                context, now_ms)
+                if code in _LEADER_MOVED:
+                    leader = p.get("current_leader") or {}
+                    if leader.get("leader_id", -1) >= 0 and leader.get("leader_epoch", -1) >= 0:
+                        new_leaders[mine.tp] = (leader["leader_id"], leader["leader_epoch"])
+        if new_leaders:
+            self._follow_new_leaders(new_leaders, body.get("node_endpoints") or [])
         if len(answered) == len(batches):
             return
         for tp, batch in batches.items():
             if tp not in answered:
                 self._complete(batch, NetworkExceptionError.code, NO_OFFSET, NO_TIMESTAMP, -1,
                                "the Produce response did not mention this partition", [], context, now_ms)
+
+    def _follow_new_leaders(self, leaders: dict[tuple[str, int], tuple[int, int]],
+                            endpoints: list[dict[str, Any]]) -> None:
+        updated = self._client.metadata.update_partition_leadership(leaders, endpoints)
+        for topic, partition in sorted(updated):
+            _log.info("%s-%d: the Produce answer named node %d (leader epoch %d) as the new leader; retrying there",
+                      topic, partition, *leaders[(topic, partition)])
 
     def _complete(self, batch: ProducerBatch, code: int, base_offset: int, log_append_time_ms: int,
                   log_start_offset: int, message: str | None, record_errors: list[dict[str, Any]],

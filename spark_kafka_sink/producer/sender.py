@@ -127,10 +127,13 @@ class Sender:
     def _leader(self, tp: TopicPartition) -> int | None:
         return self._client.metadata.leader_for(tp.topic, tp.partition)
 
+    def _leader_epoch(self, tp: TopicPartition) -> int:
+        return self._client.metadata.leader_epoch_for(tp.topic, tp.partition)
+
     def _send_producer_data(self, now_ms: int) -> int:
         """Steps 2-6; returns how long the following poll may block."""
         client, metadata = self._client, self._client.metadata
-        check = self._acc.ready(self._leader, now_ms)
+        check = self._acc.ready(self._leader, now_ms, self._leader_epoch)
         if check.unknown_leader_topics:
             for topic in check.unknown_leader_topics:
                 metadata.add_topic(topic, now_ms)
@@ -145,7 +148,8 @@ class Sender:
                 self.node_availability.record(node, now_ms, drained=False)  # data waits for this node
                 not_ready_timeout = min(not_ready_timeout, client.connection_delay(node, now_ms))
         hook: Callable[[ProducerBatch], bool] | None = self._before_drain if self._tm is not None else None
-        drained = self._acc.drain(self._leader, ready_nodes, self._config.max_request_size, now_ms, hook)
+        drained = self._acc.drain(self._leader, ready_nodes, self._config.max_request_size, now_ms, hook,
+                                  self._leader_epoch)
         if self._guarantee_order:
             for batches in drained.values():
                 for batch in batches:

@@ -3,7 +3,8 @@ client, declared as protocols.
 
     SenderClient     ready / connection_delay / connection_error / least_loaded_node / in_flight_count / address,
                      send, poll, wakeup, close, and the ``metadata`` it keeps
-    SenderMetadata   fatal_error, leader_for, broker, add_topic, request_update
+    SenderMetadata   fatal_error, leader_for, leader_epoch_for, update_partition_leadership, broker, add_topic,
+                     request_update
     ClientAnswer     one result of ``poll``: the request it answers (``SentRequest``: context, version), the body
                      or the error, latency and arrival time
 
@@ -35,6 +36,13 @@ class SenderMetadata(Protocol):
 
     def leader_for(self, topic: str, partition: int) -> int | None:
         """The partition's leader node id; None while unknown."""
+
+    def leader_epoch_for(self, topic: str, partition: int) -> int:
+        """The partition's leader epoch; -1 while unknown."""
+
+    def update_partition_leadership(self, leaders: Mapping[tuple[str, int], tuple[int, int]],
+                                    node_endpoints: Sequence[Mapping[str, Any]] = ()) -> set[tuple[str, int]]:
+        """Take the new leaders (id, epoch) a Produce answer named, with its node_endpoints (KIP-951)."""
 
     def broker(self, node_id: int) -> object | None:
         """The broker's address entry; None for a node the cache has not seen."""

@@ -92,6 +92,49 @@ def test_stale_leader_epoch_is_ignored() -> None:
     assert md.leader_for("t", 0) == 2
 
 
+def test_a_produce_answer_names_a_new_leader_kip_951() -> None:
+    md = Metadata(CONFIG)
+    md.update(response([topic("t", partition(0, 1, 5), partition(1, 2, 3))]), 0)
+    md.request_update()
+    endpoints = [{"node_id": 3, "host": "h3", "port": 9003, "rack": "r3"}]
+    assert md.update_partition_leadership({("t", 0): (3, 6), ("t", 1): (1, 4)}, endpoints) == {("t", 0), ("t", 1)}
+    assert (md.leader_for("t", 0), md.leader_epoch_for("t", 0)) == (3, 6)
+    assert (md.leader_for("t", 1), md.leader_epoch_for("t", 1)) == (1, 4)
+    new_broker = md.broker(3)
+    assert new_broker is not None and new_broker.address == "h3:9003" and new_broker.rack == "r3"
+    info = md.partition("t", 0)
+    assert info is not None and info.replicas == (1, 2)  # the rest of the partition's entry is kept
+    assert md.version == 2
+    assert md.time_to_next_update(0) == 100  # the requested full refresh still follows (after its backoff)
+
+
+@pytest.mark.parametrize(("leaders", "endpoints", "why"), [
+    ({("t", 0): (2, 5)}, [], "same epoch"),
+    ({("t", 0): (2, 4)}, [], "older epoch"),
+    ({("t", 0): (2, -1)}, [], "unknown epoch"),
+    ({("t", 0): (-1, 6)}, [], "no leader"),
+    ({("t", 0): (7, 6)}, [], "a node without an address"),
+    ({("t", 9): (2, 6)}, [], "a partition not cached"),
+    ({("u", 0): (2, 6)}, [], "a topic not cached"),
+])
+def test_a_named_leader_is_taken_only_when_newer_and_reachable(
+        leaders: dict[tuple[str, int], tuple[int, int]], endpoints: list[dict[str, Any]], why: str) -> None:
+    md = Metadata(CONFIG)
+    md.update(response([topic("t", partition(0, 1, 5))]), 0)
+    assert md.update_partition_leadership(leaders, endpoints) == set(), why
+    assert (md.leader_for("t", 0), md.leader_epoch_for("t", 0), md.version) == (1, 5, 1)
+    assert md.broker(7) is None
+
+
+def test_a_known_address_wins_over_the_answers_endpoint() -> None:
+    md = Metadata(CONFIG)
+    md.update(response([topic("t", partition(0, 1, 5))]), 0)
+    md.update_partition_leadership({("t", 0): (2, 6)}, [{"node_id": 2, "host": "elsewhere", "port": 1}])
+    broker = md.broker(2)
+    assert broker is not None and broker.address == "h2:9002"
+    assert md.leader_epoch_for("t", 0) == 6 and md.leader_epoch_for("t", 1) == -1
+
+
 def test_refresh_policy() -> None:
     md = Metadata(CONFIG)
     assert md.needs_update(0)  # nothing known yet

@@ -12,6 +12,7 @@ from spark_kafka_sink.errors import (
     ConcurrentTransactionsError,
     DeliveryTimeoutError,
     DuplicateSequenceNumberError,
+    FencedLeaderEpochError,
     KafkaTimeoutError,
     MessageTooLargeError,
     NotEnoughReplicasError,
@@ -31,6 +32,7 @@ from spark_kafka_sink.protocol.messages import (
     END_TXN,
     FIND_COORDINATOR,
     INIT_PRODUCER_ID,
+    METADATA,
     PRODUCE,
 )
 from spark_kafka_sink.protocol.record_batch import DecodedBatch
@@ -144,6 +146,62 @@ def test_not_leader_refreshes_metadata_and_reroutes_the_same_bytes() -> None:
     rig.answer(retry, offsets={("t", 0): 5})
     rig.step()
     assert future.result(0).offset == 5
+
+
+@pytest.mark.parametrize("code", [NotLeaderOrFollowerError.code, FencedLeaderEpochError.code])
+def test_a_produce_answer_naming_the_new_leader_is_followed_at_once_kip_951(code: int) -> None:
+    rig = Rig({"retry.backoff.ms": 10_000, "retry.backoff.max.ms": 10_000, "delivery.timeout.ms": 60_000})
+    rig.init_idempotent()
+    future = rig.send(T0, b"x")
+    rig.step()
+    first = rig.produce()
+    answer = produce_answer(first, codes={("t", 0): code})
+    answer["responses"][0]["partition_responses"][0]["current_leader"] = {"leader_id": 4, "leader_epoch": 1}
+    answer["node_endpoints"] = [{"node_id": 4, "host": "broker4", "port": 9004, "rack": None}]
+    rig.client.respond(first, answer)
+    rig.step()  # the answer is read at the end of this round
+    assert rig.client.metadata.leader_for("t", 0) == 4  # from the answer: no Metadata request was sent
+    assert [r.api for r in rig.client.sent].count(METADATA) == 0
+    rig.step()  # the next round: no 10 s backoff, the retry goes to the new leader
+    retry = rig.produce()
+    assert retry.node_id == 4
+    assert batches_of(retry)[("t", 0)] == batches_of(first)[("t", 0)]
+    rig.answer(retry, offsets={("t", 0): 9})
+    rig.step()
+    assert future.result(0).offset == 9
+
+
+def test_a_retry_backs_off_when_the_answer_names_no_newer_leader() -> None:
+    """Without a newer leader (no current_leader, or an epoch not above the cached one) the backoff holds."""
+    rig = Rig({"retry.backoff.ms": 10_000, "retry.backoff.max.ms": 10_000, "delivery.timeout.ms": 60_000})
+    rig.init_idempotent()
+    rig.send(T0, b"x")
+    rig.step()
+    first = rig.produce()
+    answer = produce_answer(first, codes={("t", 0): NotLeaderOrFollowerError.code})
+    answer["responses"][0]["partition_responses"][0]["current_leader"] = {"leader_id": 2, "leader_epoch": 0}
+    rig.client.respond(first, answer)
+    rig.step(rounds=3)
+    rig.step(9_000, rounds=2)
+    assert len(rig.client.produce_requests()) == 1 and rig.client.metadata.leader_for("t", 0) == 1
+    rig.step(1_000)
+    assert len(rig.client.produce_requests()) == 2
+
+
+def test_a_refresh_showing_a_new_leader_ends_the_backoff() -> None:
+    """The leader epoch rose since the batch left (here by a refresh): as Java's, the retry goes at once."""
+    rig = Rig({"retry.backoff.ms": 10_000, "retry.backoff.max.ms": 10_000, "delivery.timeout.ms": 60_000})
+    rig.init_idempotent()
+    rig.send(T0, b"x")
+    rig.step()
+    first = rig.produce()
+    rig.answer(first, codes={("t", 0): NotLeaderOrFollowerError.code})
+    rig.step()
+    body = metadata_body({("t", 0): 3, ("t", 1): 2})
+    body["topics"][0]["partitions"][0]["leader_epoch"] = 1
+    rig.client.metadata.update(body, rig.now)
+    rig.step()
+    assert rig.produce().node_id == 3
 
 
 def test_a_topic_without_a_known_leader_is_looked_up_and_then_sent() -> None:
