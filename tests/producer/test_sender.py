@@ -148,17 +148,29 @@ def test_not_leader_refreshes_metadata_and_reroutes_the_same_bytes() -> None:
     assert future.result(0).offset == 5
 
 
-@pytest.mark.parametrize("code", [NotLeaderOrFollowerError.code, FencedLeaderEpochError.code])
-def test_a_produce_answer_naming_the_new_leader_is_followed_at_once_kip_951(code: int) -> None:
+def _answered_leader_moved(code: int, current_leader: tuple[int, int] | None = None
+                           ) -> tuple[Rig, FakeRequest, Future[RecordMetadata]]:
+    """A first batch of T0 answered ``code``, naming ``current_leader`` (id, epoch) and its address if given; the
+    retry backoff is 10 s."""
     rig = Rig({"retry.backoff.ms": 10_000, "retry.backoff.max.ms": 10_000, "delivery.timeout.ms": 60_000})
     rig.init_idempotent()
     future = rig.send(T0, b"x")
     rig.step()
     first = rig.produce()
     answer = produce_answer(first, codes={("t", 0): code})
-    answer["responses"][0]["partition_responses"][0]["current_leader"] = {"leader_id": 4, "leader_epoch": 1}
-    answer["node_endpoints"] = [{"node_id": 4, "host": "broker4", "port": 9004, "rack": None}]
+    if current_leader is not None:
+        leader, epoch = current_leader
+        answer["responses"][0]["partition_responses"][0]["current_leader"] = {"leader_id": leader,
+                                                                               "leader_epoch": epoch}
+        answer["node_endpoints"] = [{"node_id": leader, "host": f"broker{leader}", "port": 9000 + leader,
+                                     "rack": None}]
     rig.client.respond(first, answer)
+    return rig, first, future
+
+
+@pytest.mark.parametrize("code", [NotLeaderOrFollowerError.code, FencedLeaderEpochError.code])
+def test_a_produce_answer_naming_the_new_leader_is_followed_at_once_kip_951(code: int) -> None:
+    rig, first, future = _answered_leader_moved(code, current_leader=(4, 1))
     rig.step()  # the answer is read at the end of this round
     assert rig.client.metadata.leader_for("t", 0) == 4  # from the answer: no Metadata request was sent
     assert [r.api for r in rig.client.sent].count(METADATA) == 0
@@ -172,15 +184,8 @@ def test_a_produce_answer_naming_the_new_leader_is_followed_at_once_kip_951(code
 
 
 def test_a_retry_backs_off_when_the_answer_names_no_newer_leader() -> None:
-    """Without a newer leader (no current_leader, or an epoch not above the cached one) the backoff holds."""
-    rig = Rig({"retry.backoff.ms": 10_000, "retry.backoff.max.ms": 10_000, "delivery.timeout.ms": 60_000})
-    rig.init_idempotent()
-    rig.send(T0, b"x")
-    rig.step()
-    first = rig.produce()
-    answer = produce_answer(first, codes={("t", 0): NotLeaderOrFollowerError.code})
-    answer["responses"][0]["partition_responses"][0]["current_leader"] = {"leader_id": 2, "leader_epoch": 0}
-    rig.client.respond(first, answer)
+    """Without a newer leader (here an epoch not above the cached one) the backoff holds."""
+    rig, _, _ = _answered_leader_moved(NotLeaderOrFollowerError.code, current_leader=(2, 0))
     rig.step(rounds=3)
     rig.step(9_000, rounds=2)
     assert len(rig.client.produce_requests()) == 1 and rig.client.metadata.leader_for("t", 0) == 1
@@ -190,12 +195,7 @@ def test_a_retry_backs_off_when_the_answer_names_no_newer_leader() -> None:
 
 def test_a_refresh_showing_a_new_leader_ends_the_backoff() -> None:
     """The leader epoch rose since the batch left (here by a refresh): as Java's, the retry goes at once."""
-    rig = Rig({"retry.backoff.ms": 10_000, "retry.backoff.max.ms": 10_000, "delivery.timeout.ms": 60_000})
-    rig.init_idempotent()
-    rig.send(T0, b"x")
-    rig.step()
-    first = rig.produce()
-    rig.answer(first, codes={("t", 0): NotLeaderOrFollowerError.code})
+    rig, _, _ = _answered_leader_moved(NotLeaderOrFollowerError.code)
     rig.step()
     body = metadata_body({("t", 0): 3, ("t", 1): 2})
     body["topics"][0]["partitions"][0]["leader_epoch"] = 1
