@@ -287,7 +287,7 @@ class ProducerBatch:
 
     def leader_changed_since_sent(self, leader_epoch: int) -> bool:
         """A retry would go to a newer leader than the last attempt did: Java sends it without the backoff."""
-        return self.attempts > 0 and leader_epoch > self.sent_leader_epoch and leader_epoch >= 0
+        return self.attempts > 0 and leader_epoch > self.sent_leader_epoch  # -1 (unknown) is never newer
 
     def mark_retrying(self, now_ms: int, backoff_ms: int) -> None:
         """A retriable error: count the attempt and wait ``backoff_ms`` before the next drain."""

@@ -137,10 +137,8 @@ class ProduceResponseHandler:
                 self._complete(mine, code, p["base_offset"], p.get("log_append_time_ms", -1),
                                p.get("log_start_offset", -1), p.get("error_message"), p.get("record_errors") or [],
                                context, now_ms)
-                if code in _LEADER_MOVED:
-                    leader = p.get("current_leader") or {}
-                    if leader.get("leader_id", -1) >= 0 and leader.get("leader_epoch", -1) >= 0:
-                        new_leaders[mine.tp] = (leader["leader_id"], leader["leader_epoch"])
+                if code in _LEADER_MOVED and (leader := p.get("current_leader")):
+                    new_leaders[mine.tp] = (leader["leader_id"], leader["leader_epoch"])  # metadata vets them
         if new_leaders:
             self._follow_new_leaders(new_leaders, body.get("node_endpoints") or [])
         if len(answered) == len(batches):
