@@ -97,11 +97,7 @@ def test_preferred_leader_election_during_a_write(cluster3: KafkaCluster) -> Non
     try:
         wait_for("the first acknowledgements", lambda: writer.acked_after(0.0) >= 5)
         moved_at = time.monotonic()
-        admin = admin_for(cluster3)  # kept alive until the future completes
-        results = admin.elect_leaders(
-            ElectionType.PREFERRED, [TopicPartition(topic, p) for p in range(PARTITIONS)]).result(timeout=60)
-        assert results[TopicPartition(topic, 0)] is None, results
-        wait_for("partition 0 led by its preferred replica", lambda: leader_of(cluster3, topic, 0) == preferred)
+        _elect_preferred_leaders(cluster3, topic, preferred)
         wait_for("acknowledgements after the move", lambda: writer.acked_after(moved_at) >= 5)
         recovery_s = writer.recovery_after(moved_at)
     finally:
@@ -129,6 +125,16 @@ def _topic_led_away_from_its_preferred_replica(cluster3: KafkaCluster) -> tuple[
     return topic, preferred
 
 
+def _elect_preferred_leaders(cluster3: KafkaCluster, topic: str, preferred: int) -> None:
+    """Move the topic's leaderships back to their preferred replicas; return once partition 0 is led by
+    ``preferred``."""
+    admin = admin_for(cluster3)  # kept alive until the future completes
+    results = admin.elect_leaders(
+        ElectionType.PREFERRED, [TopicPartition(topic, p) for p in range(PARTITIONS)]).result(timeout=60)
+    assert results[TopicPartition(topic, 0)] is None, results
+    wait_for("partition 0 led by its preferred replica", lambda: leader_of(cluster3, topic, 0) == preferred)
+
+
 def test_a_new_leader_named_in_the_produce_answer_is_used_without_waiting_kip_951(cluster3: KafkaCluster) -> None:
     """The old leader answers NOT_LEADER_OR_FOLLOWER naming the new one (Produce v10+): the producer sends the
     retry there at once, although retry.backoff.ms (30 s) holds back both the retry's backoff and the next metadata
@@ -149,11 +155,7 @@ def test_a_new_leader_named_in_the_produce_answer_is_used_without_waiting_kip_95
     writer = PacedWriter(producer, topic, PARTITIONS, "send_batch", 20_000).start()
     try:
         wait_for("the first acknowledgements", lambda: writer.acked_after(0.0) >= 5)
-        admin = admin_for(cluster3)
-        results = admin.elect_leaders(
-            ElectionType.PREFERRED, [TopicPartition(topic, p) for p in range(PARTITIONS)]).result(timeout=60)
-        assert results[TopicPartition(topic, 0)] is None, results
-        wait_for("partition 0 led by its preferred replica", lambda: leader_of(cluster3, topic, 0) == preferred)
+        _elect_preferred_leaders(cluster3, topic, preferred)
         moved = time.monotonic()
         wait_for("acknowledgements after the move", lambda: writer.acked_after(moved) >= 5)
     finally:
