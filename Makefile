@@ -53,7 +53,7 @@ test-kerberos: venv jars $(KRB_STAMP)
 # and 3.6.2 in make test-pyspark (with pyspark 4.2, 4.1 and 4.0), on the others here. About 18-20 minutes in all.
 SINK_VERSION_TESTS := tests/spark/test_sink_guarantees.py
 TRANSACTION_TESTS := tests/producer/test_epoch_bump_broker.py tests/producer/test_transactions_broker.py \
-	tests/producer/test_transactions_flow_broker.py
+	tests/producer/test_transactions_flow_broker.py tests/producer/test_transactions_offsets_broker.py
 PRODUCER_VERSION_TESTS := tests/protocol/test_against_broker.py tests/producer/test_codecs_broker.py \
 	tests/producer/test_failover.py $(TRANSACTION_TESTS)
 test-versions: venv

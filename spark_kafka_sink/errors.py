@@ -215,7 +215,8 @@ def _state_name(state: object) -> str:
 
 class SerializationError(KafkaError):
     """A key, value, header, timestamp, partition or topic cannot go into a record (not bytes or str, a timestamp
-    before 1970, a topic that is not a str, a column of the wrong type); fix the input data or its column type."""
+    before 1970, a topic that is not a str, a column of the wrong type), or an offset or group id cannot go into
+    an offset commit; fix the input data or its column type."""
 
 
 class PartitionOutOfRangeError(KafkaError, ValueError):

@@ -85,7 +85,13 @@ from spark_kafka_sink.producer.node_availability import sticky_candidates
 from spark_kafka_sink.producer.partitioner import Partitioner
 from spark_kafka_sink.producer.record_metadata import RecordMetadata, TopicPartition
 from spark_kafka_sink.producer.sender import Sender, SenderThread
-from spark_kafka_sink.producer.transactions import TransactionIdentity, TransactionManager
+from spark_kafka_sink.producer.transactions import (
+    ConsumerGroupMetadata,
+    OffsetAndMetadata,
+    TransactionIdentity,
+    TransactionManager,
+    offsets_to_commit,
+)
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, record_size
 
 __all__ = ["KafkaProducer", "RecordMetadata", "BatchSendResult", "PartitionWriteStats"]
@@ -491,6 +497,27 @@ class KafkaProducer:
         self._ensure_open()
         self._refuse_on_sender_thread("abort_transaction()")
         self._await(self._transactional("abort_transaction()").begin_abort(), timeout_s, "abort_transaction()")
+
+    def send_offsets_to_transaction(
+            self, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata],
+            group_metadata: ConsumerGroupMetadata | str, timeout_s: float | None = None) -> None:
+        """Commit a consumer group's offsets as part of the open transaction (Java's ``sendOffsetsToTransaction``):
+        they become the group's committed offsets if and only if the transaction commits. ``offsets`` maps each
+        (topic, partition) -- a :class:`TopicPartition` or a plain tuple -- to the next offset to read (the last
+        processed + 1), an int or an :class:`OffsetAndMetadata`. ``group_metadata``: a
+        :class:`ConsumerGroupMetadata` with the consumer's generation and member id, so that a consumer a
+        rebalance left behind cannot commit (KIP-447), or just the group id. Waits up to ``timeout_s`` (default
+        max.block.ms) for the group coordinator to take them; no offsets: nothing is sent (as Java)."""
+        self._ensure_open()
+        self._refuse_on_sender_thread("send_offsets_to_transaction()")
+        tm = self._transactional("send_offsets_to_transaction()")
+        group = group_metadata if isinstance(group_metadata, ConsumerGroupMetadata) else \
+            ConsumerGroupMetadata(group_metadata)
+        to_commit = offsets_to_commit(offsets)
+        if not to_commit:
+            tm.fail_if_not_ready_for_send()
+            return
+        self._await(tm.send_offsets(to_commit, group), timeout_s, "send_offsets_to_transaction()")
 
     def switch_transactional_id(self, transactional_id: str) -> None:
         """Serve another transactional.id from now on, keeping everything else: connections and their API

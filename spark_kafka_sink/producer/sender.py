@@ -245,7 +245,7 @@ class Sender:
         assert self._tm is not None
         if not req.to_coordinator:
             return self._client.least_loaded_node(now_ms)
-        coordinator = self._tm.coordinator
+        coordinator = self._tm.coordinator_of(req)
         if coordinator is None:
             return None
         if self._client.metadata.broker(coordinator.node_id) is None:

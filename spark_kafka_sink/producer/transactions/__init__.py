@@ -12,6 +12,8 @@ answer of every batch. Its parts:
 * the coordinator requests (:class:`TxnRequest`, one handler class each for FindCoordinator, InitProducerId,
   AddPartitionsToTxn and EndTxn) -- how each is built and how its answer is handled (the answer table is in
   ``_handlers``), and the queue they wait in;
+* a consumer group's offsets in the transaction (``_offsets``: :class:`ConsumerGroupMetadata`,
+  :class:`OffsetAndMetadata`, the AddOffsetsToTxn and TxnOffsetCommit handlers, sent to the group's coordinator);
 * the ``SequenceBook`` -- every partition's sequences and the rules that keep a partition's batches in order;
 * :func:`end_transaction`, :func:`fence_transactional_id`, :class:`TransactionIdentity` -- ending or fencing a
   transaction from a process that did not write it (the Spark driver); :class:`CoordinatorSession` for many.
@@ -64,6 +66,11 @@ from spark_kafka_sink.producer.transactions._handlers import (
     TxnRequest,
 )
 from spark_kafka_sink.producer.transactions._manager import TransactionManager
+from spark_kafka_sink.producer.transactions._offsets import (
+    ConsumerGroupMetadata,
+    OffsetAndMetadata,
+    offsets_to_commit,
+)
 from spark_kafka_sink.producer.transactions._sequences import ProducerIdAndEpoch
 from spark_kafka_sink.producer.transactions._states import TRANSITIONS, TxnState
 
@@ -82,4 +89,7 @@ __all__ = [
     "CoordinatorSession",
     "end_transaction",
     "fence_transactional_id",
+    "ConsumerGroupMetadata",
+    "OffsetAndMetadata",
+    "offsets_to_commit",
 ]

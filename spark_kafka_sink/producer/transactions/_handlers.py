@@ -8,7 +8,8 @@ sends no AddPartitionsToTxn, Produce v12 and EndTxn v5, whose answer carries the
 Answers, as the Java client handles them:
 
 =====================  ===================================================================================
-FindCoordinator        NONE: remember the node; COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR / LOAD: retry
+FindCoordinator        NONE: remember the node; COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR / LOAD: retry;
+                       GROUP_AUTHORIZATION_FAILED for a consumer group (send_offsets_to_transaction): abortable
 InitProducerId         NONE: new id/epoch -> READY; NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE: find again;
                        CONCURRENT_TRANSACTIONS (the id's last transaction is still completing: another client
                        just ended it, e.g. the Spark driver before the next micro-batch) retries after 20 ms,
@@ -42,6 +43,7 @@ from spark_kafka_sink.errors import (
     ConcurrentTransactionsError,
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
+    GroupAuthorizationFailedError,
     KafkaError,
     OperationNotAttemptedError,
     TopicAuthorizationFailedError,
@@ -63,11 +65,14 @@ from spark_kafka_sink.protocol.messages import (
 __all__ = [
     "RequestKind", "Coordinator", "CallResult", "TxnHost", "TxnRequest", "FindCoordinatorHandler",
     "InitProducerIdHandler", "AddPartitionsToTxnHandler", "EndTxnHandler", "find_coordinator_body", "end_txn_body",
-    "FIND_COORDINATOR_KEY_TYPE_TRANSACTION", "MAX_END_TXN_VERSION", "MAX_ADD_PARTITIONS_VERSION",
+    "FIND_COORDINATOR_KEY_TYPE_GROUP", "FIND_COORDINATOR_KEY_TYPE_TRANSACTION", "MAX_END_TXN_VERSION",
+    "MAX_ADD_PARTITIONS_VERSION",
     "MAX_TRANSACTIONAL_PRODUCE_VERSION", "TV2_END_TXN_VERSION", "TV2_PRODUCE_VERSION", "end_txn_version_range",
 ]
 
-FIND_COORDINATOR_KEY_TYPE_TRANSACTION = 1  # FindCoordinator key_type: 0 = consumer group, 1 = transaction
+# FindCoordinator key_type
+FIND_COORDINATOR_KEY_TYPE_GROUP = 0
+FIND_COORDINATOR_KEY_TYPE_TRANSACTION = 1
 # The transaction-version-1 flow (see the package docstring):
 MAX_END_TXN_VERSION = 4  # v5 is transaction version 2 (bumps the epoch on every end)
 MAX_ADD_PARTITIONS_VERSION = 3  # v4+ is for brokers
@@ -90,13 +95,16 @@ _INT32_MAX = (1 << 31) - 1
 
 
 class RequestKind(enum.Enum):
-    """Kinds of coordinator request; the value is the send priority (lower first), as in the Java client."""
+    """Kinds of coordinator request; the value is the send priority (lower first), as in the Java client (which
+    gives partitions and offsets one priority: here partitions go first, which changes nothing, as the two never
+    depend on each other)."""
 
     FIND_COORDINATOR = 0
     INIT_PRODUCER_ID = 1
     ADD_PARTITIONS = 2
-    END_TXN = 3
-    EPOCH_BUMP = 4  # InitProducerId with the current id/epoch, after an abort
+    ADD_OFFSETS = 3  # AddOffsetsToTxn, then TxnOffsetCommit (send_offsets_to_transaction)
+    END_TXN = 4
+    EPOCH_BUMP = 5  # InitProducerId with the current id/epoch, after an abort
 
 
 class CallResult(Future[None]):
@@ -150,7 +158,14 @@ class TxnHost(Protocol):
     def requeue(self, req: TxnRequest, now_ms: int, *, backoff_ms: int = 0, find_coordinator: bool = False) -> None:
         """Send ``req`` again after ``backoff_ms``; optionally to a freshly found coordinator."""
 
-    def coordinator_found(self, coordinator: Coordinator) -> None: ...
+    def coordinator_found(self, coordinator: Coordinator, group_id: str | None = None) -> None:
+        """FindCoordinator answered: the transaction coordinator, or (``group_id``) that consumer group's."""
+
+    def enqueue(self, req: TxnRequest) -> None:
+        """Queue a follow-up request (AddOffsetsToTxn's TxnOffsetCommit)."""
+
+    def offsets_joined_transaction(self) -> None:
+        """A consumer group's offsets partition joined the open transaction: EndTxn must really be sent."""
 
     def producer_id_granted(self, producer: ProducerIdAndEpoch) -> None:
         """InitProducerId succeeded: ``producer`` is the id/epoch to use from now on."""
@@ -167,11 +182,13 @@ class TxnHost(Protocol):
     def transition_to_fatal_error(self, error: KafkaError) -> None: ...
 
 
-def find_coordinator_body(transactional_id: str | None, version: int) -> dict[str, Any]:
-    """FindCoordinator for a transactional id, in the form of ``version`` (v4+ asks for a batch of keys)."""
+def find_coordinator_body(key: str | None, version: int,
+                          key_type: int = FIND_COORDINATOR_KEY_TYPE_TRANSACTION) -> dict[str, Any]:
+    """FindCoordinator for a transactional id (or a consumer group), in the form of ``version`` (v4+ asks for a
+    batch of keys)."""
     if version >= 4:
-        return {"key_type": FIND_COORDINATOR_KEY_TYPE_TRANSACTION, "coordinator_keys": [transactional_id]}
-    return {"key": transactional_id, "key_type": FIND_COORDINATOR_KEY_TYPE_TRANSACTION}
+        return {"key_type": key_type, "coordinator_keys": [key]}
+    return {"key": key, "key_type": key_type}
 
 
 def end_txn_body(transactional_id: str | None, producer: ProducerIdAndEpoch, commit: bool) -> dict[str, Any]:
@@ -182,19 +199,22 @@ def end_txn_body(transactional_id: str | None, producer: ProducerIdAndEpoch, com
 
 class TxnRequest(abc.ABC):
     """One coordinator request and the handling of its answer. The sender sends ``api`` (at most ``max_version``)
-    to the transaction coordinator if ``to_coordinator``, else to any broker, with the body ``build(version)``;
-    the manager feeds the answer to ``handle_response``.
+    to a coordinator if ``to_coordinator`` -- the consumer group ``group_id``'s, else the transaction's -- or else
+    to any broker, with the body ``build(version)``; the manager feeds the answer to ``handle_response``.
 
-    ``kind``, ``api``, ``max_version`` and ``to_coordinator`` never change (the sender reads them without a lock);
-    ``result`` and ``not_before_ms`` are guarded by the manager's lock.
+    ``kind``, ``api``, ``max_version``, ``to_coordinator`` and ``group_id`` never change (the sender reads them
+    without a lock); ``result`` and ``not_before_ms`` are guarded by the manager's lock.
     """
 
     def __init__(self, host: TxnHost, kind: RequestKind, api: ApiSpec, max_version: int, *, to_coordinator: bool,
-                 result: CallResult | None = None) -> None:
+                 result: CallResult | None = None, group_id: str | None = None) -> None:
         self.kind = kind
         self.api = api
         self.max_version = max_version
         self.to_coordinator = to_coordinator
+        # The consumer group whose coordinator this request goes to (or, for FindCoordinator, looks up); None: the
+        # transaction coordinator.
+        self.group_id = group_id
         self.result = result  # what a user call waits on, if any
         self.not_before_ms = 0  # retry backoff
         self._host = host
@@ -220,14 +240,14 @@ class TxnRequest(abc.ABC):
             self.result.set_result(None)
 
     def _handle_error(self, code: int, context: str, now_ms: int) -> None:
-        """The answer handling shared by every coordinator request except FindCoordinator."""
+        """The answer handling shared by every coordinator request except FindCoordinator and TxnOffsetCommit."""
         host = self._host
         if code in COORDINATOR_MOVED_CODES:
             host.requeue(self, now_ms, backoff_ms=host.retry_backoff_ms, find_coordinator=True)
         elif code in COORDINATOR_BUSY_CODES:
             host.requeue(self, now_ms, backoff_ms=host.retry_backoff_ms)
         elif code in FENCED_CODES:
-            host.transition_to_fatal_error(fenced_error(broker_error(code, context), context))
+            self._fail_fatally(fenced_error(broker_error(code, context), context))
         elif code in TXN_ABORTABLE_CODES and host.is_transactional:
             error = broker_error(code, context)
             host.transition_to_abortable_error(error)
@@ -235,19 +255,27 @@ class TxnRequest(abc.ABC):
         elif not host.is_transactional and error_for_code(code).retriable:
             host.requeue(self, now_ms, backoff_ms=host.retry_backoff_ms)
         else:
-            host.transition_to_fatal_error(broker_error(code, context))
+            self._fail_fatally(broker_error(code, context))
+
+    def _fail_fatally(self, error: KafkaError) -> None:
+        """The producer cannot go on: the manager fails the calls it knows of (queued requests, the pending
+        init/commit/abort), and this request's own call fails too (send_offsets_to_transaction's is not one)."""
+        self._host.transition_to_fatal_error(error)
+        self.fail(error)
 
 
 class FindCoordinatorHandler(TxnRequest):
-    """FindCoordinator (key type transaction) for the transactional id, sent to any broker."""
+    """FindCoordinator for the transactional id (key type transaction) or, with ``group_id``, for that consumer
+    group (key type group: where send_offsets_to_transaction's TxnOffsetCommit goes), sent to any broker."""
 
-    def __init__(self, host: TxnHost) -> None:
+    def __init__(self, host: TxnHost, group_id: str | None = None) -> None:
         super().__init__(host, RequestKind.FIND_COORDINATOR, FIND_COORDINATOR, FIND_COORDINATOR.max_version,
-                         to_coordinator=False)
-        self._key = host.transactional_id
+                         to_coordinator=False, group_id=group_id)
+        self._key = host.transactional_id if group_id is None else group_id
+        self._key_type = FIND_COORDINATOR_KEY_TYPE_TRANSACTION if group_id is None else FIND_COORDINATOR_KEY_TYPE_GROUP
 
     def build(self, version: int) -> dict[str, Any]:
-        return find_coordinator_body(self._key, version)
+        return find_coordinator_body(self._key, version, self._key_type)
 
     def handle_response(self, version: int, body: dict[str, Any], now_ms: int) -> None:
         if version >= 4:
@@ -259,9 +287,13 @@ class FindCoordinatorHandler(TxnRequest):
         code = answer["error_code"]
         host = self._host
         if code == NO_ERROR:
-            host.coordinator_found(Coordinator(answer["node_id"], answer["host"], answer["port"]))
+            host.coordinator_found(Coordinator(answer["node_id"], answer["host"], answer["port"]), self.group_id)
         elif code in COORDINATOR_MOVED_CODES or code in COORDINATOR_BUSY_CODES:
             host.requeue(self, now_ms, backoff_ms=host.retry_backoff_ms)
+        elif code == GroupAuthorizationFailedError.code and self.group_id is not None:
+            # Not allowed to see the group: its offsets cannot join, but the transaction can still be aborted.
+            host.transition_to_abortable_error(broker_error(code, f"FindCoordinator for group {self.group_id!r}",
+                                                            answer.get("error_message")))
         else:
             host.transition_to_fatal_error(broker_error(code, "FindCoordinator", answer.get("error_message")))
 

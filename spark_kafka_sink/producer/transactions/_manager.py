@@ -55,6 +55,12 @@ from spark_kafka_sink.producer.transactions._handlers import (
     RequestKind,
     TxnRequest,
 )
+from spark_kafka_sink.producer.transactions._offsets import (
+    AddOffsetsToTxnHandler,
+    ConsumerGroupMetadata,
+    OffsetAndMetadata,
+    TxnOffsetCommitHandler,
+)
 from spark_kafka_sink.producer.transactions._queue import RequestQueue
 from spark_kafka_sink.producer.transactions._sequences import (
     NO_PRODUCER_ID_AND_EPOCH,
@@ -94,6 +100,8 @@ class TransactionManager:
         # Coordinators found, by transactional.id: a producer that serves many ids in turn (see
         # switch_transactional_id) asks FindCoordinator once per id while the coordinator stays where it was.
         self._known_coordinators: dict[str, Coordinator] = {}
+        # Consumer groups' coordinators (send_offsets_to_transaction), by group id.
+        self._group_coordinators: dict[str, Coordinator] = {}
         self._new_partitions: set[TopicPartition] = set()  # sent to, not yet in an AddPartitionsToTxn
         self._pending_partitions: set[TopicPartition] = set()  # in the AddPartitionsToTxn in flight
         self._txn_partitions: set[TopicPartition] = set()  # added to the current transaction
@@ -167,6 +175,11 @@ class TransactionManager:
         with self._lock:
             return self._coordinator
 
+    def coordinator_of(self, req: TxnRequest) -> Coordinator | None:
+        """Where a ``to_coordinator`` request goes: its consumer group's coordinator, else the transaction's."""
+        with self._lock:
+            return self._coordinator if req.group_id is None else self._group_coordinators.get(req.group_id)
+
     @property
     def has_partitions_in_transaction(self) -> bool:
         """True once an AddPartitionsToTxn of the open transaction succeeded."""
@@ -225,6 +238,26 @@ class TransactionManager:
             self._transition(TxnState.ABORTING_TRANSACTION)
             self._new_partitions.clear()  # nothing more will be sent to them
             return self._begin_completing(commit=False)
+
+    def send_offsets(self, offsets: dict[TopicPartition, OffsetAndMetadata],
+                     group: ConsumerGroupMetadata) -> Future[None]:
+        """Add ``group``'s ``offsets`` to the open transaction: AddOffsetsToTxn then TxnOffsetCommit (TV1), or
+        TxnOffsetCommit alone (TV2, as Java 4.x). Not one of the calls a later call must wait for: a commit queued
+        behind it is sent after it (requests leave by kind, one at a time)."""
+        self._require_transactional("send_offsets_to_transaction()")
+        with self._lock:
+            self._cached_result(None)  # raises while an init/commit/abort was not waited for
+            self._raise_if_failed()
+            if self._state is not TxnState.IN_TRANSACTION:
+                raise IllegalStateError(f"send_offsets_to_transaction() needs an open transaction (state "
+                                        f"{self._state.name}): call begin_transaction() first")
+            result = CallResult()
+            if self._transaction_version >= 2:
+                self._transaction_started = True
+                self._requests.push(TxnOffsetCommitHandler(self, offsets, group, result, transaction_version=2))
+            else:
+                self._requests.push(AddOffsetsToTxnHandler(self, offsets, group, result))
+            return result
 
     def _begin_completing(self, commit: bool) -> CallResult:
         if self._new_partitions:
@@ -369,9 +402,9 @@ class TransactionManager:
                         # Nothing was added to this transaction: there is nothing to end on the broker.
                         self.complete_transaction(req.result)
                         continue
-                if req.to_coordinator and self._coordinator is None:
+                if req.to_coordinator and self.coordinator_of(req) is None:
                     self._requests.push(req)
-                    self._lookup_coordinator()
+                    self._lookup_coordinator(req.group_id)
                     continue
                 return req
             return None
@@ -396,7 +429,7 @@ class TransactionManager:
             req.not_before_ms = now_ms + backoff_ms
             self._requests.push(req)
             if find_coordinator and req.to_coordinator:
-                self._lookup_coordinator()
+                self._lookup_coordinator(req.group_id)
 
     def handle_request_failure(self, req: TxnRequest, error: BaseException, now_ms: int) -> None:
         """Disconnected or timed out: resend after a backoff, to a freshly found coordinator if it was one."""
@@ -409,13 +442,16 @@ class TransactionManager:
             self._requests.finished(req)
             req.handle_response(version, body, now_ms)
 
-    def _lookup_coordinator(self) -> None:
-        # Caller holds _lock.
-        self._coordinator = None
-        if self.transactional_id is not None:
-            self._known_coordinators.pop(self.transactional_id, None)
-        if not self._requests.has(RequestKind.FIND_COORDINATOR):
-            self._requests.push(FindCoordinatorHandler(self))
+    def _lookup_coordinator(self, group_id: str | None = None) -> None:
+        # Caller holds _lock. The transaction's coordinator, or (group_id) that consumer group's.
+        if group_id is not None:
+            self._group_coordinators.pop(group_id, None)
+        else:
+            self._coordinator = None
+            if self.transactional_id is not None:
+                self._known_coordinators.pop(self.transactional_id, None)
+        if not self._requests.has(RequestKind.FIND_COORDINATOR, group_id):
+            self._requests.push(FindCoordinatorHandler(self, group_id))
 
     def _init_producer_id_request(self, *, bump: bool) -> InitProducerIdHandler:
         return InitProducerIdHandler(self, bump=bump, transaction_timeout_ms=self.transaction_timeout_ms)
@@ -435,8 +471,14 @@ class TransactionManager:
     # ----------------------------------------------------------------------------------------- handler callbacks
     # The TxnHost interface of the request handlers; they call it with _lock held (from handle_response).
 
-    def coordinator_found(self, coordinator: Coordinator) -> None:
+    def coordinator_found(self, coordinator: Coordinator, group_id: str | None = None) -> None:
         with self._lock:
+            if group_id is not None:
+                if len(self._group_coordinators) >= _MAX_KNOWN_COORDINATORS:
+                    del self._group_coordinators[next(iter(self._group_coordinators))]  # the oldest entry
+                self._group_coordinators[group_id] = coordinator
+                _log.debug("group coordinator of %r is node %s", group_id, coordinator)
+                return
             self._coordinator = coordinator
             if self.transactional_id is not None:
                 if len(self._known_coordinators) >= _MAX_KNOWN_COORDINATORS:
@@ -452,6 +494,14 @@ class TransactionManager:
             self._producer = producer
             self._sequences.start_epoch(producer, reset_all=self.is_transactional)
             self._transition(TxnState.READY)
+
+    def enqueue(self, req: TxnRequest) -> None:
+        with self._lock:
+            self._requests.push(req)
+
+    def offsets_joined_transaction(self) -> None:
+        with self._lock:
+            self._transaction_started = True
 
     def partitions_added(self, partitions: frozenset[TopicPartition]) -> None:
         with self._lock:

@@ -50,10 +50,12 @@ class RequestQueue:
         self._heap.clear()
         return taken
 
-    def has(self, kind: RequestKind) -> bool:
-        """True if a request of ``kind`` is queued or in flight."""
-        return any(r.kind is kind for _, _, r in self._heap) or (
-            self._in_flight is not None and self._in_flight.kind is kind)
+    def has(self, kind: RequestKind, group_id: str | None = None) -> bool:
+        """True if a request of ``kind`` about ``group_id`` (None: the transaction) is queued or in flight."""
+        queued = [r for _, _, r in self._heap]
+        if self._in_flight is not None:
+            queued.append(self._in_flight)
+        return any(r.kind is kind and r.group_id == group_id for r in queued)
 
     def sent(self, req: TxnRequest) -> None:
         self._in_flight = req
