@@ -7,6 +7,9 @@
 
     p = KafkaProducer({..., "transactional.id": "job-3"})
     p.init_transactions(); p.begin_transaction(); p.send(...); p.commit_transaction()   # or abort_transaction()
+    p.begin_transaction(); p.send(...)           # consume-transform-produce: the consumer's offsets commit with it
+    p.send_offsets_to_transaction({("in", 0): 43}, ConsumerGroupMetadata("group", generation_id, member_id))
+    p.commit_transaction()
 
     p.start_init_transactions()                 # the coordinator round trips run while...
     prepared = p.prepare_batch("t", table)      # ...this thread encodes (no transaction needed yet)
