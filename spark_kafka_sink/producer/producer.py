@@ -448,7 +448,7 @@ class KafkaProducer:
                 f"{what} waits for that thread, so it could never finish. Call it from your own thread, e.g. "
                 "after the send's future completed")
 
-    def _await(self, future: Future[None], timeout_s: float | None, what: str) -> None:
+    def _await(self, future: Future[None], timeout_s: float | None, what: str, group_id: str | None = None) -> None:
         self._thread.wakeup()
         timeout = self.config.max_block_ms / 1000 if timeout_s is None else timeout_s
         try:
@@ -456,11 +456,16 @@ class KafkaProducer:
         except concurrent.futures.TimeoutError:
             limit = f"max.block.ms={self.config.max_block_ms}" if timeout_s is None else "its timeout_s"
             tid = self._tm.transactional_id if self._tm is not None else None
+            who = f"the transaction coordinator of transactional.id {tid!r}"
+            then = "call it again, or raise max.block.ms, to keep waiting"
+            if group_id is not None:
+                who += f" or the coordinator of consumer group {group_id!r}"
+                then = ("the offsets stay queued: commit_transaction() sends them first (and fails if they fail), "
+                        "abort_transaction() aborts them with the rest")
             raise KafkaTimeoutError(
-                f"{what} did not complete within {timeout:g} s ({limit}): the transaction coordinator of "
-                f"transactional.id {tid!r} did not answer in time (its broker down or unreachable, or the "
-                "coordinator still loading after a move). Check the brokers; call it again, or raise max.block.ms, "
-                "to keep waiting") from None
+                f"{what} did not complete within {timeout:g} s ({limit}): {who} did not answer in time (its broker "
+                f"down or unreachable, or the coordinator still loading after a move). Check the brokers; {then}"
+            ) from None
 
     def init_transactions(self, timeout_s: float | None = None) -> None:
         """Find the coordinator and get a producer id/epoch for transactional.id: fences older producers with the
@@ -520,7 +525,7 @@ class KafkaProducer:
         if not to_commit:
             tm.fail_if_not_ready_for_send()
             return
-        self._await(tm.send_offsets(to_commit, group), timeout_s, "send_offsets_to_transaction()")
+        self._await(tm.send_offsets(to_commit, group), timeout_s, "send_offsets_to_transaction()", group.group_id)
 
     def switch_transactional_id(self, transactional_id: str) -> None:
         """Serve another transactional.id from now on, keeping everything else: connections and their API

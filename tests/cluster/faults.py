@@ -49,8 +49,17 @@ def java_hash(text: str) -> int:
 
 def transaction_coordinator(cluster: KafkaCluster, transactional_id: str) -> int:
     """The node leading ``__transaction_state`` partition abs(hashCode) % partitions: the id's coordinator."""
-    md = admin_for(cluster).list_topics("__transaction_state", timeout=10).topics["__transaction_state"]
-    h = java_hash(transactional_id)
+    return _coordinator(cluster, "__transaction_state", transactional_id)
+
+
+def group_coordinator(cluster: KafkaCluster, group_id: str) -> int:
+    """The node leading ``__consumer_offsets`` partition abs(hashCode) % partitions: the group's coordinator."""
+    return _coordinator(cluster, "__consumer_offsets", group_id)
+
+
+def _coordinator(cluster: KafkaCluster, internal_topic: str, key: str) -> int:
+    md = admin_for(cluster).list_topics(internal_topic, timeout=10).topics[internal_topic]
+    h = java_hash(key)
     partition = 0 if h == -(1 << 31) else abs(h) % len(md.partitions)
     return int(md.partitions[partition].leader)
 

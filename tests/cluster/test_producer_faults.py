@@ -11,16 +11,17 @@ import uuid
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import ElectionType, TopicPartition
+from confluent_kafka import Consumer, ElectionType, TopicPartition
 
 from spark_kafka_sink import KafkaProducer
-from spark_kafka_sink.producer import end_transaction
+from spark_kafka_sink.producer import ConsumerGroupMetadata, end_transaction
 from spark_kafka_sink.testing.broker import KafkaCluster
 from tests.cluster.faults import (
     PacedWriter,
     admin_for,
     check_ids,
     end_offsets,
+    group_coordinator,
     leader_of,
     new_topic,
     partition_state,
@@ -343,3 +344,51 @@ def test_end_transaction_from_another_client_with_the_coordinator_sigstopped(clu
     print(f"  committed {commit_s:.1f} s after the pause, on node {new_coordinator}")
     assert new_coordinator != coordinator
     assert (verdict.lost, verdict.duplicated, verdict.out_of_order, verdict.extra) == (0, 0, 0, 0)
+
+
+def test_the_group_coordinator_sigkilled_before_send_offsets_to_transaction(cluster3: KafkaCluster) -> None:
+    """The node coordinating a consumer group dies between two transactions that commit the group's offsets (its
+    coordinator was found and remembered in the first). The second's TxnOffsetCommit meets the dead node, looks the
+    group's coordinator up again and lands on the node elected in its place; the commit makes both transactions'
+    records and the second's offsets visible (read with confluent-kafka), and nothing is left open."""
+    source, sink = new_topic(cluster3, 3), new_topic(cluster3, 3)
+    tid = f"offsets-{uuid.uuid4().hex[:8]}"
+    producer = KafkaProducer({"bootstrap.servers": cluster3.bootstrap_servers, "transactional.id": tid,
+                              "request.timeout.ms": 5000})
+    try:
+        producer.init_transactions(60)
+        producer.begin_transaction()  # creates __consumer_offsets on first use
+        producer.send_offsets_to_transaction({(source, 0): 1}, f"warm-up-{tid}", 60)
+        producer.commit_transaction(60)
+        txn_coordinator = transaction_coordinator(cluster3, tid)
+        group = next(g for g in (f"g-{tid}-{i}" for i in range(1000))
+                     if group_coordinator(cluster3, g) != txn_coordinator)  # only the group's coordinator dies
+        producer.begin_transaction()
+        producer.send_batch(sink, pa.table({"value": [b"first-%d" % i for i in range(100)]})).result(60)
+        producer.send_offsets_to_transaction({(source, p): 100 + p for p in range(3)}, ConsumerGroupMetadata(group))
+        producer.commit_transaction(60)
+        coordinator = group_coordinator(cluster3, group)
+        producer.begin_transaction()
+        producer.send_batch(sink, pa.table({"value": [b"second-%d" % i for i in range(100)]})).result(60)
+        killed_at = time.monotonic()
+        cluster3.kill_node(coordinator)
+        producer.send_offsets_to_transaction({(source, p): 200 + p for p in range(3)}, group, 120)
+        producer.commit_transaction(120)
+        recovery_s = time.monotonic() - killed_at
+    finally:
+        producer.close(0)
+    new_coordinator = group_coordinator(cluster3, group)
+    consumer = Consumer({"bootstrap.servers": cluster3.bootstrap_servers, "group.id": group,
+                         "isolation.level": "read_committed"})
+    try:
+        committed = consumer.committed([TopicPartition(source, p) for p in range(3)], timeout=60)
+    finally:
+        consumer.close()
+    values = sorted(r.value or b"" for r in read_all(cluster3, sink))
+    print(f"\n[group coordinator {coordinator} SIGKILLed before send_offsets_to_transaction] offsets and commit "
+          f"landed {recovery_s:.1f} s after the kill, on node {new_coordinator}")
+    assert new_coordinator != coordinator
+    assert {tp.partition: tp.offset for tp in committed} == {0: 200, 1: 201, 2: 202}
+    assert values == sorted([b"first-%d" % i for i in range(100)] + [b"second-%d" % i for i in range(100)])
+    wait_for("no open transaction", lambda: end_offsets(cluster3, sink, "read_committed") == end_offsets(
+        cluster3, sink, "read_uncommitted"), timeout=60)

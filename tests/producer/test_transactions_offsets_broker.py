@@ -13,7 +13,7 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as ConfluentPartition
 
 from spark_kafka_sink import KafkaProducer
-from spark_kafka_sink.errors import IllegalGenerationError, IllegalStateError, UnknownMemberIdError
+from spark_kafka_sink.errors import IllegalGenerationError, IllegalStateError, KafkaTimeoutError, UnknownMemberIdError
 from spark_kafka_sink.producer import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from tests.conftest import wait_for
 
@@ -109,3 +109,18 @@ def test_a_member_the_group_does_not_have_cannot_commit(
     finally:
         member.close()
     assert committed(bootstrap, group, source, 1) == {0: (NO_OFFSET, None)}
+
+
+def test_a_send_that_timed_out_leaves_the_offsets_to_the_commit(
+        bootstrap: str, transactional: KafkaProducer, topic_factory: Callable[..., str]) -> None:
+    """send_offsets_to_transaction gives up waiting (timeout_s), naming both coordinators; its TxnOffsetCommit stays
+    queued ahead of the EndTxn, so the commit carries the offsets."""
+    source = topic_factory(partitions=1)
+    group = f"g-{uuid.uuid4().hex}"
+    p = transactional
+    p.begin_transaction()
+    with pytest.raises(KafkaTimeoutError) as info:
+        p.send_offsets_to_transaction({(source, 0): 12}, group, timeout_s=0.0)
+    assert f"consumer group {group!r}" in str(info.value) and "commit_transaction() sends them first" in str(info.value)
+    p.commit_transaction()
+    assert committed(bootstrap, group, source, 1) == {0: (12, None)}
