@@ -171,7 +171,7 @@ class TxnOffsetCommitHandler(TxnRequest):
     def handle_response(self, version: int, body: dict[str, Any], now_ms: int) -> None:
         host = self._host
         context = f"TxnOffsetCommit for group {self._group.group_id!r}"
-        retry = find_coordinator = False
+        find_coordinator = False
         for topic in body["topics"]:
             for answer in topic["partitions"]:
                 tp = TopicPartition(topic["name"], answer["partition_index"])
@@ -179,9 +179,9 @@ class TxnOffsetCommitHandler(TxnRequest):
                 if code == NO_ERROR:
                     self.pending.pop(tp, None)
                 elif code in COORDINATOR_MOVED_CODES or code == RequestTimedOutError.code:
-                    retry = find_coordinator = True
+                    find_coordinator = True
                 elif error_for_code(code).retriable:
-                    retry = True
+                    pass  # still pending: resent below
                 elif code in FENCED_CODES:
                     self._fail_fatally(fenced_error(broker_error(code, context), context))
                     return
@@ -195,10 +195,8 @@ class TxnOffsetCommitHandler(TxnRequest):
                     return
         if not self.pending:
             self.succeed()
-        elif retry:
+        else:  # partitions answered with a retriable error (or left out of the answer): ask again for them
             host.requeue(self, now_ms, backoff_ms=host.retry_backoff_ms, find_coordinator=find_coordinator)
-        else:  # the broker left partitions out of its answer: ask again for them
-            host.requeue(self, now_ms, backoff_ms=host.retry_backoff_ms)
 
 
 def offsets_to_commit(offsets: Mapping[tuple[str, int], int | OffsetAndMetadata]
