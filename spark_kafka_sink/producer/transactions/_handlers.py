@@ -249,13 +249,16 @@ class TxnRequest(abc.ABC):
         elif code in FENCED_CODES:
             self._fail_fatally(fenced_error(broker_error(code, context), context))
         elif code in TXN_ABORTABLE_CODES and host.is_transactional:
-            error = broker_error(code, context)
-            host.transition_to_abortable_error(error)
-            self.fail(error)
+            self._fail_abortably(broker_error(code, context))
         elif not host.is_transactional and error_for_code(code).retriable:
             host.requeue(self, now_ms, backoff_ms=host.retry_backoff_ms)
         else:
             self._fail_fatally(broker_error(code, context))
+
+    def _fail_abortably(self, error: KafkaError) -> None:
+        """The open transaction can only be aborted now; this request's call fails with the reason."""
+        self._host.transition_to_abortable_error(error)
+        self.fail(error)
 
     def _fail_fatally(self, error: KafkaError) -> None:
         """The producer cannot go on: the manager fails the calls it knows of (queued requests, the pending

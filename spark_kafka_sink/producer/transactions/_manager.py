@@ -474,16 +474,12 @@ class TransactionManager:
     def coordinator_found(self, coordinator: Coordinator, group_id: str | None = None) -> None:
         with self._lock:
             if group_id is not None:
-                if len(self._group_coordinators) >= _MAX_KNOWN_COORDINATORS:
-                    del self._group_coordinators[next(iter(self._group_coordinators))]  # the oldest entry
-                self._group_coordinators[group_id] = coordinator
+                _remember(self._group_coordinators, group_id, coordinator)
                 _log.debug("group coordinator of %r is node %s", group_id, coordinator)
                 return
             self._coordinator = coordinator
             if self.transactional_id is not None:
-                if len(self._known_coordinators) >= _MAX_KNOWN_COORDINATORS:
-                    del self._known_coordinators[next(iter(self._known_coordinators))]  # the oldest entry
-                self._known_coordinators[self.transactional_id] = coordinator
+                _remember(self._known_coordinators, self.transactional_id, coordinator)
             _log.debug("transaction coordinator of %r is node %s", self.transactional_id, coordinator)
 
     def producer_id_granted(self, producer: ProducerIdAndEpoch) -> None:
@@ -663,6 +659,13 @@ class TransactionManager:
                 self._state is TxnState.ABORTABLE_ERROR and req.kind is not RequestKind.FIND_COORDINATOR):
             return _fresh(self._last_error)
         return None
+
+
+def _remember(known: dict[str, Coordinator], key: str, coordinator: Coordinator) -> None:
+    """Remember ``key``'s coordinator, forgetting the oldest entry once ``_MAX_KNOWN_COORDINATORS`` are known."""
+    if key not in known and len(known) >= _MAX_KNOWN_COORDINATORS:
+        del known[next(iter(known))]
+    known[key] = coordinator
 
 
 def _fresh(error: KafkaError) -> KafkaError:

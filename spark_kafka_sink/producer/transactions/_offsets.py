@@ -131,9 +131,7 @@ class AddOffsetsToTxnHandler(TxnRequest):
             host.enqueue(TxnOffsetCommitHandler(host, self._offsets, self._group, self.result,
                                                 transaction_version=1))
         elif code == GroupAuthorizationFailedError.code:
-            error = broker_error(code, context)
-            host.transition_to_abortable_error(error)
-            self.fail(error)
+            self._fail_abortably(broker_error(code, context))
         else:
             self._handle_error(code, context, now_ms)
 
@@ -186,9 +184,7 @@ class TxnOffsetCommitHandler(TxnRequest):
                     self._fail_fatally(fenced_error(broker_error(code, context), context))
                     return
                 elif code in _GROUP_MEMBER_CODES or code in _ABORTABLE_GROUP_CODES:
-                    error = broker_error(code, context, _why(code, self._group))
-                    host.transition_to_abortable_error(error)
-                    self.fail(error)
+                    self._fail_abortably(broker_error(code, context, _why(code, self._group)))
                     return
                 else:
                     self._fail_fatally(broker_error(code, f"{context} {tp}"))
