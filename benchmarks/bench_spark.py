@@ -59,6 +59,9 @@ SPARK_BUILTIN_TUNED = "Spark format(kafka) 256 KiB batches"
 # built-in sink as a second contender, so its batch size is not what separates it from ours.
 TUNED = {"kafka.batch.size": "262144", "kafka.linger.ms": "5"}
 SEND_BATCH_WRITER = "Arrow writer + send_batch"
+# The do-nothing writer that also compresses each row's key and value with lz4 (spark_writers): a floor under the
+# client CPU of any Python sink writing lz4 batches.
+LZ4_FLOOR = "do-nothing Arrow writer + lz4"
 SINK_ALO_NO_REUSE = "pykafka-sink at_least_once, producerReuse=false"  # a new producer per task, as before
 SEND_WRITER = "Arrow writer + send"
 JSON_VALUE_SIZE = 1000
@@ -139,11 +142,11 @@ def _writer(ctx: Context, w: Workload, df: Any, fmt: str, extra: dict[str, str] 
     return lambda: _timed_write(ctx, w, save, markers_ok)
 
 
-def _noop(ctx: Context, w: Workload, df: Any) -> Callable[[], Sample]:
+def _noop(ctx: Context, w: Workload, df: Any, fmt: str = "bench-noop-arrow") -> Callable[[], Sample]:
     def run() -> Sample:
         cpu_before = ctx.cpu_seconds()
         start = time.perf_counter()
-        df.write.format("bench-noop-arrow").mode("append").option("expectedRows", str(w.rows)).save()
+        df.write.format(fmt).mode("append").option("expectedRows", str(w.rows)).save()
         seconds = time.perf_counter() - start
         return Sample(w.rows, seconds, extra={"ms_per_task": round(seconds * 1000 / w.partitions, 2),
                                               "cpu_us_per_row": _cpu_us_per_row(cpu_before, ctx.cpu_seconds(),
@@ -160,6 +163,8 @@ def contenders(ctx: Context, w: Workload, df: Any, with_send: bool) -> list[Cont
     out = [Contender(SPARK_BUILTIN, _writer(ctx, w, df, "kafka"), unavailable=no_jars),
            Contender(SPARK_BUILTIN_TUNED, _writer(ctx, w, df, "kafka", TUNED), unavailable=no_jars),
            Contender(NOOP_WRITER, _noop(ctx, w, df))]
+    if w.codec == "lz4":
+        out.append(Contender(LZ4_FLOOR, _noop(ctx, w, df, "bench-lz4-floor")))
     why = sink_available()
     for name, guarantee in ((SINK_ALO, "at_least_once"), (SINK_EOS, "exactly_once")):
         out.append(Contender(name, _writer(ctx, w, df, SINK_FORMAT, {"deliveryGuarantee": guarantee},

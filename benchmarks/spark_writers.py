@@ -4,6 +4,11 @@ puts the repo root on their PYTHONPATH), so it stays small and imports nothing h
 - ``bench-noop-arrow``: a ``DataSourceArrowWriter`` that iterates the Arrow batches Spark hands it and counts rows:
   the ceiling of any Python sink (Spark -> Arrow -> Python, nothing else). The driver-side ``commit`` checks the
   total against the ``expectedRows`` option, so a run that lost rows fails instead of looking fast.
+- ``bench-lz4-floor``: the do-nothing writer that also joins each row's key and value (one Arrow C++ kernel call
+  per batch) and compresses them with lz4 in ``kafka.batch.size`` pieces (the sink's 256 KiB default), by the call
+  the producer makes: what any Python sink writing lz4 batches pays at least (Spark's Arrow hand-off, then the
+  rows' bytes compressed in Kafka's record order), before it frames, partitions or sends anything. Its client CPU
+  per row is a floor under the sink's (Kafka's record framing, ~8 bytes a record, only adds to it).
 - ``bench-send-batch``: the same writer, but each batch goes to ``spark_kafka_sink.KafkaProducer.send_batch``:
   the producer without the pykafka-sink adapter, to show what the adapter costs.
 - ``bench-send``: per-row ``KafkaProducer.send`` from the same batches (``to_pylist``), the per-record path.
@@ -26,7 +31,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-__all__ = ["NoopArrowSource", "SendBatchSource", "SendSource", "JsonEventsSource", "register_all"]
+__all__ = ["NoopArrowSource", "Lz4FloorSource", "SendBatchSource", "SendSource", "JsonEventsSource", "register_all"]
 
 
 @dataclass
@@ -53,6 +58,26 @@ class _NoopWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         _check(messages, self.options)
+
+
+class _Lz4FloorWriter(_NoopWriter):
+    def write(self, iterator: Iterator[Any]) -> RowCount:
+        import pyarrow.compute as pc
+
+        from spark_kafka_sink.protocol.compression import Codec, compress
+        from spark_kafka_sink.protocol.murmur2 import binary_buffers
+
+        piece = int(self.options.get("kafka.batch.size", "262144"))
+        rows = 0
+        for batch in iterator:
+            # Each row's key and value side by side, as in a Kafka record (less its ~8 bytes of varints).
+            offsets, data = binary_buffers(pc.binary_join_element_wise(batch.column("key"), batch.column("value"),
+                                                                        ""))
+            records = data[int(offsets[0]):int(offsets[-1])].data  # a memoryview, no copy
+            for start in range(0, len(records), piece):
+                compress(Codec.LZ4, records[start:start + piece])
+            rows += batch.num_rows
+        return RowCount(rows)
 
 
 def _producer_config(options: Mapping[str, str]) -> dict[str, Any]:
@@ -103,6 +128,15 @@ class NoopArrowSource(DataSource):
 
     def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
         return _NoopWriter(self.options)
+
+
+class Lz4FloorSource(NoopArrowSource):
+    @classmethod
+    def name(cls) -> str:
+        return "bench-lz4-floor"
+
+    def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
+        return _Lz4FloorWriter(self.options)
 
 
 class SendBatchSource(NoopArrowSource):
@@ -166,5 +200,5 @@ class JsonEventsSource(DataSource):
 
 
 def register_all(spark: Any) -> None:
-    for source in (NoopArrowSource, SendBatchSource, SendSource, JsonEventsSource):
+    for source in (NoopArrowSource, Lz4FloorSource, SendBatchSource, SendSource, JsonEventsSource):
         spark.dataSource.register(source)
