@@ -122,39 +122,32 @@ class _SendWriter(_NoopWriter):
 
 
 class NoopArrowSource(DataSource):
+    """A write-only source whose writer is ``writer_class``; the subclasses below change only the two names."""
+
+    source_name = "bench-noop-arrow"
+    writer_class: type[_NoopWriter] = _NoopWriter
+
     @classmethod
     def name(cls) -> str:
-        return "bench-noop-arrow"
+        return cls.source_name
 
     def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
-        return _NoopWriter(self.options)
+        return self.writer_class(self.options)
 
 
 class Lz4FloorSource(NoopArrowSource):
-    @classmethod
-    def name(cls) -> str:
-        return "bench-lz4-floor"
-
-    def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
-        return _Lz4FloorWriter(self.options)
+    source_name = "bench-lz4-floor"
+    writer_class = _Lz4FloorWriter
 
 
 class SendBatchSource(NoopArrowSource):
-    @classmethod
-    def name(cls) -> str:
-        return "bench-send-batch"
-
-    def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
-        return _SendBatchWriter(self.options)
+    source_name = "bench-send-batch"
+    writer_class = _SendBatchWriter
 
 
 class SendSource(NoopArrowSource):
-    @classmethod
-    def name(cls) -> str:
-        return "bench-send"
-
-    def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
-        return _SendWriter(self.options)
+    source_name = "bench-send"
+    writer_class = _SendWriter
 
 
 @dataclass
