@@ -20,9 +20,13 @@ $(STAMP): pyproject.toml
 jars: venv
 	@$(PY) -m spark_kafka_sink.testing jars
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist), a test module to a process: most of its time is spent
+# waiting on brokers and Spark, so more processes than cores still gain. Each process starts its own session broker
+# and Spark session on first use. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 4
 test: venv jars
 	$(PY) -m ruff check .
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The slow fault tests (tests/cluster): a 3-node Kafka cluster with nodes killed, a Spark standalone cluster
 # (master + 2 workers) running the bundled job with executors and Python workers killed, the driver of exactly_once
@@ -49,37 +53,51 @@ test-kerberos: venv jars $(KRB_STAMP)
 
 # The core set against every other Kafka release the project claims (README "Kafka versions"); `make test` runs
 # everything on 4.4.0 with its default transaction.version 2. Each run starts its own broker of that release (3.6.2
-# and 2.8.2 in ZooKeeper mode, with a ZooKeeper server of their own). The Spark sink's tests run on 3.9.2, 3.7.2
-# and 3.6.2 in make test-pyspark (with pyspark 4.2, 4.1 and 4.0), on the others here. About 18-20 minutes in all.
+# and 2.8.2 in ZooKeeper mode, with a ZooKeeper server of their own), so the runs are independent: VERSION_JOBS of
+# them run at once (they mostly wait on brokers). The Spark sink's tests run on 3.9.2, 3.7.2 and 3.6.2 in make
+# test-pyspark (with pyspark 4.2, 4.1 and 4.0), on the others here.
 SINK_VERSION_TESTS := tests/spark/test_sink_guarantees.py
 TRANSACTION_TESTS := tests/producer/test_epoch_bump_broker.py tests/producer/test_transactions_broker.py \
 	tests/producer/test_transactions_flow_broker.py tests/producer/test_transactions_offsets_broker.py
 PRODUCER_VERSION_TESTS := tests/protocol/test_against_broker.py tests/producer/test_codecs_broker.py \
 	tests/producer/test_failover.py $(TRANSACTION_TESTS)
+VERSION_JOBS ?= 3
+# Longest first, so the last to start is not the longest to finish.
+VERSION_RUNS := 2.8.2 3.6.2 4.3.1 3.9.2 3.7.2 4.4.0-tv1
 test-versions: venv
 	@$(PY) -m spark_kafka_sink.testing jars --all-kafka-versions
-	KAFKA_VERSION=4.3.1 $(PY) -m pytest $(PYTEST_ARGS) $(PRODUCER_VERSION_TESTS) $(SINK_VERSION_TESTS)
-	KAFKA_VERSION=3.9.2 $(PY) -m pytest $(PYTEST_ARGS) $(PRODUCER_VERSION_TESTS)
-	KAFKA_VERSION=3.7.2 $(PY) -m pytest $(PYTEST_ARGS) $(PRODUCER_VERSION_TESTS)
-	@# 4.4.0 again, formatted with classic transactions (checked by the versions test): what transaction.version
-	@# changes. Its codecs and failover are 4.4.0's, which make test runs.
-	KAFKA_VERSION=4.4.0 KAFKA_TRANSACTION_VERSION=1 $(PY) -m pytest $(PYTEST_ARGS) $(TRANSACTION_TESTS) \
+	@$(MAKE) --no-print-directory -j$(VERSION_JOBS) --output-sync=target $(addprefix kafka-version-,$(VERSION_RUNS))
+
+.PHONY: $(addprefix kafka-version-,$(VERSION_RUNS))
+kafka-version-4.3.1:
+	KAFKA_VERSION=4.3.1 $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(PRODUCER_VERSION_TESTS) $(SINK_VERSION_TESTS)
+kafka-version-3.9.2:
+	KAFKA_VERSION=3.9.2 $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(PRODUCER_VERSION_TESTS)
+kafka-version-3.7.2:
+	KAFKA_VERSION=3.7.2 $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(PRODUCER_VERSION_TESTS)
+# 4.4.0 again, formatted with classic transactions (checked by the versions test): what transaction.version changes.
+# Its codecs and failover are 4.4.0's, which make test runs.
+kafka-version-4.4.0-tv1:
+	KAFKA_VERSION=4.4.0 KAFKA_TRANSACTION_VERSION=1 $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(TRANSACTION_TESTS) \
 	  $(SINK_VERSION_TESTS) tests/protocol/test_against_broker.py::test_api_versions_negotiates_the_highest_common_versions
-	KAFKA_VERSION=3.6.2 $(PY) -m pytest $(PYTEST_ARGS) $(PRODUCER_VERSION_TESTS)
-	@# 2.8 looks for idle producer ids every 10 minutes, a constant: the test of a forgotten producer cannot run there.
-	KAFKA_VERSION=2.8.2 $(PY) -m pytest $(PYTEST_ARGS) $(PRODUCER_VERSION_TESTS) $(SINK_VERSION_TESTS) --deselect \
+kafka-version-3.6.2:
+	KAFKA_VERSION=3.6.2 $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(PRODUCER_VERSION_TESTS)
+# 2.8 looks for idle producer ids every 10 minutes, a constant: the test of a forgotten producer cannot run there.
+kafka-version-2.8.2:
+	KAFKA_VERSION=2.8.2 $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(PRODUCER_VERSION_TESTS) $(SINK_VERSION_TESTS) --deselect \
 	  tests/producer/test_epoch_bump_broker.py::test_a_broker_that_forgot_an_idle_producer_accepts_its_next_sequence
 
 # The core Spark tests on every older pyspark the project claims (README "Versions"), each in its own venv
 # (.venv-pyspark-<minor>) with that pyspark pinned, on Python 3.10, the oldest claimed for them; `make test` runs
-# everything on pyspark 4.3 (Python 3.11+). Each runs against an older Kafka release (pyspark:Kafka below), which
+# everything on pyspark 4.3 (Python 3.11+). Each runs against an older Kafka release (pyspark@Kafka below), which
 # make test-versions then leaves to the producer's tests. Read back with confluent-kafka: pyspark < 4.3's collect()
-# leaves its socket to the garbage collector, a ResourceWarning the suite treats as an error. About 2.5 minutes per
-# version once the venvs exist (each takes 1-3 minutes to install).
-PYSPARK_OLDER := 4.0.5:3.6.2 4.1.4:3.7.2 4.2.1:3.9.2
+# leaves its socket to the garbage collector, a ResourceWarning the suite treats as an error. The three runs are
+# independent (a venv, a broker and a Spark session each): PYSPARK_JOBS of them run at once.
+PYSPARK_OLDER := 4.0.5@3.6.2 4.1.4@3.7.2 4.2.1@3.9.2
 PYSPARK_TESTS := tests/spark/test_registration.py tests/spark/test_row_batches.py \
 	tests/spark/test_stream_columns.py tests/spark/test_sink_guarantees.py tests/spark/test_sink_streaming.py \
 	tests/spark/test_sink_errors.py
+PYSPARK_JOBS ?= 3
 # Python 3.10 from a pyenv install (its shim on PATH only runs it when selected), else python3.10 on PATH.
 PYTHON_3_10 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.10.*/bin/python3.10) python3.10)
 test-pyspark: venv
@@ -87,20 +105,22 @@ test-pyspark: venv
 	@$(PYTHON_3_10) -c 'import sys; assert sys.version_info[:2] == (3, 10)' 2>/dev/null || { echo "error: \
 	make test-pyspark needs Python 3.10 (README \"Versions\" claims it for pyspark 4.0-4.2) and $(PYTHON_3_10) \
 	is not it: install it (pyenv install 3.10) or set PYTHON_3_10=/path/to/python3.10"; exit 2; }
-	@failed=""; for pair in $(PYSPARK_OLDER); do \
-	  version=$${pair%%:*}; kafka=$${pair##*:}; \
-	  venv=.venv-pyspark-$${version%.*}; stamp=$$venv/.installed-$$version; \
-	  if [ ! -f $$stamp ] || [ pyproject.toml -nt $$stamp ]; then \
-	    echo "== creating $$venv (pyspark $$version)"; rm -rf $$venv; \
-	    $(PYTHON_3_10) -m venv $$venv && $$venv/bin/python -m pip install -q --upgrade pip \
-	    && $$venv/bin/python -m pip install -q -e '.[test,zstd,snappy,pkcs12]' --config-settings editable_mode=compat \
-	      "pyspark==$$version" && touch $$stamp || exit 2; \
-	  fi; \
-	  echo "== pyspark $$version, $$($$venv/bin/python -V), Kafka $$kafka"; \
-	  KAFKA_VERSION=$$kafka PYSPARK_PYTHON=$(CURDIR)/$$venv/bin/python PYSPARK_DRIVER_PYTHON=$(CURDIR)/$$venv/bin/python \
-	    $$venv/bin/python -m pytest $(PYTEST_ARGS) $(PYSPARK_TESTS) || failed="$$failed $$version"; \
-	done; \
-	if [ -n "$$failed" ]; then echo "error: the pyspark matrix failed on:$$failed"; exit 1; fi
+	@$(MAKE) --no-print-directory -k -j$(PYSPARK_JOBS) --output-sync=target $(addprefix pyspark-version-,$(PYSPARK_OLDER))
+
+.PHONY: $(addprefix pyspark-version-,$(PYSPARK_OLDER))
+pyspark-version-%:
+	@pair=$*; version=$${pair%%@*}; kafka=$${pair##*@}; \
+	venv=.venv-pyspark-$${version%.*}; stamp=$$venv/.installed-$$version; \
+	if [ ! -f $$stamp ] || [ pyproject.toml -nt $$stamp ]; then \
+	  echo "== creating $$venv (pyspark $$version)"; rm -rf $$venv; \
+	  $(PYTHON_3_10) -m venv $$venv && $$venv/bin/python -m pip install -q --upgrade pip \
+	  && $$venv/bin/python -m pip install -q -e '.[test,zstd,snappy,pkcs12]' --config-settings editable_mode=compat \
+	    "pyspark==$$version" && touch $$stamp || exit 2; \
+	fi; \
+	echo "== pyspark $$version, $$($$venv/bin/python -V), Kafka $$kafka"; \
+	KAFKA_VERSION=$$kafka PYSPARK_PYTHON=$(CURDIR)/$$venv/bin/python PYSPARK_DRIVER_PYTHON=$(CURDIR)/$$venv/bin/python \
+	  $$venv/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(PYSPARK_TESTS) \
+	  || { echo "error: the pyspark matrix failed on pyspark $$version"; exit 1; }
 
 run: venv jars
 	@$(PY) -m spark_kafka_sink.testing run-demo

@@ -145,14 +145,19 @@ def test_a_new_leader_named_in_the_produce_answer_is_used_without_waiting_kip_95
     after a newer one went to the new leader (which then answers OUT_OF_ORDER_SEQUENCE_NUMBER and waits out the
     backoff, as in Java), and that would be measured instead."""
     topic, preferred = _topic_led_away_from_its_preferred_replica(cluster3)
+    # A new cluster answers the first InitProducerId COORDINATOR_NOT_AVAILABLE while it creates its transaction
+    # state topic, and a producer waits out its retry backoff before asking again, as Java's does. An idempotent
+    # producer with the default backoff gets the cluster past that first, so the measured producer's own
+    # InitProducerId is answered at once instead of after one or two 30 s backoffs.
+    warm_up = new_topic(cluster3, 1)
+    with KafkaProducer({"bootstrap.servers": cluster3.bootstrap_servers, "acks": "all"}) as first:
+        first.send(warm_up, b"creates the transaction state topic").result(timeout=120)
     backoff_ms = 30_000
     producer = KafkaProducer({"bootstrap.servers": cluster3.bootstrap_servers, "acks": "all", "linger.ms": 5,
                               "retry.backoff.ms": backoff_ms, "retry.backoff.max.ms": backoff_ms,
                               "max.in.flight.requests.per.connection": 1})
-    # The producer's start is not measured: its InitProducerId may wait out the 30 s backoff too while a new
-    # cluster creates its transaction state topic (COORDINATOR_NOT_AVAILABLE), as Java's does, and the writer's
-    # rows would queue up behind it.
-    producer.send(new_topic(cluster3, 1), b"warm-up").result(timeout=150)
+    # The producer's start is not measured: the writer's rows must not queue up behind its InitProducerId.
+    producer.send(warm_up, b"warm-up").result(timeout=150)
     writer = PacedWriter(producer, topic, PARTITIONS, "send_batch", 20_000).start()
     try:
         wait_for("the first acknowledgements", lambda: writer.acked_after(0.0) >= 5)
