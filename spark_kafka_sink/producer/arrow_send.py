@@ -58,12 +58,12 @@ __all__ = ["BatchSendResult", "PartitionWriteStats", "PreparedBatch", "ArrowSend
 I64 = npt.NDArray[np.int64]
 _RECORD_OVERHEAD = 40  # upper bound of a record's varints and attributes (length, deltas, key/value lengths...)
 _HEADER_OVERHEAD = 10  # varint lengths of one header's key and value
-_SLICE_BYTES = 2 << 20  # rows encoded per step (by size bound); large enough that the per-call overhead stays below 1%
+_SLICE_BYTES = 2 << 20  # rows encoded per step (by size bound); large enough that the encoder's per-call cost is small
 # An input up to this many bytes (size bound) is encoded in one step, a group of batches at a time (see
-# encode_arrow_batch_groups), so that its batches fill: a 10,000-row Spark batch of 1 KB values (~10.5 MB) is one.
-# Its batches are queued once all are encoded (holding them costs the local memory harness ~5 MB of peak RSS).
-# Larger ones go in slices of _SLICE_BYTES, in partition order. (4 MiB slices for every input took the memory
-# benchmark's worker from +65 to +73-84 MB; one pass built in 1 MiB groups keeps it at +55-58, 2026-11-27.)
+# encode_arrow_batch_groups), so that its batches fill: one of Spark's 10,000-row batches of 1 KB values is such an
+# input. Its batches are queued once all are encoded, which holds them a little longer. Larger ones go in slices of
+# _SLICE_BYTES, in partition order: slicing every input instead raised the worker's peak memory, while one pass
+# built in small groups keeps it low (the encoder's ``_TAKE_GROUP_BYTES``).
 _WHOLE_BYTES = 12 << 20
 # The most input fill_bytes asks a caller to join: the caller holds it, and the encoder a copy, while it is encoded.
 _FILL_CAP = 3 << 20
@@ -72,10 +72,9 @@ _FILL_CAP = 3 << 20
 def fill_bytes(batch_size: int, partitions: int) -> int:
     """Arrow bytes of input that give each of a topic's ``partitions`` about one batch: what a caller holding many
     small inputs (Spark's 10,000-row batches) should hand ``send_batch`` at once. Each send_batch call closes its
-    batches, so 1.2 MB calls into 12 partitions made ~100 KB batches however large batch.size was. 90% of
+    batches, so small calls into many partitions made small batches however large batch.size was. 90% of
     batch.size a partition (an unevenly spread partition must not spill a tiny second batch), and at most
-    ``_FILL_CAP``. A/B, 1,000,000 rows of 100 B, lz4, 256 KiB batches, 12 partitions, alternating rounds: two
-    10,000-row batches a call took 0.56 instead of 0.64 us/row of client CPU (-12%), four 0.60 instead of 0.69."""
+    ``_FILL_CAP``: fuller batches mean fewer encoder calls, batch headers and compressor starts per row."""
     return max(1, min(int(0.9 * batch_size * partitions), _FILL_CAP))
 
 
@@ -193,7 +192,7 @@ def _plain_headers(col: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArra
 
 
 def _lengths(arr: pa.Array | pa.ChunkedArray | None, n: int) -> I64:
-    """Bytes per row (0 where null), from the offsets (binary_length + fill_null + cast was ~5% of a call)."""
+    """Bytes per row (0 where null), read from the offsets (no compute kernel, no cast)."""
     if arr is None or pa.types.is_null(arr.type):
         return np.zeros(n, np.int64)
     if isinstance(arr, pa.ChunkedArray):
@@ -275,7 +274,7 @@ def as_table_input(data: object) -> pa.RecordBatch | pa.Table:
 
 def _pieces(data: pa.RecordBatch | pa.Table) -> list[pa.RecordBatch | pa.Table]:
     """The input as contiguous pieces: a table of several chunks as its record batches (zero-copy; combining all
-    its chunks copied the whole table, a third of one send_batch of a 2-chunk 248 MB table), consecutive small ones
+    its chunks copies the whole table, a large share of a send_batch's work), consecutive small ones
     joined up to ``_SLICE_BYTES`` (so many tiny chunks still fill batches) but never past what is encoded in one
     step (a large chunk after small ones starts a piece of its own); anything else whole."""
     data = as_table_input(data)
@@ -307,9 +306,8 @@ def _ordered_slices(size: I64, seg_starts: I64, limit: int) -> list[tuple[int, i
     """Row ranges (in partition order) of at most ``_SLICE_BYTES`` each to encode one at a time, cut where a
     batch would start by the rows' size bound (at a partition's first row, or where the batch before reached
     ``limit``, the records_limit); one range when all rows fit in ``_WHOLE_BYTES``. The bound overstates a record
-    (by ~25% at 100 B), so a slice's last batch may come out part-filled: about one such batch a slice, where
-    slicing in input order left one in every partition each slice (at 1 KB values and 12 partitions, ~140-row
-    batches where a 256 KiB batch of lz4-compressed JSON holds ~600)."""
+    (most for small ones), so a slice's last batch may come out part-filled: about one such batch a slice, where
+    slicing in input order left a part-filled batch in every partition each slice."""
     n = len(size)
     if not n or int(size.sum()) <= _WHOLE_BYTES:
         return [(0, n)]
@@ -557,13 +555,13 @@ class ArrowSender:
         row_idx = None if rows is None else np.asarray(rows)
         size = cols.size if row_idx is None else cols.size[row_idx]
         parts = self._partitioner.partition_arrow(topic, key, explicit, size, num_partitions, available)
-        # numpy's stable sort is a radix sort for 8/16-bit keys: ~6x faster than on int32 (~200 us per 10k rows).
+        # numpy's stable sort is a radix sort for 8/16-bit keys, much cheaper than its merge sort on int32.
         narrow = np.uint8 if num_partitions <= 1 << 8 else np.uint16 if num_partitions <= 1 << 16 else parts.dtype
         order = np.argsort(parts.astype(narrow, copy=False), kind="stable")
         counts = np.bincount(parts, minlength=num_partitions)
         single = int(np.count_nonzero(counts)) == 1
         # The encoder reads the columns through the rows' order (partition by partition, input order within
-        # each): no sorted copy of the columns (a take per column was ~10% of the caller's time).
+        # each): no sorted copy of the columns (a take per column would copy every byte once more).
         encode_order = row_idx if single else (order if row_idx is None else row_idx[order])
         present = np.flatnonzero(counts)
         seg_starts = np.concatenate([[0], np.cumsum(counts[present])[:-1]]).astype(np.int64)
@@ -574,12 +572,11 @@ class ArrowSender:
             cols = dataclasses.replace(cols, value=cols.value.combine_chunks())  # once, not in every slice's take
         for lo, hi in slices:
             if (lo, hi) == (0, len(ordered_size)):
-                # One encoder call for the whole topic: the per-call overhead (~0.15 ms plus numpy set-up per
-                # array) paid once per partition was ~40% of send_batch's caller-thread time with 12 partitions
-                # and 10k-row inputs. Its batches are queued together, once all are encoded: they come out in
-                # partition order, and a Produce request carries one batch per partition, so queued group by
-                # group they went out as requests of 1-3 batches (~430 KB) while the next group was encoded,
-                # twice the requests per MB of 1 KB rows (184-239 against 86-93 for 200,000 rows, 2026-11-27).
+                # One encoder call for the whole topic: its fixed per-call cost (numpy set-up per array) is paid
+                # once, not once per partition. Its batches are queued together, once all are encoded: they come
+                # out in partition order, and a Produce request carries one batch per partition, so queued group
+                # by group they would go out as requests of a few batches while the next group was encoded,
+                # more requests per byte than one batch of every partition a request.
                 yield [part for group in self._encode_rows(topic, cols, encode_order, seg_starts, present, limit)
                        for part in group]
             else:
@@ -612,7 +609,7 @@ class ArrowSender:
                 shift = int(seg_starts[i]) - (first if i == 0 else 0)
                 mine = encoded[lo:hi]
                 # first_row stays relative to the partition's rows, as when each partition was encoded on its own.
-                if shift:  # (the constructor directly: dataclasses.replace costs ~8 us a batch)
+                if shift:  # (the constructor directly: dataclasses.replace re-inspects the fields every call)
                     mine = [EncodedBatch(e.data, e.record_count, e.first_row - shift, e.base_timestamp,
                                          e.max_timestamp, e.uncompressed_size, e.has_crc) for e in mine]
                 out.append((TopicPartition(topic, int(partitions[i])), mine))
@@ -649,8 +646,8 @@ def _result(futures: list[Future[BatchMetadata]], sizes: list[int]) -> Future[Ba
         if error is not None:
             out.set_exception(error)
             return
-        # Grouped per partition and totalled once each: a dataclass and a merge per batch were ~6% of the sender
-        # thread's time at 16 KiB batches (this runs on it).
+        # Grouped per partition and totalled once each, not a dataclass and a merge per batch: this runs on the
+        # sender thread, once per batch.
         parts: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}
         for md, size in zip(f.result(), sizes, strict=False):
             parts.setdefault((md.topic, md.partition), []).append(

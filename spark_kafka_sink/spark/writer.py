@@ -64,8 +64,8 @@ else:
 _log = logging.getLogger(__name__)
 _CLOSE_TIMEOUT_S = 30.0
 _DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
-#: A task's first input batch at least this large is sent in two halves (see ``_send_all``). 10,000 rows of 100 B
-#: values are ~1.2 MB; 1,000 of them, sent whole, gained nothing from splitting.
+#: A task's first input batch at least this large is sent in two halves (see ``_send_all``); a smaller one is sent
+#: whole, as it is acknowledged quickly enough that splitting gains nothing.
 _SPLIT_FIRST_BYTES = 512 << 10
 
 
@@ -246,7 +246,7 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
             # 10,000 rows as one) the broker writes the first half while the second is encoded, so the task waits
             # for half a batch's acknowledgement instead of a whole one (the flush after this). A task of many
             # batches pays one more encoder call and Produce. Nothing is read ahead to know which case it is: a
-            # look-ahead held a second input batch for the whole task (~10 MB more at 1 KB values).
+            # look-ahead would hold a second input batch for the whole task.
             half = records.num_rows // 2
             ready: list[pa.RecordBatch | pa.Table] = [records.slice(0, half), records.slice(half)]
         elif first:
@@ -294,8 +294,8 @@ class _HeldBatches:
         self._batches.append(records)
         self._bytes += size
         if self._bytes + size > self._limit:
-            # Another batch like this one would not fit: send now rather than hold these while Spark reads it (a
-            # 10 MB batch of 1 KB values held through the next read was +10 MB of peak memory).
+            # Another batch like this one would not fit: send now rather than hold these while Spark reads it
+            # (held through the next read, they would add their size to the worker's peak memory).
             out += self.rest()
         return out
 
