@@ -45,7 +45,7 @@ from spark_kafka_sink.producer.accumulator import RecordAccumulator
 from spark_kafka_sink.producer.batch import gather_batch_futures
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.config_options import MAX_INT64
-from spark_kafka_sink.producer.partitioner import Partitioner
+from spark_kafka_sink.producer.partitioner import Partitioner, PartitionInfo
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET, BatchMetadata, TopicPartition
 from spark_kafka_sink.producer.transactions import TransactionManager
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, batch_starts, encode_arrow_batch_groups
@@ -446,7 +446,7 @@ class ArrowSender:
 
     def __init__(self, config: ProducerConfig, accumulator: RecordAccumulator, partitioner: Partitioner,
                  tm: TransactionManager | None,
-                 partition_info: Callable[[str, int, int], tuple[int, list[int] | None]],
+                 partition_info: Callable[[str, int, int], PartitionInfo],
                  wakeup: Callable[[], None]) -> None:
         self._config = config
         self._acc = accumulator
@@ -456,7 +456,7 @@ class ArrowSender:
         # drains the batch, which computes the CRC: the encoder leaves it out (one pass over the bytes less).
         self._stamped = tm is not None
         self._tm = tm
-        # (topic, max_block_ms, highest partition named + 1) -> (partition count, sticky candidates)
+        # (topic, max_block_ms, highest partition named + 1) -> the topic's PartitionInfo
         self._partition_info = partition_info
         self._wakeup = wakeup
         # The largest record that can ever be sent (checked before anything is queued).

@@ -61,17 +61,17 @@ class PartitionWrite:
     last_offset: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KafkaCommitMessage(WriterCommitMessage):
-    """One task's result. Plain values only: Spark pickles it to the driver."""
+    """One task's result, built by keyword. Plain values only: Spark pickles it to the driver."""
 
     partition_id: int
     attempt: int
     transactional_id: str | None  # None for at_least_once
-    producer_id: int  # -1 unless transactional
-    producer_epoch: int
-    writes: tuple[PartitionWrite, ...]
     started_at: float  # wall clock, seconds: the summary's duration spans the earliest task start
+    producer_id: int = -1  # -1 unless transactional
+    producer_epoch: int = -1
+    writes: tuple[PartitionWrite, ...] = ()
     batch_id: int | None = None  # the streaming micro-batch
     digest: str | None = None  # the rows' digest (spark.digest), with a stable writeId
     skipped_rows: int | None = None  # set when an earlier run of the writeId committed this partition: not written

@@ -26,6 +26,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -78,18 +79,32 @@ def _flush_timeout_s(options: SinkOptions) -> float:
     return int(options.producer_options.get("delivery.timeout.ms", _DEFAULT_DELIVERY_TIMEOUT_MS)) / 1000 + 30.0
 
 
-def _task_context() -> tuple[int, int, int | None, bool, bool]:
-    """(partition id, attempt number, micro-batch id, speculation on, True) of the running task; zeros and False
-    outside Spark."""
+@dataclass(frozen=True)
+class TaskInfo:
+    """What the sink needs to know of the Spark task it runs in."""
+
+    partition_id: int
+    attempt: int
+    batch_id: int | None  # the streaming micro-batch, None for a batch write
+    speculation: bool  # spark.speculation is on for this job
+    in_spark: bool  # False: called outside a Spark task (tests, a plain Python caller); the others are defaults
+
+
+_OUTSIDE_SPARK = TaskInfo(partition_id=0, attempt=0, batch_id=None, speculation=False, in_spark=False)
+
+
+def _task_context() -> TaskInfo:
+    """The running task's :class:`TaskInfo` (zeros and False outside Spark)."""
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
     if ctx is None:
-        return 0, 0, None, False, False
+        return _OUTSIDE_SPARK
     batch = ctx.getLocalProperty("streaming.sql.batchId")
     # SQL executions propagate the session's spark.* settings to tasks as local properties.
     speculation = (ctx.getLocalProperty("spark.speculation") or "false").strip().lower() == "true"
-    return ctx.partitionId(), ctx.attemptNumber(), None if batch is None else int(batch), speculation, True
+    return TaskInfo(partition_id=ctx.partitionId(), attempt=ctx.attemptNumber(),
+                    batch_id=None if batch is None else int(batch), speculation=speculation, in_spark=True)
 
 
 class NonDeterministicInputError(ConfigError):
@@ -107,14 +122,15 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
     from spark_kafka_sink.producer import KafkaProducer
 
     started_at = time.time()
-    partition_id, attempt, batch_id, speculation, in_spark = _task_context()
-    write_id = options.stable_write_id(batch_id)
+    task = _task_context()
+    partition_id, attempt = task.partition_id, task.attempt
+    write_id = options.stable_write_id(task.batch_id)
     if resume is not None and write_id == resume.write_id and partition_id in resume.partitions:
-        return _skip(options, plan, batches, resume, partition_id, attempt, batch_id, started_at)
+        return _skip(plan, batches, resume, task, started_at)
     digest = RowDigest() if write_id is not None else None
     transactional_id = None
     if options.exactly_once:
-        if speculation:
+        if task.speculation:
             raise ConfigError(
                 "deliveryGuarantee=exactly_once cannot run with spark.speculation=true: a speculative task copy "
                 "would fence the transaction of the copy Spark keeps. Disable speculation for this job, or use "
@@ -126,13 +142,14 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
     if first is None and attempt == 0:
         # Nothing to write and no earlier attempt to fence: skip the producer (and its InitProducerId round trips);
         # after a shuffle most of 200 partitions can be empty.
-        return KafkaCommitMessage(partition_id, attempt, transactional_id, -1, -1, (), started_at, batch_id,
-                                  None if digest is None else digest.digest)
+        return KafkaCommitMessage(partition_id=partition_id, attempt=attempt, transactional_id=transactional_id,
+                                  started_at=started_at, batch_id=task.batch_id,
+                                  digest=None if digest is None else digest.digest)
     if first is not None:
         batches = _first_then(first, batches)
         del first  # else it stays in memory for the whole task
 
-    if options.worker_gc_freeze and in_spark:
+    if options.worker_gc_freeze and task.in_spark:
         freeze_once()  # the worker's modules leave Spark's per-task gc.collect() (worker_heap)
     lease: Lease | None = None
     if options.producer_reuse:
@@ -179,15 +196,17 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
             producer.close(_CLOSE_TIMEOUT_S, abort_open_transaction=False)  # the driver ends the transaction
         else:
             close_failed(producer)
-    return KafkaCommitMessage(partition_id, attempt, transactional_id, producer_id, epoch, writes, started_at,
-                              batch_id, None if digest is None else digest.digest,
+    return KafkaCommitMessage(partition_id=partition_id, attempt=attempt, transactional_id=transactional_id,
+                              producer_id=producer_id, producer_epoch=epoch, writes=writes, started_at=started_at,
+                              batch_id=task.batch_id, digest=None if digest is None else digest.digest,
                               new_producer=lease is None or lease.created,
                               transaction_version=transaction_version, coordinator=coordinator)
 
 
-def _skip(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch], resume: CommittedWrite,
-          partition_id: int, attempt: int, batch_id: int | None, started_at: float) -> KafkaCommitMessage:
+def _skip(plan: ColumnPlan, batches: Iterator[pa.RecordBatch], resume: CommittedWrite, task: TaskInfo,
+          started_at: float) -> KafkaCommitMessage:
     """This partition was committed by an earlier run of the writeId: check the input is the same, send nothing."""
+    partition_id = task.partition_id
     recorded = resume.partitions[partition_id]
     digest = RowDigest()
     for batch in batches:
@@ -202,7 +221,8 @@ def _skip(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBat
             f"({what}): skipping it would lose rows and writing it would duplicate the committed ones. Make the "
             "input deterministic (e.g. sort within partitions, no random splits or non-deterministic sources), or "
             "write it as a new write with another writeId", key="writeId")
-    return KafkaCommitMessage(partition_id, attempt, None, -1, -1, (), started_at, batch_id, recorded.digest,
+    return KafkaCommitMessage(partition_id=partition_id, attempt=task.attempt, transactional_id=None,
+                              started_at=started_at, batch_id=task.batch_id, digest=recorded.digest,
                               skipped_rows=recorded.rows)
 
 

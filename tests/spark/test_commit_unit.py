@@ -29,11 +29,17 @@ from spark_kafka_sink.spark.commit import (
 )
 from spark_kafka_sink.spark.options import SinkOptions
 from spark_kafka_sink.spark.schema import plan_columns
-from spark_kafka_sink.spark.writer import KafkaBatchWriter, KafkaStreamWriter, write_partition
+from spark_kafka_sink.spark.writer import KafkaBatchWriter, KafkaStreamWriter, TaskInfo, write_partition
 
 EO = {"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t", "deliveryGuarantee": "exactly_once",
       "transactionalIdPrefix": "p"}
 SCHEMA = StructType([StructField("value", StringType())])
+
+
+def task(partition_id: int, attempt: int = 0, *, speculation: bool = False) -> TaskInfo:
+    """A Spark task's context as ``_task_context`` reports it (monkeypatched in: no Spark here)."""
+    return TaskInfo(partition_id=partition_id, attempt=attempt, batch_id=None, speculation=speculation,
+                    in_spark=False)
 
 
 @dataclass
@@ -192,7 +198,7 @@ def test_exactly_once_tasks_of_a_worker_share_a_producer_under_their_own_ids(
 
     opts = SinkOptions.parse(EO, streaming=False)
     write_partition(opts, plan_columns(SCHEMA, "t"), batches(2))  # Spark partition 0 (p-0)
-    monkeypatch.setattr(writer_module, "_task_context", lambda: (4, 0, None, False, False))
+    monkeypatch.setattr(writer_module, "_task_context", lambda: task(4))
     msg = write_partition(opts, plan_columns(SCHEMA, "t"), batches(1))
     assert len(fake) == 1 and fake[0].calls[-7:] == ["switch:p-4", "start-init", "prepare:t:1", "init", "begin",
                                                      "send-prepared:t:1", "flush"]
@@ -244,7 +250,8 @@ def test_a_failed_at_least_once_task_closes_its_producer(fake: list[FakeProducer
 
 def _message(pid: int, rows: int, tid: str | None = None) -> KafkaCommitMessage:
     writes = (PartitionWrite("t", pid % 2, rows, rows * 10, 100 * pid, 100 * pid + rows - 1),) if rows else ()
-    return KafkaCommitMessage(pid, 0, tid, 7 if tid else -1, 1 if tid else -1, writes, started_at=1000.0,
+    return KafkaCommitMessage(partition_id=pid, attempt=0, transactional_id=tid, producer_id=7 if tid else -1,
+                              producer_epoch=1 if tid else -1, writes=writes, started_at=1000.0,
                               transaction_version=2 if tid else 1)
 
 
@@ -310,8 +317,8 @@ def test_summary_line_lists_ranges_and_caps_length() -> None:
                     "2.5 s, 1 rows/s; offsets: t[0] 0-0 (1 rows), t[1] 100-100 (1 rows)")
     with_write_id = SinkOptions.parse({**EO, "writeId": "12"}, streaming=False)
     assert summarize(with_write_id, many, now=1001.0).line().startswith("pykafka-sink writeId 12: committed 2 rows")
-    wide = [KafkaCommitMessage(0, 0, None, -1, -1, tuple(PartitionWrite("t", p, 1, 1, 0, 0) for p in range(30)),
-                               started_at=1000.0)]
+    wide = [KafkaCommitMessage(partition_id=0, attempt=0, transactional_id=None, started_at=1000.0,
+                               writes=tuple(PartitionWrite("t", p, 1, 1, 0, 0) for p in range(30)))]
     assert summarize(opts, wide, now=1001.0).line().endswith("... and 10 more topic-partitions")
 
 
@@ -338,7 +345,7 @@ def test_empty_first_attempt_creates_no_producer(fake: list[FakeProducer]) -> No
 def test_empty_retry_still_fences_earlier_attempts(fake: list[FakeProducer], monkeypatch: pytest.MonkeyPatch) -> None:
     from spark_kafka_sink.spark import writer as writer_module
 
-    monkeypatch.setattr(writer_module, "_task_context", lambda: (5, 1, None, False, False))
+    monkeypatch.setattr(writer_module, "_task_context", lambda: task(5, 1))
     msg = write_partition(SinkOptions.parse(EO, streaming=False), plan_columns(SCHEMA, "t"), batches(0))
     assert fake[0].calls == ["start-init", "init", "begin", "flush"] and msg.transactional_id == "p-5"
     assert not msg.has_transaction  # nothing to commit: the driver sends no EndTxn for it
@@ -348,7 +355,7 @@ def test_speculation_refused_with_exactly_once_only(fake: list[FakeProducer], mo
     from spark_kafka_sink.errors import ConfigError
     from spark_kafka_sink.spark import writer as writer_module
 
-    monkeypatch.setattr(writer_module, "_task_context", lambda: (0, 0, None, True, False))
+    monkeypatch.setattr(writer_module, "_task_context", lambda: task(0, speculation=True))
     with pytest.raises(ConfigError, match="spark.speculation"):
         write_partition(SinkOptions.parse(EO, streaming=False), plan_columns(SCHEMA, "t"), batches(1))
     alo = SinkOptions.parse({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t"}, streaming=False)
@@ -358,7 +365,8 @@ def test_speculation_refused_with_exactly_once_only(fake: list[FakeProducer], mo
 def test_summary_counts_partitions_an_earlier_run_committed() -> None:
     options = SinkOptions.parse({"kafka.bootstrap.servers": "h:1", "topic": "t", "deliveryGuarantee": "exactly_once",
                                  "transactionalIdPrefix": "p", "writeId": "4"}, streaming=False)
-    skipped = KafkaCommitMessage(0, 0, None, -1, -1, (), 1000.0, None, "0" * 16, skipped_rows=120)
+    skipped = KafkaCommitMessage(partition_id=0, attempt=0, transactional_id=None, started_at=1000.0,
+                                 digest="0" * 16, skipped_rows=120)
     assert skipped.skipped and skipped.rows == 0 and not skipped.has_transaction
     line = summarize(options, [skipped, skipped], now=1001.0).line()
     assert "writeId 4: skipped 2 Spark partitions (240 rows) committed by an earlier run; committed 0 rows" in line
