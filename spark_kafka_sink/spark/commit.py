@@ -16,14 +16,12 @@ which is the one the user needs; abort problems are logged.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, TypeVar
 
 from pyspark.sql.datasource import WriterCommitMessage
@@ -36,7 +34,7 @@ from spark_kafka_sink.spark.options import SinkOptions
 
 __all__ = [
     "PartitionWrite", "KafkaCommitMessage", "WriteSummary", "TransactionCommitError", "commit_write",
-    "abort_write", "recover_write", "summarize", "LOGGER_NAME", "TEST_PAUSE_ENV",
+    "abort_write", "recover_write", "summarize", "LOGGER_NAME", "COMMIT_STEPS", "CommitHook", "add_commit_hook",
 ]
 
 LOGGER_NAME = "spark_kafka_sink.spark"
@@ -44,9 +42,13 @@ _log = logging.getLogger(LOGGER_NAME)
 _MAX_PARALLEL_END_TXN = 8  # EndTxn round trips overlap; more threads only queue at one coordinator
 _RETRY_BACKOFF_S = 0.2
 _SUMMARY_PARTITIONS = 20  # one log line stays readable: the rest is counted, not listed
-#: Fault injection for tests only (see _test_pause).
-TEST_PAUSE_ENV = "SPARK_KAFKA_SINK_TEST_PAUSE_AT"
-_TEST_PAUSE_LIMIT_S = 600.0
+#: The steps of a logged commit (a stable writeId) at which hooks (:func:`add_commit_hook`) are called, in order:
+#: the plan recorded; before each transaction's EndTxn; after it (once the log recorded it); every EndTxn done and
+#: the log flushed; the completion recorded.
+COMMIT_STEPS = ("after-plan", "before-end-txn", "after-end-txn", "after-commits", "after-complete")
+#: ``hook(step, write_id)``: see :func:`add_commit_hook`.
+CommitHook = Callable[[str, int], None]
+_commit_hooks: list[CommitHook] = []  # changed only by add_commit_hook and its remover (list ops are atomic)
 
 
 @dataclass(frozen=True)
@@ -227,19 +229,20 @@ def _commit_logged(options: SinkOptions, write_id: int, done: Sequence[KafkaComm
                for m in done if not m.has_transaction}
     with _commit_log(options) as log:
         log.append_plan(write_id, planned, carried)
-        _test_pause("after-plan", write_id)
+        _at_step("after-plan", write_id)
 
         def end(message: KafkaCommitMessage, session: CoordinatorSession) -> None:
+            _at_step("before-end-txn", write_id)
             _end(options, message, session, commit=True)
             log.append_committed(write_id, message.partition_id)
-            _test_pause("after-first-commit", write_id)
+            _at_step("after-end-txn", write_id)
 
         failures = _run_all(options, pending, end)
         if not failures:
             log.flush()
-            _test_pause("after-commits", write_id)
+            _at_step("after-commits", write_id)
             log.append_complete(write_id)
-            _test_pause("after-complete", write_id)
+            _at_step("after-complete", write_id)
     return failures
 
 
@@ -293,20 +296,19 @@ def _commit_log(options: SinkOptions) -> CommitLog:
                      _commit_timeout_s(options))
 
 
-def _test_pause(point: str, write_id: int) -> None:
-    """Fault injection for tests only: with ``SPARK_KAFKA_SINK_TEST_PAUSE_AT=<point>:<marker file>`` in the
-    driver's environment, the commit stops at ``point``, writes "<pid> <writeId>" to the marker and waits there to be
-    killed (the test SIGKILLs the driver). Points: after-plan, after-first-commit, after-commits, after-complete."""
-    spec = os.environ.get(TEST_PAUSE_ENV)
-    if not spec:
-        return
-    name, _, marker = spec.partition(":")
-    if name != point:
-        return
-    Path(marker).write_text(f"{os.getpid()} {write_id}")
-    threading.Event().wait(_TEST_PAUSE_LIMIT_S)
-    raise TransactionCommitError(f"{TEST_PAUSE_ENV}: nobody killed the driver at {point} within "
-                                 f"{_TEST_PAUSE_LIMIT_S:g} s")
+def add_commit_hook(hook: CommitHook) -> Callable[[], None]:
+    """Have ``hook(step, write_id)`` called at each step of this process's logged commits (:data:`COMMIT_STEPS`);
+    returns the function that removes it. A seam for observers and fault injection (the driver-crash tests stop the
+    commit at a step and kill the driver there): with no hook registered, nothing is called. A hook runs on the
+    committing thread: the EndTxn steps on the commit's pool threads, several at once; what it raises fails the
+    commit like an EndTxn error."""
+    _commit_hooks.append(hook)
+    return lambda: _commit_hooks.remove(hook)
+
+
+def _at_step(step: str, write_id: int) -> None:
+    for hook in tuple(_commit_hooks):
+        hook(step, write_id)
 
 
 def _commit_failure_text(options: SinkOptions, pending: Sequence[KafkaCommitMessage],
@@ -370,10 +372,8 @@ def _run_all(options: SinkOptions, items: Sequence[_T],
             sessions.append(session)
         action(item, session)
 
-    # One at a time while a test pauses the commit, so "after the first EndTxn" means exactly one ended.
-    parallel = 1 if os.environ.get(TEST_PAUSE_ENV) else _MAX_PARALLEL_END_TXN
     try:
-        with ThreadPoolExecutor(max_workers=min(parallel, len(items)),
+        with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL_END_TXN, len(items)),
                                 thread_name_prefix="pykafka-sink-endtxn") as pool:
             futures = {_id_of(item): pool.submit(run, item) for item in items}
             for tid, future in futures.items():

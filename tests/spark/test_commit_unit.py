@@ -370,3 +370,48 @@ def test_summary_counts_partitions_an_earlier_run_committed() -> None:
     assert skipped.skipped and skipped.rows == 0 and not skipped.has_transaction
     line = summarize(options, [skipped, skipped], now=1001.0).line()
     assert "writeId 4: skipped 2 Spark partitions (240 rows) committed by an earlier run; committed 0 rows" in line
+
+
+class RecordingLog:
+    """The commit log as ``_commit_logged`` uses it, recording its calls beside the hook's."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def __enter__(self) -> RecordingLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.events.append("log-closed")
+
+    def append_plan(self, write_id: int, planned: Mapping[int, Any], carried: Mapping[int, Any]) -> None:
+        self.events.append(f"plan:{write_id}:{sorted(planned)}")
+
+    def append_committed(self, write_id: int, partition: int) -> None:
+        self.events.append(f"committed:{partition}")
+
+    def flush(self) -> None:
+        self.events.append("flush")
+
+    def append_complete(self, write_id: int, lost: frozenset[int] = frozenset()) -> None:
+        self.events.append("complete")
+
+
+def test_commit_hooks_see_each_step_of_a_logged_commit(txn_calls: list[tuple[Any, ...]],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    monkeypatch.setattr(commit_module, "_commit_log", lambda options: RecordingLog(events))
+    opts = SinkOptions.parse({**EO, "writeId": "6"}, streaming=False)
+    one = [_message(0, 5, "p-0")]
+    commit_write(opts, one)  # no hook registered: the log's calls only
+    assert events == ["plan:6:[0]", "committed:0", "flush", "complete", "log-closed"]
+    events.clear()
+    remove = commit_module.add_commit_hook(lambda step, write_id: events.append(f"{step}@{write_id}"))
+    try:
+        commit_write(opts, one)
+    finally:
+        remove()
+    assert events == ["plan:6:[0]", "after-plan@6", "before-end-txn@6", "committed:0", "after-end-txn@6", "flush",
+                      "after-commits@6", "complete", "after-complete@6", "log-closed"]
+    assert [e for e in events if "@" in e] == [f"{step}@6" for step in commit_module.COMMIT_STEPS]
+    assert not commit_module._commit_hooks
