@@ -50,14 +50,12 @@ from spark_kafka_sink.producer.record_metadata import NO_OFFSET, BatchMetadata, 
 from spark_kafka_sink.producer.transactions import TransactionManager
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, batch_starts, encode_arrow_batch_groups
 from spark_kafka_sink.protocol.murmur2 import binary_buffers
-from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, record_size
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, record_size, record_size_bound
 
-__all__ = ["BatchSendResult", "PartitionWriteStats", "PreparedBatch", "ArrowSender", "row_slices", "fill_bytes",
+__all__ = ["BatchSendResult", "PartitionWrite", "PreparedBatch", "ArrowSender", "row_slices", "fill_bytes",
            "as_table_input"]
 
 I64 = npt.NDArray[np.int64]
-_RECORD_OVERHEAD = 40  # upper bound of a record's varints and attributes (length, deltas, key/value lengths...)
-_HEADER_OVERHEAD = 10  # varint lengths of one header's key and value
 _SLICE_BYTES = 2 << 20  # rows encoded per step (by size bound); large enough that the encoder's per-call cost is small
 # An input up to this many bytes (size bound) is encoded in one step, a group of batches at a time (see
 # encode_arrow_batch_groups), so that its batches fill: one of Spark's 10,000-row batches of 1 KB values is such an
@@ -78,34 +76,40 @@ def fill_bytes(batch_size: int, partitions: int) -> int:
     return max(1, min(int(0.9 * batch_size * partitions), _FILL_CAP))
 
 
-@dataclass(frozen=True)
-class PartitionWriteStats:
-    """What one send_batch (or several, merged) wrote to one partition: records, bytes of the record batches as
-    sent, and the offsets of the first and last record (-1 when unknown, e.g. acks=0)."""
+@dataclass(frozen=True, order=True)
+class PartitionWrite:
+    """What one send_batch (or several, merged: a Spark task's writes, a whole job's) wrote to one topic-partition:
+    records, bytes of the record batches as sent, and the offsets of the first and last record, inclusive, as the
+    broker assigned them (-1 when unknown, e.g. acks=0). Plain values: the Spark sink pickles it to the driver."""
 
+    topic: str
+    partition: int
     records: int
     bytes: int
     first_offset: int
     last_offset: int
 
-    def merge(self, other: PartitionWriteStats) -> PartitionWriteStats:
-        return PartitionWriteStats.total([(self.records, self.bytes, self.first_offset, self.last_offset),
-                                          (other.records, other.bytes, other.first_offset, other.last_offset)])
+    def merge(self, other: PartitionWrite) -> PartitionWrite:
+        """Both writes of this topic-partition: counts summed, the earliest first and latest last known offset."""
+        return PartitionWrite.total(self.topic, self.partition, [
+            (self.records, self.bytes, self.first_offset, self.last_offset),
+            (other.records, other.bytes, other.first_offset, other.last_offset)])
 
     @classmethod
-    def total(cls, parts: Sequence[tuple[int, int, int, int]]) -> PartitionWriteStats:
-        """The stats of one partition's writes, given each as (records, bytes, first_offset, last_offset): counts
-        summed, the earliest first and the latest last offset among those known."""
+    def total(cls, topic: str, partition: int, parts: Sequence[tuple[int, int, int, int]]) -> PartitionWrite:
+        """One partition's writes, given each as (records, bytes, first_offset, last_offset), as one: counts summed,
+        the earliest first and the latest last offset among those known."""
         records, sizes, firsts, lasts = zip(*parts, strict=True)
-        return cls(sum(records), sum(sizes), min((o for o in firsts if o != NO_OFFSET), default=NO_OFFSET),
+        return cls(topic, partition, sum(records), sum(sizes),
+                   min((o for o in firsts if o != NO_OFFSET), default=NO_OFFSET),
                    max((o for o in lasts if o != NO_OFFSET), default=NO_OFFSET))
 
 
 @dataclass(frozen=True)
 class BatchSendResult:
-    """Per (topic, partition): :class:`PartitionWriteStats`. ``merge`` combines results (e.g. of many batches)."""
+    """Per (topic, partition): its :class:`PartitionWrite`. ``merge`` combines results (e.g. of many batches)."""
 
-    partitions: dict[tuple[str, int], PartitionWriteStats] = field(default_factory=dict)
+    partitions: dict[tuple[str, int], PartitionWrite] = field(default_factory=dict)
 
     @property
     def records(self) -> int:
@@ -129,7 +133,7 @@ def _column(data: pa.RecordBatch | pa.Table, name: str, *, chunks: bool = False)
         return None
     col = data.column(name)
     if isinstance(col, pa.ChunkedArray):
-        # One chunk (a Spark batch; ``_pieces`` cuts any table into such): zero-copy; combine_chunks copies even a
+        # One chunk (a Spark batch; ``_input_pieces`` cuts any table into such): zero-copy; combine_chunks copies even a
         # single chunk. No chunk (a table of no rows): an empty array.
         if col.num_chunks == 1:
             return col.chunk(0)
@@ -191,12 +195,12 @@ def _plain_headers(col: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArra
     return col if target == t else col.cast(target)
 
 
-def _lengths(arr: pa.Array | pa.ChunkedArray | None, n: int) -> I64:
+def _payload_bytes(arr: pa.Array | pa.ChunkedArray | None, n: int) -> I64:
     """Bytes per row (0 where null), read from the offsets (no compute kernel, no cast)."""
     if arr is None or pa.types.is_null(arr.type):
         return np.zeros(n, np.int64)
     if isinstance(arr, pa.ChunkedArray):
-        return np.concatenate([_lengths(c, len(c)) for c in arr.chunks])
+        return np.concatenate([_payload_bytes(c, len(c)) for c in arr.chunks])
     offsets, _ = binary_buffers(arr)
     lengths: I64 = np.diff(offsets).astype(np.int64, copy=False)
     if arr.null_count:
@@ -272,7 +276,7 @@ def as_table_input(data: object) -> pa.RecordBatch | pa.Table:
                              f"interface (__arrow_c_stream__, e.g. a RecordBatchReader), got {type(data).__name__}")
 
 
-def _pieces(data: pa.RecordBatch | pa.Table) -> list[pa.RecordBatch | pa.Table]:
+def _input_pieces(data: pa.RecordBatch | pa.Table) -> list[pa.RecordBatch | pa.Table]:
     """The input as contiguous pieces: a table of several chunks as its record batches (zero-copy; combining all
     its chunks copies the whole table, a large share of a send_batch's work), consecutive small ones
     joined up to ``_SLICE_BYTES`` (so many tiny chunks still fill batches) but never past what is encoded in one
@@ -319,7 +323,7 @@ def _ordered_slices(size: I64, seg_starts: I64, limit: int) -> list[tuple[int, i
 
 
 def _validate(data: pa.RecordBatch | pa.Table, topic: str | None, first_row: int = 0) -> _Columns:
-    """The columns of one contiguous piece (see ``_pieces``), checked; ``first_row``: the piece's first row in the
+    """The columns of one contiguous piece (see ``_input_pieces``), checked; ``first_row``: the piece's first row in the
     input, for row numbers in errors."""
     n = data.num_rows
     value = _column(data, "value", chunks=True)
@@ -351,16 +355,18 @@ def _validate(data: pa.RecordBatch | pa.Table, topic: str | None, first_row: int
     if headers is not None:
         headers = _plain_headers(headers)
     timestamps = _timestamps(_column(data, "timestamp"), n, first_row)
-    size = _lengths(value, n) + _lengths(cols["key"], n) + _RECORD_OVERHEAD
+    header_bytes: I64 | int = 0
+    header_count: I64 | int = 0
     if headers is not None and len(headers.flatten()):
         entries = headers.flatten()
         _check_header_entries(headers, entries, first_row)
-        entry_size = (_lengths(pc.struct_field(entries, "key"), len(entries))
-                      + _lengths(pc.struct_field(entries, "value"), len(entries)) + _HEADER_OVERHEAD)
-        counts = np.asarray(pc.fill_null(pc.list_value_length(headers), 0).cast(pa.int64()))
-        ends = np.cumsum(counts)
-        cum = np.concatenate([[0], np.cumsum(entry_size)])
-        size += cum[ends] - cum[ends - counts]
+        entry_bytes = (_payload_bytes(pc.struct_field(entries, "key"), len(entries))
+                       + _payload_bytes(pc.struct_field(entries, "value"), len(entries)))
+        header_count = np.asarray(pc.fill_null(pc.list_value_length(headers), 0).cast(pa.int64()))
+        ends = np.cumsum(header_count)
+        cum = np.concatenate([[0], np.cumsum(entry_bytes)])
+        header_bytes = cum[ends] - cum[ends - header_count]
+    size = record_size_bound(_payload_bytes(cols["key"], n), _payload_bytes(value, n), header_bytes, header_count)
     return _Columns(value, cols["key"], topic_col, partition, headers, timestamps, size)
 
 
@@ -507,7 +513,7 @@ class ArrowSender:
         # Every piece is checked before anything is encoded; row numbers in errors count from the input's start.
         checked: list[_Columns] = []
         first_row = 0
-        for piece in _pieces(data):
+        for piece in _input_pieces(data):
             cols = _validate(piece, topic, first_row)
             self._check_sizes(cols, first_row)
             checked.append(cols)
@@ -517,7 +523,7 @@ class ArrowSender:
                 yield from self._encode_topic(name, rows, cols, started)
 
     def _check_sizes(self, cols: _Columns, first_row: int) -> None:
-        """Refuse the first row that can never be sent. The size bound overstates a record by up to ~40 bytes, so
+        """Refuse the first row that can never be sent. The size bound (``record_size_bound``) overstates a record, so
         a row over the limit by its bound is measured exactly before it is refused, as send() does: the same
         record is taken or refused by both. Only rows within that margin of max.request.size are measured."""
         cfg = self._config
@@ -652,7 +658,7 @@ def _result(futures: list[Future[BatchMetadata]], sizes: list[int]) -> Future[Ba
         for md, size in zip(f.result(), sizes, strict=False):
             parts.setdefault((md.topic, md.partition), []).append(
                 (md.record_count, size, md.base_offset, md.last_offset))
-        out.set_result(BatchSendResult({key: PartitionWriteStats.total(p) for key, p in parts.items()}))
+        out.set_result(BatchSendResult({key: PartitionWrite.total(*key, p) for key, p in parts.items()}))
 
     gathered.add_done_callback(done)
     return out

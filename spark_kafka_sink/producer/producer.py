@@ -75,7 +75,7 @@ from spark_kafka_sink.producer.accumulator import RecordAccumulator
 from spark_kafka_sink.producer.arrow_send import (
     ArrowSender,
     BatchSendResult,
-    PartitionWriteStats,
+    PartitionWrite,
     PreparedBatch,
     as_table_input,
 )
@@ -95,9 +95,9 @@ from spark_kafka_sink.producer.transactions import (
     TransactionManager,
     offsets_to_commit,
 )
-from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, record_size
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, record_size, record_size_bound
 
-__all__ = ["KafkaProducer", "RecordMetadata", "BatchSendResult", "PartitionWriteStats"]
+__all__ = ["KafkaProducer", "RecordMetadata", "BatchSendResult", "PartitionWrite"]
 
 _log = logging.getLogger(__name__)
 
@@ -142,9 +142,6 @@ def _header_key(key: object) -> str:
             raise SerializationError(f"header key {bytes(key)!r} is not UTF-8: header keys are strings") from None
     raise SerializationError(f"a header key must be a str (or UTF-8 bytes), got {type(key).__name__}: header keys "
                              "are required strings")
-
-
-_RECORD_OVERHEAD = 23  # a lone record's varints (length, deltas, key/value lengths, header count) at their widest
 
 
 def net_properties(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -325,9 +322,9 @@ class KafkaProducer:
                      headers: tuple[tuple[str, bytes | None], ...]) -> int:
         """The record's size in a batch of its own; raises RecordTooLargeError if it can never be sent. An upper
         bound (varints at their widest) is enough unless it comes near a limit: then the exact size decides."""
-        size = HEADER_SIZE + _RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
-        for k, v in headers:
-            size += len(k) + (len(v) if v else 0) + 10
+        header_bytes = sum(len(k.encode("utf-8")) + (len(v) if v else 0) for k, v in headers) if headers else 0
+        size = HEADER_SIZE + record_size_bound(len(key) if key else 0, len(value) if value else 0, header_bytes,
+                                               len(headers))
         if size <= self._size_limit:
             return size
         size = HEADER_SIZE + record_size(0, 0, key, value, headers)

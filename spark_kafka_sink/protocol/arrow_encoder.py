@@ -45,7 +45,7 @@ import pyarrow.compute as pc
 
 from spark_kafka_sink.protocol.compression import Codec, codec_id
 from spark_kafka_sink.protocol.murmur2 import binary_buffers
-from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, assemble_batches
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, RECORD_OVERHEAD_BOUND, assemble_batches
 
 __all__ = ["EncodedBatch", "batch_starts", "encode_arrow_batch_groups", "encode_arrow_batches"]
 
@@ -59,7 +59,6 @@ _GROUP_BYTES = 4 << 20
 # group's rows taken from its columns, in groups of _TAKE_GROUP_BYTES (see encode_arrow_batch_groups).
 _CONCAT_BYTES = 4 << 20
 _TAKE_GROUP_BYTES = 1 << 20
-_GLUE_BOUND = 40  # bytes of the three glue pieces of a row, at most (varints of lengths, deltas, counts)
 _MIN_RECORD_BYTES = 7  # length, attributes, timestampDelta, offsetDelta, keyLength, valueLength, headerCount
 _INT32_MAX = (1 << 31) - 1
 # uvarint size = 1 + number of these thresholds <= value
@@ -192,10 +191,12 @@ def _binary(arr: pa.Array | pa.ChunkedArray, what: str, *, chunks: bool = False)
         raise TypeError(f"{what} must be binary or string, got {t}") from None
 
 
-def _lengths(arr: pa.Array | pa.ChunkedArray, what: str) -> I64:
-    """Byte length per row, -1 where null."""
+def _length_fields(arr: pa.Array | pa.ChunkedArray, what: str) -> I64:
+    """Each row's length field as the wire writes it: its byte length, -1 where null."""
     if isinstance(arr, pa.ChunkedArray):
-        return np.concatenate([_lengths(c, what) for c in arr.chunks]) if arr.num_chunks else np.zeros(0, np.int64)
+        if not arr.num_chunks:
+            return np.zeros(0, np.int64)
+        return np.concatenate([_length_fields(c, what) for c in arr.chunks])
     offsets, _ = binary_buffers(arr)
     lengths = np.diff(offsets)
     if arr.null_count:
@@ -205,7 +206,7 @@ def _lengths(arr: pa.Array | pa.ChunkedArray, what: str) -> I64:
     return lengths
 
 
-def _pieces(arr: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+def _chunks_of(arr: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
     return arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
 
 
@@ -248,8 +249,8 @@ def _encode_headers(headers: pa.Array | pa.ChunkedArray | None, n: int, binary_t
     h_value = _binary(pc.struct_field(entries, "value"), "header value")
     if h_key.null_count:
         raise ValueError("a header key is null; Kafka header keys are required strings")
-    k_u, k_s, k_n = _field(_lengths(h_key, "header key"), False)
-    v_u, v_s, v_n = _field(_lengths(h_value, "header value"), h_value.null_count > 0)
+    k_u, k_s, k_n = _field(_length_fields(h_key, "header key"), False)
+    v_u, v_s, v_n = _field(_length_fields(h_value, "header value"), h_value.null_count > 0)
     m = len(entries)
     entry_size = k_s + k_n + v_s + v_n
     cum = np.zeros(m + 1, np.int64)
@@ -396,10 +397,10 @@ def encode_arrow_batch_groups(
     large = pa.types.is_large_binary(key_b.type) or pa.types.is_large_binary(value_b.type)
     if idx is not None and not large:  # all pieces are concatenated at once: keep their offsets in range
         columns = value_b.nbytes + key_b.nbytes + (0 if headers is None else headers.nbytes)
-        large = columns + _GLUE_BOUND * n > _INT32_MAX
+        large = columns + RECORD_OVERHEAD_BOUND * n > _INT32_MAX  # the glue pieces: the record's varints
     binary_type = pa.large_binary() if large else pa.binary()
     hdr = _encode_headers(headers, rows, binary_type)
-    k_len, v_len = _lengths(key_b, "key"), _lengths(value_b, "value")
+    k_len, v_len = _length_fields(key_b, "key"), _length_fields(value_b, "value")
     if idx is not None:
         ts, k_len, v_len = ts[idx], k_len[idx], v_len[idx]
         hdr = _Headers(hdr.count_u[idx], hdr.count_s[idx], hdr.payload[idx], hdr.joined)
@@ -466,7 +467,7 @@ def encode_arrow_batch_groups(
     group_bytes = _GROUP_BYTES
     if idx is not None:
         if sum(p.nbytes for p in parts) <= _CONCAT_BYTES:
-            whole = pa.concat_arrays([c for p in parts + tail_piece for c in _pieces(p)])
+            whole = pa.concat_arrays([c for p in parts + tail_piece for c in _chunks_of(p)])
         else:  # the columns (odd pieces) as one array each: a take from chunks would concatenate them every time
             parts = [p.combine_chunks() if isinstance(p, pa.ChunkedArray) else p for p in parts]
             group_bytes = _TAKE_GROUP_BYTES

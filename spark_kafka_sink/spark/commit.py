@@ -27,13 +27,14 @@ from typing import Any, TypeVar
 from pyspark.sql.datasource import WriterCommitMessage
 
 from spark_kafka_sink.errors import InvalidTxnStateError, KafkaError, ProducerFencedError
+from spark_kafka_sink.producer.arrow_send import PartitionWrite
 from spark_kafka_sink.producer.transactions import CoordinatorSession, TransactionIdentity
 from spark_kafka_sink.spark.commit_log import CommitLog, Committed, LoggedWrite, PlannedTransaction
 from spark_kafka_sink.spark.digest import EMPTY_DIGEST
 from spark_kafka_sink.spark.options import SinkOptions
 
 __all__ = [
-    "PartitionWrite", "KafkaCommitMessage", "WriteSummary", "TransactionCommitError", "commit_write",
+    "KafkaCommitMessage", "WriteSummary", "TransactionCommitError", "commit_write",
     "abort_write", "recover_write", "summarize", "LOGGER_NAME", "COMMIT_STEPS", "CommitHook", "add_commit_hook",
 ]
 
@@ -49,18 +50,6 @@ COMMIT_STEPS = ("after-plan", "before-end-txn", "after-end-txn", "after-commits"
 #: ``hook(step, write_id)``: see :func:`add_commit_hook`.
 CommitHook = Callable[[str, int], None]
 _commit_hooks: list[CommitHook] = []  # changed only by add_commit_hook and its remover (list ops are atomic)
-
-
-@dataclass(frozen=True)
-class PartitionWrite:
-    """What one task wrote to one topic-partition (offsets inclusive, as the broker assigned them)."""
-
-    topic: str
-    partition: int
-    records: int
-    bytes: int
-    first_offset: int
-    last_offset: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,9 +136,7 @@ def summarize(options: SinkOptions, messages: Sequence[KafkaCommitMessage], batc
     for message in messages:
         for w in message.writes:
             seen = merged.get((w.topic, w.partition))
-            merged[(w.topic, w.partition)] = w if seen is None else PartitionWrite(
-                w.topic, w.partition, seen.records + w.records, seen.bytes + w.bytes,
-                min(seen.first_offset, w.first_offset), max(seen.last_offset, w.last_offset))
+            merged[(w.topic, w.partition)] = w if seen is None else seen.merge(w)
     start = min((m.started_at for m in messages), default=now or time.time())
     return WriteSummary(
         guarantee=options.guarantee.value,

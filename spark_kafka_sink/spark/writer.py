@@ -35,13 +35,8 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamWriter
 from pyspark.sql.types import StructType
 
 from spark_kafka_sink.errors import ConfigError, KafkaError
-from spark_kafka_sink.producer.arrow_send import fill_bytes
-from spark_kafka_sink.spark.commit import (
-    KafkaCommitMessage,
-    PartitionWrite,
-    abort_write,
-    commit_write,
-)
+from spark_kafka_sink.producer.arrow_send import PartitionWrite, fill_bytes
+from spark_kafka_sink.spark.commit import KafkaCommitMessage, abort_write, commit_write
 from spark_kafka_sink.spark.commit_log import CommittedWrite
 from spark_kafka_sink.spark.digest import RowDigest
 from spark_kafka_sink.spark.options import SinkOptions
@@ -333,10 +328,7 @@ def _collect(futures: list[Future[Any]], timeout_s: float) -> tuple[PartitionWri
         result = batch_result if result is None else result.merge(batch_result)
     if result is None:
         return ()
-    return tuple(
-        PartitionWrite(topic, partition, stats.records, stats.bytes, stats.first_offset, stats.last_offset)
-        for (topic, partition), stats in sorted(result.partitions.items())
-    )
+    return tuple(write for _, write in sorted(result.partitions.items()))
 
 
 def _abort_quietly(producer: Any, transactional_id: str) -> None:

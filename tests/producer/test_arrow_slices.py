@@ -89,7 +89,7 @@ def _chunked(rows_per_chunk: int, chunks: int, value_size: int = 100) -> pa.Tabl
 def test_a_table_of_large_chunks_goes_chunk_by_chunk_without_a_copy() -> None:
     # Combining the chunks copied the whole table (a third of send_batch's time for a 2-chunk 248 MB table).
     table = _chunked(20_000, 3)  # ~2.3 MB a chunk, above the 2 MiB slice
-    pieces = arrow_send._pieces(table)
+    pieces = arrow_send._input_pieces(table)
     assert [p.num_rows for p in pieces] == [20_000] * 3
     for piece, chunk in zip(pieces, table.column("value").chunks, strict=True):
         assert piece.column(1).buffers()[2].address == chunk.buffers()[2].address  # the input's own bytes
@@ -97,7 +97,7 @@ def test_a_table_of_large_chunks_goes_chunk_by_chunk_without_a_copy() -> None:
 
 def test_many_tiny_chunks_are_joined_so_batches_still_fill() -> None:
     table = _chunked(10, 1000)  # 10,000 rows in chunks of 10: ~1.2 MB
-    pieces = arrow_send._pieces(table)
+    pieces = arrow_send._input_pieces(table)
     assert [p.num_rows for p in pieces] == [10_000]
     config = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9", "batch.size": 16384})
     acc = RecordAccumulator.from_config(config)

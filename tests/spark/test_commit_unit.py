@@ -17,11 +17,11 @@ import pytest
 from pyspark.sql.types import StringType, StructField, StructType
 
 from spark_kafka_sink.errors import KafkaTimeoutError, ProducerFencedError
+from spark_kafka_sink.producer import BatchSendResult, PartitionWrite
 from spark_kafka_sink.producer.transactions import TransactionIdentity
 from spark_kafka_sink.spark import commit as commit_module
 from spark_kafka_sink.spark.commit import (
     KafkaCommitMessage,
-    PartitionWrite,
     TransactionCommitError,
     abort_write,
     commit_write,
@@ -43,27 +43,6 @@ def task(partition_id: int, attempt: int = 0, *, speculation: bool = False) -> T
 
 
 @dataclass
-class _Stats:
-    records: int
-    bytes: int
-    first_offset: int
-    last_offset: int
-
-
-@dataclass
-class _Result:
-    partitions: dict[tuple[str, int], _Stats]
-
-    def merge(self, other: _Result) -> _Result:
-        merged = dict(self.partitions)
-        for k, s in other.partitions.items():
-            old = merged.get(k)
-            merged[k] = s if old is None else _Stats(old.records + s.records, old.bytes + s.bytes,
-                                                     old.first_offset, s.last_offset)
-        return _Result(merged)
-
-
-@dataclass
 class FakeProducer:
     config: dict[str, Any]
     calls: list[str] = field(default_factory=list)
@@ -82,7 +61,7 @@ class FakeProducer:
     def partitions_for(self, topic: str, needed: int = 0) -> list[int]:
         return [0]
 
-    def send_batch(self, topic: str | None, data: pa.RecordBatch) -> Future[_Result]:
+    def send_batch(self, topic: str | None, data: pa.RecordBatch) -> Future[BatchSendResult]:
         self.calls.append(f"send:{topic}:{data.num_rows}")
         return self._sent(topic, data)
 
@@ -90,17 +69,18 @@ class FakeProducer:
         self.calls.append(f"prepare:{topic}:{data.num_rows}")
         return topic, data
 
-    def send_prepared(self, prepared: tuple[str | None, pa.RecordBatch]) -> Future[_Result]:
+    def send_prepared(self, prepared: tuple[str | None, pa.RecordBatch]) -> Future[BatchSendResult]:
         topic, data = prepared
         self.calls.append(f"send-prepared:{topic}:{data.num_rows}")
         return self._sent(topic, data)
 
-    def _sent(self, topic: str | None, data: pa.RecordBatch) -> Future[_Result]:
+    def _sent(self, topic: str | None, data: pa.RecordBatch) -> Future[BatchSendResult]:
         if self.fail_send:
             raise KafkaTimeoutError("boom")
-        fut: Future[_Result] = Future()
-        fut.set_result(_Result({(topic or "?", 0): _Stats(data.num_rows, 10 * data.num_rows, self.offset,
-                                                          self.offset + data.num_rows - 1)}))
+        fut: Future[BatchSendResult] = Future()
+        written = PartitionWrite(topic or "?", 0, data.num_rows, 10 * data.num_rows, self.offset,
+                                 self.offset + data.num_rows - 1)
+        fut.set_result(BatchSendResult({(written.topic, written.partition): written}))
         self.offset += data.num_rows
         return fut
 
