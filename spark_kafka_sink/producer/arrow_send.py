@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +44,7 @@ from spark_kafka_sink.producer.accumulator import RecordAccumulator
 from spark_kafka_sink.producer.batch import gather_batch_futures
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.config_options import MAX_INT64
+from spark_kafka_sink.producer.interceptors import InterceptorChain
 from spark_kafka_sink.producer.partitioner import Partitioner, PartitionInfo
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET, BatchMetadata, TopicPartition
 from spark_kafka_sink.producer.transactions import TransactionManager
@@ -468,7 +468,7 @@ class ArrowSender:
         # The largest record that can ever be sent (checked before anything is queued).
         self._max_record = min(config.max_request_size, config.buffer_memory) - HEADER_SIZE
 
-    def send(self, topic: str | None, data: pa.RecordBatch | pa.Table, interceptors: Any = None
+    def send(self, topic: str | None, data: pa.RecordBatch | pa.Table, interceptors: InterceptorChain | None = None
              ) -> Future[BatchSendResult]:
         started = monotonic_ms()
         return self._send_encoded(self._encode_slices(topic, data, started), started, interceptors)
@@ -478,7 +478,8 @@ class ArrowSender:
         started = monotonic_ms()
         return PreparedBatch(self, [part for encoded in self._encode_slices(topic, data, started) for part in encoded])
 
-    def send_prepared(self, prepared: PreparedBatch, interceptors: Any = None) -> Future[BatchSendResult]:
+    def send_prepared(self, prepared: PreparedBatch, interceptors: InterceptorChain | None = None
+                      ) -> Future[BatchSendResult]:
         if prepared.sender is not self:
             raise ValueError("this PreparedBatch was prepared by another producer (its batches are encoded for that "
                              "producer's settings): prepare it with this one")
@@ -487,7 +488,7 @@ class ArrowSender:
         prepared.sent = True
         return self._send_encoded([prepared.parts], monotonic_ms(), interceptors)
 
-    def _send_encoded(self, slices: Iterable[list[_Encoded]], started: int, interceptors: Any
+    def _send_encoded(self, slices: Iterable[list[_Encoded]], started: int, interceptors: InterceptorChain | None
                       ) -> Future[BatchSendResult]:
         futures: list[Future[BatchMetadata]] = []
         sizes: list[int] = []
@@ -622,7 +623,7 @@ class ArrowSender:
             yield out
 
     def _queue(self, encoded: list[_Encoded], started: int, futures: list[Future[BatchMetadata]],
-               sizes: list[int], interceptors: Any) -> None:
+               sizes: list[int], interceptors: InterceptorChain | None) -> None:
         """Queue encoded batches, partition by partition (each waits up to what is left of max.block.ms)."""
         max_block = self._config.max_block_ms
         for tp, mine in encoded:
@@ -637,7 +638,7 @@ class ArrowSender:
                     f.add_done_callback(functools.partial(_acknowledge, tp=tp, interceptors=interceptors))
 
 
-def _acknowledge(future: Future[BatchMetadata], tp: TopicPartition, interceptors: Any) -> None:
+def _acknowledge(future: Future[BatchMetadata], tp: TopicPartition, interceptors: InterceptorChain) -> None:
     error = future.exception()
     metadata = future.result() if error is None else BatchMetadata(tp.topic, tp.partition, NO_OFFSET, 0, 0, -1)
     interceptors.on_batch_acknowledgement(metadata, error)

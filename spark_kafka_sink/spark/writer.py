@@ -35,7 +35,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamWriter
 from pyspark.sql.types import StructType
 
 from spark_kafka_sink.errors import ConfigError, KafkaError
-from spark_kafka_sink.producer.arrow_send import PartitionWrite, fill_bytes
+from spark_kafka_sink.producer.arrow_send import BatchSendResult, PartitionWrite, fill_bytes
 from spark_kafka_sink.spark.commit import KafkaCommitMessage, abort_write, commit_write
 from spark_kafka_sink.spark.commit_log import CommittedWrite
 from spark_kafka_sink.spark.digest import RowDigest
@@ -43,6 +43,7 @@ from spark_kafka_sink.spark.options import SinkOptions
 from spark_kafka_sink.spark.producer_cache import Lease, close_failed, worker_cache
 from spark_kafka_sink.spark.row_batches import row_batches
 from spark_kafka_sink.spark.schema import ColumnPlan, to_producer_batch
+from spark_kafka_sink.spark.sink_producer import PreparedT, SinkProducer
 from spark_kafka_sink.spark.task_input import input_was_cut_off
 from spark_kafka_sink.spark.worker_heap import freeze_once
 
@@ -146,7 +147,7 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
 
     if options.worker_gc_freeze and task.in_spark:
         freeze_once()  # the worker's modules leave Spark's per-task gc.collect() (worker_heap)
-    lease: Lease | None = None
+    lease: Lease[KafkaProducer] | None = None
     if options.producer_reuse:
         # The producer an earlier task of this worker left (see producer_cache); exactly_once: switched to this
         # task's transactional.id, its earlier transaction left to the driver.
@@ -234,8 +235,9 @@ def _first_then(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterat
     yield from rest
 
 
-def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch],
-              digest: RowDigest | None, begin: Callable[[], None] | None = None) -> list[Future[Any]]:
+def _send_all(producer: SinkProducer[PreparedT], options: SinkOptions, plan: ColumnPlan,
+              batches: Iterator[pa.RecordBatch], digest: RowDigest | None, begin: Callable[[], None] | None = None
+              ) -> list[Future[BatchSendResult]]:
     """Send every input batch; returns their futures. ``begin`` (exactly_once: wait for init_transactions, begin the
     transaction) is called once before anything is queued: after the first rows are encoded, or at the end if the
     input has none."""
@@ -246,7 +248,7 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
             counts[topic] = len(producer.partitions_for(topic, needed))
         return counts[topic]
 
-    futures: list[Future[Any]] = []
+    futures: list[Future[BatchSendResult]] = []
     checked = 0  # futures before this index completed successfully
     first = True
     held: _HeldBatches | None = None  # made once a second input batch shows the task has more than one
@@ -321,8 +323,8 @@ class _HeldBatches:
         return out
 
 
-def _collect(futures: list[Future[Any]], timeout_s: float) -> tuple[PartitionWrite, ...]:
-    result = None
+def _collect(futures: list[Future[BatchSendResult]], timeout_s: float) -> tuple[PartitionWrite, ...]:
+    result: BatchSendResult | None = None
     for future in futures:
         batch_result = future.result(timeout=timeout_s)
         result = batch_result if result is None else result.merge(batch_result)
@@ -331,7 +333,7 @@ def _collect(futures: list[Future[Any]], timeout_s: float) -> tuple[PartitionWri
     return tuple(write for _, write in sorted(result.partitions.items()))
 
 
-def _abort_quietly(producer: Any, transactional_id: str) -> None:
+def _abort_quietly(producer: SinkProducer[PreparedT], transactional_id: str) -> None:
     # Best effort, so read_committed readers are not held up until the retry or the driver ends the transaction;
     # the task's own error is the one to report.
     try:

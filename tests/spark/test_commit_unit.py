@@ -9,7 +9,7 @@ import pickle
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 import pyarrow as pa
@@ -29,6 +29,7 @@ from spark_kafka_sink.spark.commit import (
 )
 from spark_kafka_sink.spark.options import SinkOptions
 from spark_kafka_sink.spark.schema import plan_columns
+from spark_kafka_sink.spark.sink_producer import SinkProducer
 from spark_kafka_sink.spark.writer import KafkaBatchWriter, KafkaStreamWriter, TaskInfo, write_partition
 
 EO = {"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t", "deliveryGuarantee": "exactly_once",
@@ -52,7 +53,7 @@ class FakeProducer:
     def start_init_transactions(self) -> None:
         self.calls.append("start-init")
 
-    def init_transactions(self) -> None:
+    def init_transactions(self, timeout_s: float | None = None) -> None:
         self.calls.append("init")
 
     def begin_transaction(self) -> None:
@@ -61,20 +62,21 @@ class FakeProducer:
     def partitions_for(self, topic: str, needed: int = 0) -> list[int]:
         return [0]
 
-    def send_batch(self, topic: str | None, data: pa.RecordBatch) -> Future[BatchSendResult]:
+    def send_batch(self, topic: str | None, data: pa.RecordBatch | pa.Table) -> Future[BatchSendResult]:
         self.calls.append(f"send:{topic}:{data.num_rows}")
         return self._sent(topic, data)
 
-    def prepare_batch(self, topic: str | None, data: pa.RecordBatch) -> tuple[str | None, pa.RecordBatch]:
+    def prepare_batch(self, topic: str | None, data: pa.RecordBatch | pa.Table
+                      ) -> tuple[str | None, pa.RecordBatch | pa.Table]:
         self.calls.append(f"prepare:{topic}:{data.num_rows}")
         return topic, data
 
-    def send_prepared(self, prepared: tuple[str | None, pa.RecordBatch]) -> Future[BatchSendResult]:
+    def send_prepared(self, prepared: tuple[str | None, pa.RecordBatch | pa.Table]) -> Future[BatchSendResult]:
         topic, data = prepared
         self.calls.append(f"send-prepared:{topic}:{data.num_rows}")
         return self._sent(topic, data)
 
-    def _sent(self, topic: str | None, data: pa.RecordBatch) -> Future[BatchSendResult]:
+    def _sent(self, topic: str | None, data: pa.RecordBatch | pa.Table) -> Future[BatchSendResult]:
         if self.fail_send:
             raise KafkaTimeoutError("boom")
         fut: Future[BatchSendResult] = Future()
@@ -84,16 +86,16 @@ class FakeProducer:
         self.offset += data.num_rows
         return fut
 
-    def flush(self, timeout_s: float) -> None:
+    def flush(self, timeout_s: float | None = None) -> None:
         self.calls.append("flush")
 
     def transaction_identity(self) -> TransactionIdentity:
         return TransactionIdentity(self.config["transactional.id"], 42, 3, transaction_version=2)
 
-    def abort_transaction(self) -> None:
+    def abort_transaction(self, timeout_s: float | None = None) -> None:
         self.calls.append("abort")
 
-    def close(self, timeout_s: float, *, abort_open_transaction: bool = True) -> None:
+    def close(self, timeout_s: float | None = None, *, abort_open_transaction: bool = True) -> None:
         # The sink leaves a finished task's transaction open for the driver: a close that would abort it shows
         # (close(0) never aborts).
         self.calls.append("close+abort" if abort_open_transaction and timeout_s != 0 else "close")
@@ -105,6 +107,10 @@ class FakeProducer:
     @property
     def usable(self) -> bool:
         return not any(call.startswith("close") for call in self.calls)
+
+
+if TYPE_CHECKING:  # mypy checks the fake against the Spark adapter's seam (spark.sink_producer)
+    _seam: SinkProducer[tuple[str | None, pa.RecordBatch | pa.Table]] = FakeProducer({})
 
 
 @pytest.fixture
