@@ -47,7 +47,7 @@ _INT_KEYS: dict[str, str] = {
     "receive.buffer.bytes": "receive_buffer_bytes",
     "metadata.recovery.rebootstrap.trigger.ms": "metadata_recovery_rebootstrap_trigger_ms",
 }
-_SECURITY_PREFIXES = ("ssl.", "sasl.")
+SECURITY_PREFIXES = ("ssl.", "sasl.")
 
 #: Every key :meth:`NetConfig.from_properties` reads (plus any ``ssl.*`` / ``sasl.*`` key).
 NET_CONFIG_KEYS: frozenset[str] = frozenset(
@@ -184,7 +184,7 @@ class NetConfig:
             kwargs["metadata_recovery_strategy"] = str(props["metadata.recovery.strategy"]).strip().lower()
         if "allow.auto.create.topics" in props:
             kwargs["allow_auto_create_topics"] = to_bool("allow.auto.create.topics", props["allow.auto.create.topics"])
-        kwargs["security_options"] = tuple((k, v) for k, v in props.items() if k.startswith(_SECURITY_PREFIXES))
+        kwargs["security_options"] = tuple((k, v) for k, v in props.items() if k.startswith(SECURITY_PREFIXES))
         return cls(**kwargs)
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.net.config import SECURITY_PREFIXES, NetConfig, parse_bootstrap_servers
 from spark_kafka_sink.net.kerberos import kerberos_login
 from spark_kafka_sink.net.oauthbearer import OAUTH_SETTINGS, token_source
 from spark_kafka_sink.net.security_settings import tls_versions
@@ -196,6 +197,34 @@ class ProducerConfig:
         return ProducerConfig.from_dict({**self.to_dict(), **overrides})
 
     # ------------------------------------------------------------------------------------------ derived
+
+    def net_config(self) -> NetConfig:
+        """The network client's settings, derived from this config (as Java builds its NetworkClient from the one
+        parsed ProducerConfig): the net layer never reads the user's options itself. The ssl.* / sasl.* settings
+        go as given (typed, secrets wrapped) for net/security.py."""
+        return NetConfig(
+            bootstrap_servers=parse_bootstrap_servers(",".join(self.bootstrap_servers)),
+            client_id=self.client_id,
+            request_timeout_ms=self.request_timeout_ms,
+            socket_connection_setup_timeout_ms=self.socket_connection_setup_timeout_ms,
+            socket_connection_setup_timeout_max_ms=self.socket_connection_setup_timeout_max_ms,
+            connections_max_idle_ms=self.connections_max_idle_ms,
+            reconnect_backoff_ms=self.reconnect_backoff_ms,
+            reconnect_backoff_max_ms=self.reconnect_backoff_max_ms,
+            retry_backoff_ms=self.retry_backoff_ms,
+            metadata_max_age_ms=self.metadata_max_age_ms,
+            metadata_max_idle_ms=self.metadata_max_idle_ms,
+            allow_auto_create_topics=self.allow_auto_create_topics,
+            max_in_flight_requests_per_connection=self.max_in_flight_requests_per_connection,
+            send_buffer_bytes=self.send_buffer_bytes,
+            receive_buffer_bytes=self.receive_buffer_bytes,
+            metadata_recovery_strategy=self.metadata_recovery_strategy,
+            metadata_recovery_rebootstrap_trigger_ms=self.metadata_recovery_rebootstrap_trigger_ms,
+            client_dns_lookup=self.client_dns_lookup,
+            security_protocol=self.security_protocol,
+            security_options=tuple((key, value) for key, value in self.to_dict().items()
+                                   if key.startswith(SECURITY_PREFIXES)),
+        )
 
     @property
     def is_transactional(self) -> bool:

@@ -68,7 +68,6 @@ from spark_kafka_sink.errors import (
     SerializationError,
 )
 from spark_kafka_sink.net.client import NetworkClient
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.connection import monotonic_ms
 from spark_kafka_sink.net.security import check_security, handshakes_for
 from spark_kafka_sink.producer.accumulator import RecordAccumulator
@@ -144,11 +143,6 @@ def _header_key(key: object) -> str:
                              "are required strings")
 
 
-def net_properties(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The user's options with keys normalised as ProducerConfig does, for NetConfig.from_properties."""
-    return {str(k).strip().lower(): v for k, v in options.items() if v is not None}
-
-
 class KafkaProducer:
     """See the module docstring."""
 
@@ -156,7 +150,7 @@ class KafkaProducer:
         self.config = cfg = ProducerConfig.from_dict(config)
         # Everything that can reject the config is built before the first socket exists, so a bad value never
         # leaks a connection (or a ResourceWarning).
-        net_config = NetConfig.from_properties(net_properties(config))
+        net_config = cfg.net_config()
         check_security(net_config)  # TLS files and key password: a ConfigError naming the option, now
         self._interceptors = InterceptorChain(cfg.interceptor_classes)
         self._partitioner = Partitioner.from_config(cfg)

@@ -167,8 +167,7 @@ def _log_summary(line: str) -> None:
 def _commit_timeout_s(options: SinkOptions) -> float:
     # A commit may wait for the coordinator to write markers on every partition: allow a request timeout several
     # times over, at least one minute.
-    request_ms = int(options.producer_options.get("request.timeout.ms", 30_000))
-    return max(60.0, 3 * request_ms / 1000)
+    return max(60.0, 3 * options.request_timeout_ms / 1000)
 
 
 # ------------------------------------------------------------------------------------------ commit
@@ -302,7 +301,7 @@ def _commit_failure_text(options: SinkOptions, pending: Sequence[KafkaCommitMess
                          failures: dict[str, BaseException]) -> str:
     committed = [m for m in pending if m.transactional_id not in failures]
     details = "; ".join(f"{tid}: {type(e).__name__}: {e}" for tid, e in sorted(failures.items()))
-    timeout_ms = options.producer_options.get("transaction.timeout.ms")
+    timeout_ms = options.transaction_timeout_ms
     visible = (f"{len(committed)} were committed: their {sum(m.rows for m in committed)} rows are visible, the "
                f"others' rows are not" if committed else "0 were committed: no row of this write is visible")
     text = (f"{len(failures)} of {len(pending)} Kafka transactions could not be committed ({details}). {visible}. "

@@ -41,9 +41,9 @@ from spark_kafka_sink.errors import (
     error_for_code,
 )
 from spark_kafka_sink.net.client import NetworkClient
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.partition_reader import read_partition
 from spark_kafka_sink.net.security import check_security, handshakes_for
+from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import CREATE_TOPICS
 from spark_kafka_sink.protocol.messages.cluster import AclOperation
@@ -237,7 +237,7 @@ class CommitLog:
     # ------------------------------------------------------------------------------------------ the topic
 
     def _client(self) -> NetworkClient:
-        net_config = NetConfig.from_properties(self._config)
+        net_config = ProducerConfig.from_dict(self._config).net_config()
         check_security(net_config)
         return NetworkClient(net_config, handshakes=handshakes_for)
 

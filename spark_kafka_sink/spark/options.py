@@ -96,6 +96,12 @@ class SinkOptions:
     # Options not used: passed through by Spark, unknown ones, and kafka.* keys that are no producer setting
     # (ProducerConfig.ignored, e.g. a consumer's kafka.group.id)
     ignored: tuple[str, ...] = field(default=())
+    # The producer settings the adapter itself acts on, as the parsed ProducerConfig has them (its defaults
+    # included): read from it once on the driver, so no layer here reads a raw option or repeats a default.
+    batch_size: int = field(kw_only=True)
+    delivery_timeout_ms: int = field(kw_only=True)
+    request_timeout_ms: int = field(kw_only=True)
+    transaction_timeout_ms: int = field(kw_only=True)
 
     @property
     def exactly_once(self) -> bool:
@@ -182,7 +188,9 @@ class SinkOptions:
                               f"{DEFAULT_COMMIT_LOG_TOPIC!r}", key="commitLogTopic")
         return cls(producer_options, topic, guarantee, prefix, write_id, _timestamp_column(lowered), commit_log_topic,
                    _flag(lowered, "producerreuse"), _producer_idle_timeout_ms(lowered),
-                   _flag(lowered, "workergcfreeze"), tuple(sorted(ignored)))
+                   _flag(lowered, "workergcfreeze"), tuple(sorted(ignored)), batch_size=config.batch_size,
+                   delivery_timeout_ms=config.delivery_timeout_ms, request_timeout_ms=config.request_timeout_ms,
+                   transaction_timeout_ms=config.transaction_timeout_ms)
 
 
 def _refuse_misspelling(key: str, raw_key: str) -> None:

@@ -60,7 +60,6 @@ else:
 
 _log = logging.getLogger(__name__)
 _CLOSE_TIMEOUT_S = 30.0
-_DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
 #: A task's first input batch at least this large is sent in two halves (see ``_send_all``); a smaller one is sent
 #: whole, as it is acknowledged quickly enough that splitting gains nothing.
 _SPLIT_FIRST_BYTES = 512 << 10
@@ -72,7 +71,7 @@ class TaskInputCutOffError(KafkaError):
 
 def _flush_timeout_s(options: SinkOptions) -> float:
     # Every record is acknowledged or failed within delivery.timeout.ms: waiting longer only hides a hang.
-    return int(options.producer_options.get("delivery.timeout.ms", _DEFAULT_DELIVERY_TIMEOUT_MS)) / 1000 + 30.0
+    return options.delivery_timeout_ms / 1000 + 30.0
 
 
 @dataclass(frozen=True)
@@ -272,7 +271,7 @@ def _send_all(producer: SinkProducer[PreparedT], options: SinkOptions, plan: Col
             if held is None:
                 topic = options.topic  # with a topic column (rows of any topic) nothing is held
                 held = _HeldBatches(0 if topic is None else
-                                    fill_bytes(int(options.producer_options["batch.size"]), partition_count(topic)))
+                                    fill_bytes(options.batch_size, partition_count(topic)))
             ready = held.add(records)
         if begin is not None:
             prepared = producer.prepare_batch(options.topic, ready.pop(0))  # encoded while the coordinator answers
