@@ -52,10 +52,10 @@ test-kerberos: venv jars $(KRB_STAMP)
 # and 2.8.2 in ZooKeeper mode, with a ZooKeeper server of their own). The Spark sink's tests run on 3.9.2, 3.7.2
 # and 3.6.2 in make test-pyspark (with pyspark 4.2, 4.1 and 4.0), on the others here. About 18-20 minutes in all.
 SINK_VERSION_TESTS := tests/spark/test_sink_guarantees.py
-TRANSACTION_TESTS := tests/producer/test_epoch_bump_broker.py tests/producer/test_transactions_broker.py \
-	tests/producer/test_transactions_flow_broker.py tests/producer/test_transactions_offsets_broker.py
+TRANSACTION_TESTS := tests/producer/test_epoch_bump_broker.py tests/producer/transactions/test_transactions_broker.py \
+	tests/producer/transactions/test_flow_broker.py tests/producer/transactions/test_offsets_broker.py
 PRODUCER_VERSION_TESTS := tests/protocol/test_against_broker.py tests/producer/test_codecs_broker.py \
-	tests/producer/test_failover.py $(TRANSACTION_TESTS)
+	tests/producer/test_failover_broker.py $(TRANSACTION_TESTS)
 test-versions: venv
 	@$(PY) -m spark_kafka_sink.testing jars --all-kafka-versions
 	KAFKA_VERSION=4.3.1 $(PY) -m pytest $(PYTEST_ARGS) $(PRODUCER_VERSION_TESTS) $(SINK_VERSION_TESTS)

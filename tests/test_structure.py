@@ -1,5 +1,13 @@
 """House style checks over the package's source (DESIGN.md section 5): layers import downward only, no import
-cycles, no mixins or half-classes, no ``__module__`` rewriting, no module that only re-exports another."""
+cycles, no mixins or half-classes, no ``__module__`` rewriting, no module that only re-exports another; and the
+test-naming rule below.
+
+Test names: in the folders that test one layer each (tests/protocol, tests/net, tests/producer and their
+subfolders, which mirror the package's), a test file's name ends in ``_broker`` exactly when it needs a real Kafka
+broker: one of its tests takes the ``kafka``, ``bootstrap``, ``topic_factory`` or ``readback`` fixture, or it
+starts a ``KafkaCluster`` of its own. Tests against the scripted fake broker (tests/net/fake_broker.py) or the fake
+client are not so named. The other folders say by their name what they need (tests/broker, tests/cluster,
+tests/security, tests/kerberos: real processes; tests/spark: a Spark session, most also the broker)."""
 
 from __future__ import annotations
 
@@ -100,3 +108,25 @@ def test_no_module_only_re_exports(name: str) -> None:
            or (isinstance(n, (ast.Assign, ast.AnnAssign)) and "__all__" not in ast.unparse(n))
            or isinstance(n, (ast.If, ast.Try, ast.Expr)) and n is not tree.body[0]]
     assert own, f"{name} only imports and re-exports"
+
+
+LAYER_TEST_FOLDERS = ("protocol", "net", "producer")
+REAL_BROKER_FIXTURES = {"kafka", "bootstrap", "topic_factory", "readback"}
+
+
+def needs_real_broker(path: Path) -> bool:
+    text = path.read_text()
+    tree = ast.parse(text)
+    arguments = {a.arg for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 for a in node.args.args}
+    return bool(arguments & REAL_BROKER_FIXTURES) or "KafkaCluster(" in text
+
+
+@pytest.mark.parametrize("path", sorted(p for folder in LAYER_TEST_FOLDERS
+                                        for p in (REPO_ROOT / "tests" / folder).rglob("test_*.py")),
+                         ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_a_layer_test_is_named_broker_exactly_when_it_needs_a_real_broker(path: Path) -> None:
+    named = path.stem.endswith("_broker")
+    assert named == needs_real_broker(path), (
+        f"{path.relative_to(REPO_ROOT)}: " + ("named *_broker but uses no real broker" if named else
+                                             "uses a real broker: end its name in _broker"))
