@@ -317,7 +317,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
          "use_all_dns_ips (Java's default): each attempt to connect to a broker takes the next address its name "
          "resolves to; resolve_canonical_bootstrap_servers_only: the bootstrap hosts by their addresses' canonical "
          "names, resolved once (Kerberos through a DNS alias)."),
-    _opt("socket.connection.setup.timeout.ms", _MS, _int(0), 10_000, "Time to establish one connection."),
+    # A zero deadline would fail every connection / request at once: these two are positive.
+    _opt("socket.connection.setup.timeout.ms", _MS, _int(1), 10_000, "Time to establish one connection."),
     _opt("socket.connection.setup.timeout.max.ms", _MS, _int(0), 30_000,
          "Cap of the setup timeout, which doubles (+-20%) per failed attempt to set up a connection to a broker."),
     _opt("connections.max.idle.ms", _MS, _int(-1), 540_000,
@@ -353,7 +354,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("retry.backoff.max.ms", _MS, _int(0), 1_000, "Cap of the exponential retry backoff."),
     _opt("delivery.timeout.ms", _MS, _int(0, MAX_INT32), 120_000,
          "Upper bound from send() to acknowledgement or failure; >= linger.ms + request.timeout.ms."),
-    _opt("request.timeout.ms", _MS, _int(0, MAX_INT32), 30_000, "Wait this long for a broker's response."),
+    _opt("request.timeout.ms", _MS, _int(1, MAX_INT32), 30_000, "Wait this long for a broker's response."),
     _opt("max.in.flight.requests.per.connection", "int", _int(1, MAX_INT32), 5,
          "Unacknowledged requests per broker connection (<= 5 with idempotence)."),
     # --- batching and memory

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from spark_kafka_sink.errors import ConfigError
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.security import SaslAuthentication, TlsHandshake, handshakes_for, handshakes_of
 from spark_kafka_sink.net.security_settings import SecuritySettings
 from spark_kafka_sink.producer.config import ProducerConfig
@@ -29,7 +28,7 @@ def settings(**options: object) -> SecuritySettings:
 
 def test_plaintext_has_no_handshakes() -> None:
     assert handshakes_of(SecuritySettings.from_options({}), "h") == []
-    config = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092"})
+    config = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9092"}).net_config()
     assert handshakes_for("127.0.0.1", 9092, config) == []
 
 
@@ -393,10 +392,12 @@ def test_sasl_errors_name_the_key_and_hide_the_password(options: dict[str, str],
 
 def test_bad_settings_fail_the_connection_not_the_io_loop() -> None:
     # The factory runs inside the network client's I/O loop: a ConfigError becomes the connection's error.
-    config = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SASL_SSL"})
+    # (The config checks what it can when parsed; a TLS file is read when the first connection needs it.)
+    config = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SSL",
+                                       "ssl.ca.location": "/no/such/ca.pem"}).net_config()
     steps = handshakes_for("127.0.0.1", 9092, config)
     assert len(steps) == 1
-    with pytest.raises(ConfigError, match="sasl.username"):
+    with pytest.raises(ConfigError, match="ssl.ca.location: /no/such/ca.pem does not exist"):
         steps[0].start(None, 0)  # type: ignore[arg-type]
 
 
@@ -414,13 +415,13 @@ def test_reprs_hide_secrets(certs: TestCertificates) -> None:
 def test_check_security_loads_files_at_construction(certs: TestCertificates) -> None:
     from spark_kafka_sink.net.security import check_security
 
-    good = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SSL",
-                                      "ssl.ca.location": str(certs.ca_cert)})
+    good = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SSL",
+                                     "ssl.ca.location": str(certs.ca_cert)}).net_config()
     assert check_security(good).uses_tls
-    bad = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SSL",
-                                     "ssl.certificate.location": str(certs.client_cert),
-                                     "ssl.key.location": str(certs.client_key_encrypted),
-                                     "ssl.key.password": PASSWORD})
+    bad = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SSL",
+                                    "ssl.certificate.location": str(certs.client_cert),
+                                    "ssl.key.location": str(certs.client_key_encrypted),
+                                    "ssl.key.password": PASSWORD}).net_config()
     with pytest.raises(ConfigError, match="does not decrypt") as info:
         check_security(bad)
     assert PASSWORD not in str(info.value)
