@@ -6,10 +6,9 @@ As Java builds its NetworkClient from the one ProducerConfig, this layer never r
 parser and no defaults of its own (``ProducerConfig`` and ``config_options`` validate every value and name the bad
 key). What lives here are the value parsers the config uses for addresses and files.
 
-Security settings (``security.protocol``, ``ssl.*``, ``sasl.*``) are carried through in ``security_options``;
-``net/security.py`` interprets them and builds the connection handshakes. Secret values (``sasl.password``,
-``sasl.jaas.config``, ``ssl.key.password`` ... see :func:`~spark_kafka_sink.secret.is_secret_name`) stay
-:class:`~spark_kafka_sink.secret.Secret` objects -- or become one if they arrive as text -- so the config's
+The security settings (``security.protocol``, ``ssl.*``, ``sasl.*``) come typed too, as a
+:class:`~spark_kafka_sink.net.security_settings.SecuritySettings` the config derives; ``net/security.py`` builds
+the connection handshakes from it. Secret values stay :class:`~spark_kafka_sink.secret.Secret` objects, so the
 ``repr`` shows ``Secret('***')`` and only the SASL / TLS code that uses a value reveals it.
 """
 
@@ -18,18 +17,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from spark_kafka_sink.errors import ConfigError
-from spark_kafka_sink.secret import Secret, is_secret_name
 
-__all__ = ["NetConfig", "SecurityValue", "parse_bootstrap_servers", "format_address", "to_int",
-           "to_bool", "require_readable_file"]
+if TYPE_CHECKING:  # security_settings reads files with require_readable_file, from here
+    from spark_kafka_sink.net.security_settings import SecuritySettings
 
-#: The value of one ``ssl.*`` / ``sasl.*`` setting: text, or a Secret for the keys that hold one.
-SecurityValue = str | Secret
-
-SECURITY_PREFIXES = ("ssl.", "sasl.")
+__all__ = ["NetConfig", "parse_bootstrap_servers", "format_address", "require_readable_file"]
 
 
 def format_address(host: str, port: int) -> str:
@@ -96,58 +91,15 @@ class NetConfig:
     # "resolve_canonical_bootstrap_servers_only": the bootstrap hosts by the canonical names of their addresses,
     # resolved when the network client is made (net/host_names.py); Kerberos setups reached through an alias.
     client_dns_lookup: str
-    security_protocol: str
-    security_options: tuple[tuple[str, SecurityValue], ...]  # ssl.* / sasl.* settings, for net/security.py
+    security: SecuritySettings  # security.protocol, ssl.*, sasl.*: for net/security.py
     # Not settings: what ApiVersions v3+ reports about this client (the name must match [a-zA-Z0-9](...)).
     client_software_name: str = "spark-kafka-sink"
     client_software_version: str = "0.1.0"
-
-    def __post_init__(self) -> None:
-        # A secret given as text is wrapped, so no repr can show it.
-        object.__setattr__(self, "security_options", _security_options(self.security_options))
 
     @property
     def bootstrap_addresses(self) -> list[str]:
         """The bootstrap servers as ``host:port`` strings, in the user's order."""
         return [format_address(h, p) for h, p in self.bootstrap_servers]
-
-    def security_option(self, key: str, default: SecurityValue | None = None) -> SecurityValue | None:
-        """The value of one ``ssl.*`` / ``sasl.*`` setting (a :class:`Secret` for secret keys), or ``default``."""
-        for k, v in self.security_options:
-            if k == key:
-                return v
-        return default
-
-
-def _security_options(options: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, SecurityValue], ...]:
-    """Sorted (a stable, hashable key for the settings cache in security_settings). A Secret stays a Secret, text
-    under a secret key becomes one, None is dropped, anything else becomes text (Spark options are text anyway)."""
-    out: list[tuple[str, SecurityValue]] = []
-    for key, value in options:
-        if value is None:
-            continue  # None means "not set", as in the producer's config
-        if isinstance(value, Secret):
-            out.append((key, value))
-        elif is_secret_name(key):
-            out.append((key, Secret(str(value))))
-        elif callable(value):  # sasl.oauthbearer.token.provider given as a Python callable
-            out.append((key, value))
-        elif isinstance(value, (list, tuple)):  # ssl.enabled.protocols given as a Python list
-            out.append((key, ",".join(str(v) for v in value)))
-        else:
-            out.append((key, str(value)))
-    return tuple(sorted(out, key=lambda item: item[0]))
-
-
-def to_int(key: str, value: Any) -> int:
-    """An integer setting as given: an int, or its text (Spark options are strings); anything else: ConfigError."""
-    if isinstance(value, bool):
-        raise ConfigError(f"{key} must be an integer, got {value!r}", key=key)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
-    raise ConfigError(f"{key} must be an integer, got {value!r}", key=key)
 
 
 def require_readable_file(path: str, key: str) -> None:
@@ -160,12 +112,3 @@ def require_readable_file(path: str, key: str) -> None:
             pass
     except OSError as exc:
         raise ConfigError(f"{key}: cannot read {path}: {exc.strerror}", key=key) from None
-
-
-def to_bool(key: str, value: Any) -> bool:
-    """A true/false setting as given: a bool, or its text (any case); anything else: ConfigError."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise ConfigError(f"{key} must be true or false, got {value!r}", key=key)

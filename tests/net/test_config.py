@@ -44,10 +44,9 @@ def test_net_config_is_derived_from_the_parsed_producer_config() -> None:
     assert config.bootstrap_addresses == ["h:1", "[::1]:2"]
     assert (config.client_id, config.request_timeout_ms, config.max_in_flight_requests_per_connection) == (
         "me", 1500, 2)
-    assert config.security_protocol == "SASL_SSL"
-    assert config.security_option("sasl.mechanism") == "PLAIN"
-    assert config.security_option("ssl.ca.location") == "/ca.pem"
-    assert config.security_option("ssl.keystore.location", "none") == "none"
+    assert (config.security.protocol, config.security.sasl_mechanism) == ("SASL_SSL", "PLAIN")
+    assert (config.security.ca_location, config.security.ca_option) == ("/ca.pem", "ssl.ca.location")
+    assert config.security.keystore_location is None
     assert net_config().request_timeout_ms == 30_000  # the default, from config_options (none is declared here)
 
 
@@ -77,10 +76,9 @@ def test_secret_settings_stay_secret_objects() -> None:
     given = Secret("pw-from-the-producer")
     config = net_config(**{"security.protocol": "SASL_SSL", "sasl.username": "u", "sasl.password": given,
                            "ssl.key.password": "pw-as-text", "sasl.jaas.config": None, "ssl.check.hostname": False})
-    assert config.security_option("sasl.password") is given  # the same object: never turned into text
-    key_password = config.security_option("ssl.key.password")
+    assert config.security.sasl_password is given  # the same object: never turned into text
+    key_password = config.security.key_password
     assert isinstance(key_password, Secret) and key_password.reveal() == "pw-as-text"
-    assert config.security_option("ssl.check.hostname") == "False"  # not secret: text
-    assert config.security_option("sasl.jaas.config") is None  # None means unset
+    assert config.security.check_hostname is False  # typed, not text
     for shown in (repr(config), str(config)):
         assert "pw-" not in shown and "Secret('***')" in shown
