@@ -231,6 +231,15 @@ class ProducerConfig:
         shared by the producers of a configuration, as Java's login manager shares a login."""
         return _security_settings(tuple(getattr(self, attribute) for attribute in _SECURITY_ATTRIBUTES))
 
+    def idempotence_conflicts(self) -> list[str]:
+        """Why this config's producer is not idempotent, as settings (e.g. ``acks=1 (needs all)``): empty if it
+        is. What a caller that needs idempotence (transactions) names to the user."""
+        explicit_off = ["enable.idempotence=false"] if (
+            not self.enable_idempotence and "enable.idempotence" in self.explicitly_set) else []
+        return explicit_off + _idempotence_conflicts(
+            {"acks": self.acks, "retries": self.retries,
+             "max_in_flight_requests_per_connection": self.max_in_flight_requests_per_connection})
+
     @property
     def is_transactional(self) -> bool:
         return self.transactional_id is not None
