@@ -57,10 +57,10 @@ test-kerberos: venv jars $(KRB_STAMP)
 # them run at once (they mostly wait on brokers). The Spark sink's tests run on 3.9.2, 3.7.2 and 3.6.2 in make
 # test-pyspark (with pyspark 4.2, 4.1 and 4.0), on the others here.
 SINK_VERSION_TESTS := tests/spark/test_sink_guarantees.py
-TRANSACTION_TESTS := tests/producer/test_epoch_bump_broker.py tests/producer/test_transactions_broker.py \
-	tests/producer/test_transactions_flow_broker.py tests/producer/test_transactions_offsets_broker.py
+TRANSACTION_TESTS := tests/producer/test_epoch_bump_broker.py tests/producer/transactions/test_transactions_broker.py \
+	tests/producer/transactions/test_flow_broker.py tests/producer/transactions/test_offsets_broker.py
 PRODUCER_VERSION_TESTS := tests/protocol/test_against_broker.py tests/producer/test_codecs_broker.py \
-	tests/producer/test_failover.py $(TRANSACTION_TESTS)
+	tests/producer/test_failover_broker.py $(TRANSACTION_TESTS)
 VERSION_JOBS ?= 3
 # Longest first, so the last to start is not the longest to finish.
 VERSION_RUNS := 2.8.2 3.6.2 4.3.1 3.9.2 3.7.2 4.4.0-tv1

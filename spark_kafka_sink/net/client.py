@@ -258,7 +258,7 @@ class NetworkClient:
         connectionDelay: a disconnected node's remaining reconnect backoff (0 for an unknown node: ready() may
         connect now); for a connecting or connected node, no limit: only network events (connected, a response
         freeing an in-flight slot) or wakeup() can change its readiness, and poll() returns on those. (Returning
-        0 there made the sender spin while max.in.flight requests were out: ~10% of a core.)"""
+        0 there made the sender spin while max.in.flight requests were out.)"""
         node = self._nodes.get(node_id)
         if node is None:
             return 0

@@ -48,18 +48,17 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError, SaslAuthenticationFailedError
-from spark_kafka_sink.net.config import to_bool
 from spark_kafka_sink.protocol.sasl import SaslVerificationError
 from spark_kafka_sink.python_objects import resolve_object
 from spark_kafka_sink.secret import Secret
 
-__all__ = ["JAVA_OAUTH_LOGIN_HANDLERS", "JAVA_JWT_RETRIEVERS", "CLIENT_CREDENTIALS_SETTINGS", "OAUTH_SETTINGS",
-           "LOGIN_SETTINGS",
-           "OAuthBearerTokens", "token_provider", "token_source", "unsecured_jwt"]
+__all__ = ["JAVA_OAUTH_LOGIN_HANDLERS", "JAVA_JWT_RETRIEVERS", "TokenEndpointLogin", "OAuthBearerTokens",
+           "token_provider", "token_source", "unsecured_jwt"]
 
 #: sasl.login.callback.handler.class values naming Java's token endpoint login (its 3.1 package, then its own).
 JAVA_OAUTH_LOGIN_HANDLERS = (
@@ -74,25 +73,11 @@ JAVA_JWT_RETRIEVERS: dict[str, tuple[str, ...]] = {
     "org.apache.kafka.common.security.oauthbearer.ClientCredentialsJwtRetriever": ("http", "https"),
     "org.apache.kafka.common.security.oauthbearer.FileJwtRetriever": ("file",),
 }
-#: Kafka 4.1's settings of the client-credentials grant (KIP-1139) and the sasl.jaas.config option each replaces;
-#: the setting wins when both are given, as in Java.
-CLIENT_CREDENTIALS_SETTINGS = {
-    "sasl.oauthbearer.client.credentials.client.id": "clientId",
-    "sasl.oauthbearer.client.credentials.client.secret": "clientSecret",
-    "sasl.oauthbearer.scope": "scope",
-}
 _RETRIEVER_KEY = "sasl.oauthbearer.jwt.retriever.class"
-_URLENCODE_KEY = "sasl.oauthbearer.header.urlencode"
-#: Every Java setting token_source takes in its ``oauth`` mapping.
-OAUTH_SETTINGS = (*CLIENT_CREDENTIALS_SETTINGS, _URLENCODE_KEY, _RETRIEVER_KEY)
 
 _REFRESH_FACTOR = 0.8  # Java's sasl.login.refresh.window.factor
 _UNKNOWN_LIFETIME_S = 3600.0
 _RETRY_S = 10.0  # after a failed refresh, while the current token is still valid
-#: The sasl.login.* settings of the token endpoint's HTTP requests (ms) and their defaults here. Java has no
-#: timeout by default; a request that never ends would hold the network thread, so 10 s.
-LOGIN_SETTINGS = {"sasl.login.connect.timeout.ms": 10_000, "sasl.login.read.timeout.ms": 10_000,
-                  "sasl.login.retry.backoff.ms": 100, "sasl.login.retry.backoff.max.ms": 10_000}
 log = logging.getLogger(__name__)
 _PREFIX = "unsecuredLogin"
 _RESERVED_CLAIMS = ("iat", "exp")
@@ -102,6 +87,40 @@ _EXTENSION_VALUE = re.compile(r"^[\x21-\x7E \t\r\n]+$")
 # A bearer token's characters (RFC 6750 b64token), which Kafka's broker checks.
 _TOKEN = re.compile(r"^[-_~+/.A-Za-z0-9]+=*$")
 _KEY = "sasl.jaas.config"
+
+
+@dataclass(frozen=True)
+class TokenEndpointLogin:
+    """The settings of Java's token endpoint login, as the parsed producer config has them (its defaults included).
+
+    Kafka 4.1's client-credentials settings (KIP-1139) win over the sasl.jaas.config options they replace
+    (clientId, clientSecret, scope), as in Java; None: not set."""
+
+    client_id: str | None  # sasl.oauthbearer.client.credentials.client.id
+    client_secret: Secret | None  # sasl.oauthbearer.client.credentials.client.secret
+    scope: str | None  # sasl.oauthbearer.scope
+    header_urlencode: bool  # sasl.oauthbearer.header.urlencode
+    jwt_retriever: str | None  # sasl.oauthbearer.jwt.retriever.class
+    # The sasl.login.* bounds of the endpoint's HTTP requests (ms).
+    connect_timeout_ms: int
+    read_timeout_ms: int
+    retry_backoff_ms: int
+    retry_backoff_max_ms: int
+
+    def client_credentials(self) -> dict[str, str]:
+        """The Kafka 4.1 settings given, by the sasl.jaas.config option each replaces (the secret revealed)."""
+        given = {"clientId": self.client_id, "scope": self.scope,
+                 "clientSecret": None if self.client_secret is None else self.client_secret.reveal()}
+        return {name: value for name, value in given.items() if value}
+
+    def set_without_endpoint(self) -> str | None:
+        """The first setting given that only the token endpoint login takes (for the error without one)."""
+        for key, value in (("sasl.oauthbearer.client.credentials.client.id", self.client_id),
+                           ("sasl.oauthbearer.client.credentials.client.secret", self.client_secret),
+                           ("sasl.oauthbearer.scope", self.scope), (_RETRIEVER_KEY, self.jwt_retriever)):
+            if value:
+                return key
+        return None
 
 
 def _b64url(data: bytes) -> str:
@@ -233,11 +252,11 @@ def _check_retriever(retriever: str, endpoint: str) -> None:
                           f"sasl.oauthbearer.token.endpoint.url is a {scheme or 'relative'} URL", key=_RETRIEVER_KEY)
 
 
-def _endpoint_fetch(url: str, options: Mapping[str, str], login: Mapping[str, int],
-                    urlencode: bool = False) -> Callable[[], tuple[str, float | None]]:
+def _endpoint_fetch(url: str, options: Mapping[str, str],
+                    login: TokenEndpointLogin | None) -> Callable[[], tuple[str, float | None]]:
     """Java's ``OAuthBearerLoginCallbackHandler``: the OAuth client-credentials grant (RFC 6749 4.4) at an http(s)
     token endpoint, or the token in a file (a ``file:`` URL, read again at every refresh). The id and secret go
-    into the HTTP Basic header as they are, or form-encoded first with ``urlencode``
+    into the HTTP Basic header as they are, or form-encoded first with ``login.header_urlencode``
     (``sasl.oauthbearer.header.urlencode``, RFC 6749 2.3.1; off by default, as in Java)."""
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme == "file":
@@ -253,6 +272,8 @@ def _endpoint_fetch(url: str, options: Mapping[str, str], login: Mapping[str, in
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise ConfigError(f"sasl.oauthbearer.token.endpoint.url={url!r}: expected an http(s) URL of the token "
                           "endpoint, or a file: URL of a token", key="sasl.oauthbearer.token.endpoint.url")
+    if login is None:
+        raise TypeError("an http(s) token endpoint needs the parsed login settings (TokenEndpointLogin)")
     client_id, secret = options.get("clientId", ""), options.get("clientSecret", "")
     if not client_id or not secret:
         missing = "sasl.oauthbearer.client.credentials.client.id" if not client_id else \
@@ -261,17 +282,15 @@ def _endpoint_fetch(url: str, options: Mapping[str, str], login: Mapping[str, in
                           "setting) or the OAuthBearerLoginModule options clientId and clientSecret in "
                           f"{_KEY}", key=missing)
     form = {"grant_type": "client_credentials", **({"scope": options["scope"]} if options.get("scope") else {})}
-    if urlencode:
+    if login.header_urlencode:
         client_id, secret = urllib.parse.quote(client_id, safe=""), urllib.parse.quote(secret, safe="")
     basic = base64.b64encode(f"{client_id}:{secret}".encode()).decode("ascii")
     headers = {"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded",
                "Accept": "application/json"}
 
-    settings = {**LOGIN_SETTINGS, **login}
     # urllib bounds the connect and each read by one socket timeout: the larger of the two settings.
-    timeout_s = max(settings["sasl.login.connect.timeout.ms"], settings["sasl.login.read.timeout.ms"]) / 1000
-    backoff_s, backoff_max_s = settings["sasl.login.retry.backoff.ms"] / 1000, \
-        settings["sasl.login.retry.backoff.max.ms"] / 1000
+    timeout_s = max(login.connect_timeout_ms, login.read_timeout_ms) / 1000
+    backoff_s, backoff_max_s = login.retry_backoff_ms / 1000, login.retry_backoff_max_ms / 1000
 
     def from_endpoint() -> tuple[str, float | None]:
         request = urllib.request.Request(url, data=urllib.parse.urlencode(form).encode(), headers=headers,
@@ -332,26 +351,23 @@ def token_provider(value: Any) -> Callable[[], Any] | None:
 
 def token_source(jaas_options: Mapping[str, str] | None, provider: Callable[[], Any] | None,
                  clock: Callable[[], float] = time.time, endpoint: str | None = None,
-                 login: Mapping[str, int] | None = None, oauth: Mapping[str, Any] | None = None) -> OAuthBearerTokens:
+                 login: TokenEndpointLogin | None = None) -> OAuthBearerTokens:
     """The tokens of a configuration: ``provider`` if given, else from the token ``endpoint`` URL
     (``sasl.oauthbearer.token.endpoint.url``) with the client id, secret and scope (Kafka 4.1's settings in
-    ``oauth``, else the login module's clientId / clientSecret / scope), else unsecured ones from the login module
-    options. ``oauth``: the Java settings given of :data:`CLIENT_CREDENTIALS_SETTINGS` (the secret revealed),
-    ``sasl.oauthbearer.header.urlencode`` and ``sasl.oauthbearer.jwt.retriever.class``."""
+    ``login``, else the login module's clientId / clientSecret / scope), else unsecured ones from the login module
+    options. ``login``: the parsed config's token endpoint settings (needed for an http(s) endpoint)."""
     options = dict(jaas_options or {})
-    oauth = {key: value for key, value in (oauth or {}).items() if value not in (None, "")}
     if provider is not None and endpoint:
         raise ConfigError("set either sasl.oauthbearer.token.provider or sasl.oauthbearer.token.endpoint.url",
                           key="sasl.oauthbearer.token.provider")
-    for key in (*CLIENT_CREDENTIALS_SETTINGS, _RETRIEVER_KEY):
-        if key in oauth and not endpoint:
-            raise ConfigError(f"{key} is for the token endpoint login: set sasl.oauthbearer.token.endpoint.url",
-                              key=key)
-    retriever = oauth.get(_RETRIEVER_KEY)
-    if retriever is not None:
-        _check_retriever(str(retriever), str(endpoint))
-    options.update({jaas_name: str(oauth[key]) for key, jaas_name in CLIENT_CREDENTIALS_SETTINGS.items()
-                    if key in oauth})
+    misplaced = None if login is None or endpoint else login.set_without_endpoint()
+    if misplaced is not None:
+        raise ConfigError(f"{misplaced} is for the token endpoint login: set sasl.oauthbearer.token.endpoint.url",
+                          key=misplaced)
+    if login is not None and login.jwt_retriever:
+        _check_retriever(login.jwt_retriever, str(endpoint))
+    if login is not None:
+        options.update(login.client_credentials())
     prefix = f"{_PREFIX}Extension_" if provider is None and not endpoint else "extension_"
     extensions = {k[len(prefix):]: v for k, v in options.items() if k.startswith(prefix)}
     for key, value in extensions.items():
@@ -361,8 +377,7 @@ def token_source(jaas_options: Mapping[str, str] | None, provider: Callable[[], 
     if provider is not None:
         return OAuthBearerTokens(_provider_fetch(provider), extensions, "sasl.oauthbearer.token.provider", clock)
     if endpoint:
-        urlencode = to_bool(_URLENCODE_KEY, oauth.get(_URLENCODE_KEY, False))
-        return OAuthBearerTokens(_endpoint_fetch(endpoint, options, login or {}, urlencode), extensions,
+        return OAuthBearerTokens(_endpoint_fetch(endpoint, options, login), extensions,
                                  "the token endpoint (sasl.oauthbearer.token.endpoint.url)", clock)
     return OAuthBearerTokens(_unsecured_fetch(options, clock), extensions, "the unsecured login (sasl.jaas.config)",
                              clock)

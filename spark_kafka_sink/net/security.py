@@ -260,15 +260,15 @@ def handshakes_of(settings: SecuritySettings, host: str) -> list[Handshake]:
 def check_security(config: NetConfig) -> SecuritySettings:
     """Validate the security settings and load the TLS files now (call it when a client is created), so a bad
     path, key or password is a ConfigError at construction rather than a failed connection later."""
-    settings = SecuritySettings.from_net_config(config)
+    settings = config.security
     if settings.uses_tls:
         settings.ssl_context()
     return settings
 
 
 def handshakes_for(host: str, port: int, config: NetConfig) -> list[Handshake]:
-    """The :data:`~spark_kafka_sink.net.handshake.HandshakeFactory` for ``config.security_protocol``."""
+    """The :data:`~spark_kafka_sink.net.handshake.HandshakeFactory` for ``config.security``."""
     try:
-        return handshakes_of(SecuritySettings.from_net_config(config), host)
+        return handshakes_of(config.security, host)
     except ConfigError as exc:
         return [_FailedSetup(exc)]

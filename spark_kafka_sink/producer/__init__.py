@@ -1,14 +1,14 @@
 """The producer engine, shaped like the Java KafkaProducer.
 
 Public API: :class:`KafkaProducer` (``send`` / ``send_batch`` / ``flush`` / ``close`` / transactions),
-:class:`RecordMetadata`, :class:`BatchSendResult` / :class:`PartitionWriteStats` (what ``send_batch`` wrote),
+:class:`RecordMetadata`, :class:`BatchSendResult` / :class:`PartitionWrite` (what ``send_batch`` wrote),
 :class:`PreparedBatch` (``prepare_batch`` / ``send_prepared``), :class:`ConsumerGroupMetadata` /
 :class:`OffsetAndMetadata` / :class:`TopicPartition` (``send_offsets_to_transaction``), and
 for ending transactions from another process (the Spark driver): :class:`TransactionIdentity`,
 :func:`end_transaction`, :func:`fence_transactional_id`, and :class:`CoordinatorSession` for many of them.
 """
 
-from spark_kafka_sink.producer.arrow_send import BatchSendResult, PartitionWriteStats, PreparedBatch
+from spark_kafka_sink.producer.arrow_send import BatchSendResult, PartitionWrite, PreparedBatch
 from spark_kafka_sink.producer.producer import KafkaProducer
 from spark_kafka_sink.producer.record_metadata import RecordMetadata, TopicPartition
 from spark_kafka_sink.producer.transactions import (
@@ -24,7 +24,7 @@ __all__ = [
     "KafkaProducer",
     "RecordMetadata",
     "BatchSendResult",
-    "PartitionWriteStats",
+    "PartitionWrite",
     "PreparedBatch",
     "TransactionIdentity",
     "CoordinatorSession",

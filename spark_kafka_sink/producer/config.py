@@ -25,15 +25,17 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
-from spark_kafka_sink.net.kerberos import kerberos_login
-from spark_kafka_sink.net.oauthbearer import OAUTH_SETTINGS, token_source
-from spark_kafka_sink.net.security_settings import tls_versions
+from spark_kafka_sink.net.config import NetConfig, parse_bootstrap_servers
+from spark_kafka_sink.net.kerberos import KerberosLogin, kerberos_login
+from spark_kafka_sink.net.oauthbearer import OAuthBearerTokens, TokenEndpointLogin, token_source
+from spark_kafka_sink.net.security_settings import SecuritySettings
 from spark_kafka_sink.producer.config_options import (
     IGNORED_OPTIONS,
     MAX_INT32,
@@ -41,6 +43,7 @@ from spark_kafka_sink.producer.config_options import (
     OPTIONS_BY_NAME,
     UNSUPPORTED_OPTIONS,
     Secret,
+    tls_versions,
 )
 from spark_kafka_sink.protocol.compression import require_codec
 from spark_kafka_sink.protocol.jaas import jaas_credentials, jaas_oauthbearer_options
@@ -197,6 +200,46 @@ class ProducerConfig:
 
     # ------------------------------------------------------------------------------------------ derived
 
+    def net_config(self) -> NetConfig:
+        """The network client's settings, derived from this config (as Java builds its NetworkClient from the one
+        parsed ProducerConfig): the net layer never reads the user's options itself."""
+        return NetConfig(
+            bootstrap_servers=parse_bootstrap_servers(",".join(self.bootstrap_servers)),
+            client_id=self.client_id,
+            request_timeout_ms=self.request_timeout_ms,
+            socket_connection_setup_timeout_ms=self.socket_connection_setup_timeout_ms,
+            socket_connection_setup_timeout_max_ms=self.socket_connection_setup_timeout_max_ms,
+            connections_max_idle_ms=self.connections_max_idle_ms,
+            reconnect_backoff_ms=self.reconnect_backoff_ms,
+            reconnect_backoff_max_ms=self.reconnect_backoff_max_ms,
+            retry_backoff_ms=self.retry_backoff_ms,
+            metadata_max_age_ms=self.metadata_max_age_ms,
+            metadata_max_idle_ms=self.metadata_max_idle_ms,
+            allow_auto_create_topics=self.allow_auto_create_topics,
+            max_in_flight_requests_per_connection=self.max_in_flight_requests_per_connection,
+            send_buffer_bytes=self.send_buffer_bytes,
+            receive_buffer_bytes=self.receive_buffer_bytes,
+            metadata_recovery_strategy=self.metadata_recovery_strategy,
+            metadata_recovery_rebootstrap_trigger_ms=self.metadata_recovery_rebootstrap_trigger_ms,
+            client_dns_lookup=self.client_dns_lookup,
+            security=self.security_settings(),
+        )
+
+    def security_settings(self) -> SecuritySettings:
+        """The connections' security settings, derived from this config (validated by :meth:`from_dict`). One
+        object per distinct set of security settings in the process, so one SSLContext, and one OAUTHBEARER token
+        shared by the producers of a configuration, as Java's login manager shares a login."""
+        return _security_settings(tuple(getattr(self, attribute) for attribute in _SECURITY_ATTRIBUTES))
+
+    def idempotence_conflicts(self) -> list[str]:
+        """Why this config's producer is not idempotent, as settings (e.g. ``acks=1 (needs all)``): empty if it
+        is. What a caller that needs idempotence (transactions) names to the user."""
+        explicit_off = ["enable.idempotence=false"] if (
+            not self.enable_idempotence and "enable.idempotence" in self.explicitly_set) else []
+        return explicit_off + _idempotence_conflicts(
+            {"acks": self.acks, "retries": self.retries,
+             "max_in_flight_requests_per_connection": self.max_in_flight_requests_per_connection})
+
     @property
     def is_transactional(self) -> bool:
         return self.transactional_id is not None
@@ -235,13 +278,70 @@ class ProducerConfig:
         """Mechanism, user name and password for SASL (from sasl.username/password or sasl.jaas.config)."""
         if not self.uses_sasl or self.sasl_mechanism in (OAUTHBEARER, GSSAPI):  # a token; Kerberos (net/kerberos.py)
             return None
-        if self.sasl_jaas_config is not None:
-            credentials = jaas_credentials(self.sasl_jaas_config.reveal(), self.sasl_mechanism)
-            return SaslCredentials(self.sasl_mechanism, credentials.username, Secret(credentials.password),
-                                   credentials.token_auth)
-        if self.sasl_username is None or self.sasl_password is None:  # from_dict refuses this; direct init may not
-            raise ConfigError("SASL needs sasl.username and sasl.password (or sasl.jaas.config)", key="sasl.username")
-        return SaslCredentials(self.sasl_mechanism, self.sasl_username, self.sasl_password)
+        return _sasl_credentials({attribute: getattr(self, attribute) for attribute in _SECURITY_ATTRIBUTES})
+
+
+# The attributes the security settings derive from: security.protocol and every ssl.* / sasl.* option.
+_SECURITY_ATTRIBUTES = ("security_protocol",
+                        *(spec.attribute for spec in OPTIONS if spec.name.startswith(("ssl.", "sasl."))))
+
+
+@functools.lru_cache(maxsize=16)
+def _security_settings(values: tuple[Any, ...]) -> SecuritySettings:
+    v = dict(zip(_SECURITY_ATTRIBUTES, values, strict=True))
+    protocol, mechanism = v["security_protocol"], v["sasl_mechanism"]
+    uses_sasl = protocol.startswith("SASL_")
+    username, password, token_auth = None, None, False
+    if uses_sasl and mechanism not in (OAUTHBEARER, GSSAPI):
+        credentials = _sasl_credentials(v)
+        username, password, token_auth = credentials.username, credentials.password, credentials.token_auth
+    return SecuritySettings(
+        protocol=protocol,
+        ca_location=v["ssl_ca_location"] or v["ssl_truststore_location"],
+        ca_option="ssl.ca.location" if v["ssl_ca_location"] else "ssl.truststore.location",
+        truststore_type=v["ssl_truststore_type"], truststore_password=v["ssl_truststore_password"],
+        certificate_location=v["ssl_certificate_location"], key_location=v["ssl_key_location"],
+        key_password=v["ssl_key_password"], keystore_location=v["ssl_keystore_location"],
+        keystore_type=v["ssl_keystore_type"], keystore_password=v["ssl_keystore_password"],
+        truststore_certificates=v["ssl_truststore_certificates"], keystore_key=v["ssl_keystore_key"],
+        keystore_certificate_chain=v["ssl_keystore_certificate_chain"], check_hostname=v["ssl_check_hostname"],
+        tls_versions=tls_versions(v["ssl_enabled_protocols"], v["ssl_protocol"]),
+        sasl_mechanism=mechanism, sasl_username=username, sasl_password=password, sasl_token_auth=token_auth,
+        oauth_tokens=_oauth_tokens(v) if uses_sasl and mechanism == OAUTHBEARER else None,
+        kerberos=_kerberos(v) if uses_sasl and mechanism == GSSAPI else None,
+    )
+
+
+def _sasl_credentials(v: Mapping[str, Any]) -> SaslCredentials:
+    """PLAIN / SCRAM: the user name and password, from sasl.jaas.config or sasl.username / sasl.password."""
+    if v["sasl_jaas_config"] is not None:
+        credentials = jaas_credentials(v["sasl_jaas_config"].reveal(), v["sasl_mechanism"])
+        return SaslCredentials(v["sasl_mechanism"], credentials.username, Secret(credentials.password),
+                               credentials.token_auth)
+    if v["sasl_username"] is None or v["sasl_password"] is None:  # from_dict refuses this; direct init may not
+        raise ConfigError("SASL needs sasl.username and sasl.password (or sasl.jaas.config)", key="sasl.username")
+    return SaslCredentials(v["sasl_mechanism"], v["sasl_username"], v["sasl_password"])
+
+
+def _oauth_tokens(v: Mapping[str, Any]) -> OAuthBearerTokens:
+    """OAUTHBEARER: the token source of the settings (the sasl.login.* ones included, defaults from OPTIONS)."""
+    jaas = v["sasl_jaas_config"]
+    login = TokenEndpointLogin(
+        client_id=v["sasl_oauthbearer_client_credentials_client_id"],
+        client_secret=v["sasl_oauthbearer_client_credentials_client_secret"],
+        scope=v["sasl_oauthbearer_scope"], header_urlencode=v["sasl_oauthbearer_header_urlencode"],
+        jwt_retriever=v["sasl_oauthbearer_jwt_retriever_class"],
+        connect_timeout_ms=v["sasl_login_connect_timeout_ms"], read_timeout_ms=v["sasl_login_read_timeout_ms"],
+        retry_backoff_ms=v["sasl_login_retry_backoff_ms"], retry_backoff_max_ms=v["sasl_login_retry_backoff_max_ms"])
+    return token_source(None if jaas is None else jaas_oauthbearer_options(jaas.reveal()),
+                        v["sasl_oauthbearer_token_provider"], endpoint=v["sasl_oauthbearer_token_endpoint_url"],
+                        login=login)
+
+
+def _kerberos(v: Mapping[str, Any]) -> KerberosLogin:
+    jaas = v["sasl_jaas_config"]
+    return kerberos_login(None if jaas is None else jaas.reveal(), v["sasl_kerberos_service_name"],
+                          keytab=v["sasl_kerberos_keytab"], principal=v["sasl_kerberos_principal"])
 
 
 def _unknown_key(key: str) -> ConfigError:
@@ -342,6 +442,34 @@ def _tls_rules(v: dict[str, Any], explicit: set[str]) -> None:
     if bool(v["ssl_certificate_location"]) != bool(v["ssl_key_location"]):
         raise _conflict("mutual TLS needs both ssl.certificate.location and ssl.key.location",
                         "ssl.key.location" if v["ssl_certificate_location"] else "ssl.certificate.location")
+    if v["security_protocol"] in ("SSL", "SASL_SSL"):  # (checked with TLS only, as they always were)
+        _inline_pem_rules(v)
+
+
+def _inline_pem_rules(v: dict[str, Any]) -> None:
+    """Java's rules for the PEM text options: with the PEM type (or none), not with a file, key and chain together."""
+    truststore_type, keystore_type = v["ssl_truststore_type"], v["ssl_keystore_type"]
+    if v["ssl_truststore_certificates"] is not None:
+        if v["ssl_truststore_location"] or v["ssl_ca_location"]:
+            raise _conflict("ssl.truststore.certificates and a truststore file (ssl.truststore.location / "
+                            "ssl.ca.location) both name the trusted certificates: set one",
+                            "ssl.truststore.certificates")
+        if truststore_type not in (None, "PEM"):
+            raise _conflict(f"ssl.truststore.certificates is PEM text: ssl.truststore.type={truststore_type} does "
+                            "not apply (set PEM or leave it unset)", "ssl.truststore.type")
+    key, chain = v["ssl_keystore_key"], v["ssl_keystore_certificate_chain"]
+    if key is None and chain is None:
+        return
+    if key is None or chain is None:
+        missing = "ssl.keystore.key" if key is None else "ssl.keystore.certificate.chain"
+        raise _conflict(f"ssl.keystore.key and ssl.keystore.certificate.chain go together: {missing} is missing",
+                        missing)
+    if v["ssl_keystore_location"] or v["ssl_certificate_location"] or v["ssl_key_location"]:
+        raise _conflict("ssl.keystore.key and a keystore file (ssl.keystore.location, or ssl.certificate.location "
+                        "/ ssl.key.location) both name the client certificate: set one", "ssl.keystore.key")
+    if keystore_type not in (None, "PEM"):
+        raise _conflict(f"ssl.keystore.key is PEM text: ssl.keystore.type={keystore_type} does not apply (set PEM "
+                        "or leave it unset)", "ssl.keystore.type")
 
 
 def _sasl_rules(v: dict[str, Any], explicit: set[str]) -> None:
@@ -357,11 +485,7 @@ def _sasl_rules(v: dict[str, Any], explicit: set[str]) -> None:
         if has_pair:
             raise _conflict("sasl.mechanism=OAUTHBEARER authenticates with a token: sasl.username and sasl.password "
                             "are for PLAIN and SCRAM", "sasl.username")
-        jaas = v["sasl_jaas_config"]
-        oauth = {key: v[key.replace(".", "_")] for key in OAUTH_SETTINGS}
-        oauth = {key: value.reveal() if isinstance(value, Secret) else value for key, value in oauth.items()}
-        token_source(None if jaas is None else jaas_oauthbearer_options(jaas.reveal()), provider,  # fail now
-                     endpoint=v["sasl_oauthbearer_token_endpoint_url"], oauth=oauth)
+        _oauth_tokens(v)  # fail now
         return
     if provider is not None:
         raise _conflict(f"sasl.oauthbearer.token.provider is set but sasl.mechanism={v['sasl_mechanism']}; set "
@@ -370,9 +494,7 @@ def _sasl_rules(v: dict[str, Any], explicit: set[str]) -> None:
         if has_pair:
             raise _conflict("sasl.mechanism=GSSAPI authenticates with Kerberos: sasl.username and sasl.password are "
                             "for PLAIN and SCRAM", "sasl.username")
-        jaas = v["sasl_jaas_config"]
-        kerberos_login(None if jaas is None else jaas.reveal(), v["sasl_kerberos_service_name"],  # fail now
-                       keytab=v["sasl_kerberos_keytab"], principal=v["sasl_kerberos_principal"])
+        _kerberos(v)  # fail now
         return
     if v["sasl_jaas_config"] is not None:
         if has_pair:

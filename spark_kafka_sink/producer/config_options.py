@@ -11,21 +11,22 @@ A parser raises ``ConfigError`` naming the key, the value (never for a secret) a
 from __future__ import annotations
 
 import re
+import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from spark_kafka_sink.errors import ConfigError
+from spark_kafka_sink.net.client_keystore import KEYSTORE_TYPES
 from spark_kafka_sink.net.config import format_address, parse_bootstrap_servers
 from spark_kafka_sink.net.oauthbearer import JAVA_OAUTH_LOGIN_HANDLERS, token_provider
-from spark_kafka_sink.net.security_settings import tls_versions
 from spark_kafka_sink.net.truststore import TRUSTSTORE_TYPES
 from spark_kafka_sink.producer.java_partitioners import JAVA_PARTITIONERS, java_partitioner
 from spark_kafka_sink.python_objects import resolve_object
 from spark_kafka_sink.secret import Secret, is_secret_name
 
 __all__ = ["Secret", "OptionSpec", "OPTIONS", "OPTIONS_BY_NAME", "UNSUPPORTED_OPTIONS", "IGNORED_OPTIONS",
-           "is_secret_name", "options_markdown", "ignored_options_markdown", "MAX_INT32",
+           "is_secret_name", "options_markdown", "ignored_options_markdown", "tls_versions", "MAX_INT32",
            "MAX_INT64"]
 
 MAX_INT32 = 2**31 - 1
@@ -197,6 +198,37 @@ def _dns_lookup(name: str, raw: Any) -> str:
     return value
 
 
+# Java's protocol names, lower-cased; "TLS" (any version) is the newest.
+_TLS_NAMES = {"tlsv1.2": ssl.TLSVersion.TLSv1_2, "tlsv1.3": ssl.TLSVersion.TLSv1_3, "tls": ssl.TLSVersion.TLSv1_3}
+_OLD_TLS = frozenset({"tlsv1", "tlsv1.1", "ssl", "sslv2", "sslv3", "sslv2hello"})
+
+
+def tls_versions(enabled: str | None, protocol: str | None) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
+    """The oldest and newest TLS version to offer, as the Java client reads ``ssl.enabled.protocols`` (comma
+    separated; unset: TLSv1.2,TLSv1.3) and ``ssl.protocol`` (unset: TLSv1.3; TLSv1.2 keeps even an enabled TLSv1.3
+    out). Versions before TLS 1.2 are never offered (brokers turn them off by default; they are broken): a list that
+    names them with a newer one keeps the newer ones, a list of only old ones is an error. A list with a gap cannot
+    be expressed by OpenSSL's version range and does not arise with two versions."""
+    names = [n.strip() for n in (enabled or "TLSv1.2,TLSv1.3").split(",") if n.strip()]
+    unknown = [n for n in names if n.lower() not in _TLS_NAMES and n.lower() not in _OLD_TLS]
+    if unknown or not names:
+        raise ConfigError(f"ssl.enabled.protocols={enabled!r}: expected TLS versions such as TLSv1.2,TLSv1.3"
+                          + (f" ({', '.join(unknown)} is not one)" if unknown else ""), key="ssl.enabled.protocols")
+    offered = sorted({_TLS_NAMES[n.lower()] for n in names if n.lower() in _TLS_NAMES})
+    if not offered:
+        raise ConfigError(f"ssl.enabled.protocols={enabled!r} names only versions before TLS 1.2, which this client "
+                          "never offers: add TLSv1.2 or TLSv1.3", key="ssl.enabled.protocols")
+    cap_name = (protocol or "TLSv1.3").strip()
+    if cap_name.lower() not in _TLS_NAMES:
+        raise ConfigError(f"ssl.protocol={protocol!r}: expected TLSv1.3, TLSv1.2 or TLS (versions before TLS 1.2 "
+                          "are never offered)", key="ssl.protocol")
+    newest = min(offered[-1], _TLS_NAMES[cap_name.lower()])
+    if newest < offered[0]:
+        raise ConfigError(f"ssl.protocol={protocol!r} leaves none of ssl.enabled.protocols={enabled!r}: raise "
+                          "ssl.protocol or enable an older version", key="ssl.protocol")
+    return offered[0], newest
+
+
 def _tls_list(name: str, raw: Any) -> str:
     """ssl.enabled.protocols: comma-separated text (or a list), checked as the TLS set-up reads it."""
     text = ",".join(str(v) for v in raw) if isinstance(raw, (list, tuple)) else raw
@@ -293,7 +325,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("ssl.keystore.location", "string", _optional_string, None,
          "Client certificate and key (mutual TLS) as Java names them: a JKS or PKCS12 keystore (PKCS12 needs the "
          "optional package cryptography), or PEM; instead of ssl.certificate.location and ssl.key.location."),
-    _opt("ssl.keystore.type", "enum", _store_type("JKS", "PKCS12", "PEM"), None,
+    _opt("ssl.keystore.type", "enum", _store_type(*KEYSTORE_TYPES), None,
          "JKS, PKCS12 or PEM; unset: read from the file's first bytes."),
     _opt("ssl.keystore.key", "secret", _secret, None,
          "The client's private key as PEM text (PKCS#8; encrypted: ssl.key.password), with "
@@ -317,7 +349,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
          "use_all_dns_ips (Java's default): each attempt to connect to a broker takes the next address its name "
          "resolves to; resolve_canonical_bootstrap_servers_only: the bootstrap hosts by their addresses' canonical "
          "names, resolved once (Kerberos through a DNS alias)."),
-    _opt("socket.connection.setup.timeout.ms", _MS, _int(0), 10_000, "Time to establish one connection."),
+    # A zero deadline would fail every connection / request at once: these two are positive.
+    _opt("socket.connection.setup.timeout.ms", _MS, _int(1), 10_000, "Time to establish one connection."),
     _opt("socket.connection.setup.timeout.max.ms", _MS, _int(0), 30_000,
          "Cap of the setup timeout, which doubles (+-20%) per failed attempt to set up a connection to a broker."),
     _opt("connections.max.idle.ms", _MS, _int(-1), 540_000,
@@ -353,7 +386,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("retry.backoff.max.ms", _MS, _int(0), 1_000, "Cap of the exponential retry backoff."),
     _opt("delivery.timeout.ms", _MS, _int(0, MAX_INT32), 120_000,
          "Upper bound from send() to acknowledgement or failure; >= linger.ms + request.timeout.ms."),
-    _opt("request.timeout.ms", _MS, _int(0, MAX_INT32), 30_000, "Wait this long for a broker's response."),
+    _opt("request.timeout.ms", _MS, _int(1, MAX_INT32), 30_000, "Wait this long for a broker's response."),
     _opt("max.in.flight.requests.per.connection", "int", _int(1, MAX_INT32), 5,
          "Unacknowledged requests per broker connection (<= 5 with idempotence)."),
     # --- batching and memory

@@ -64,7 +64,7 @@ class WindowedStat:
 
     def _sample_at(self, now_ms: int) -> _Sample:
         # No expiry here (reads expire; the list is trimmed to num_samples when a window starts): the sender records
-        # a few values per batch, and rebuilding the sample list each time was ~1 us of its ~1.3.
+        # a few values per batch, and rebuilding the sample list each time would be most of a record's cost.
         if not self._samples or now_ms >= self._samples[-1].start_ms + self.window_ms:
             self._samples.append(_Sample(now_ms))
             del self._samples[: -self.num_samples]

@@ -35,7 +35,8 @@ from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.java_partitioners import UNIFORM_STICKY, RoundRobinPartitioner
 from spark_kafka_sink.protocol.murmur2 import murmur2, partition_for_key, partitions_for_keys
 
-__all__ = ["Partitioner", "PartitionChoice", "StickyPartitioner", "partition_arrow", "CustomPartitioner"]
+__all__ = ["Partitioner", "PartitionChoice", "PartitionInfo", "StickyPartitioner", "partition_arrow",
+           "CustomPartitioner"]
 
 CustomPartitioner = Callable[[str, "bytes | None", int], int]
 I32 = npt.NDArray[np.int32]
@@ -44,6 +45,13 @@ I32 = npt.NDArray[np.int32]
 class PartitionChoice(NamedTuple):
     partition: int
     sticky: bool  # True: report the appended bytes with on_sticky_append
+
+
+class PartitionInfo(NamedTuple):
+    """What the partitioner needs to know of a topic, from the metadata."""
+
+    partition_count: int
+    candidates: list[int] | None  # the sticky partitioner's candidates; None: all partitions
 
 
 @dataclass

@@ -68,14 +68,13 @@ from spark_kafka_sink.errors import (
     SerializationError,
 )
 from spark_kafka_sink.net.client import NetworkClient
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.connection import monotonic_ms
 from spark_kafka_sink.net.security import check_security, handshakes_for
 from spark_kafka_sink.producer.accumulator import RecordAccumulator
 from spark_kafka_sink.producer.arrow_send import (
     ArrowSender,
     BatchSendResult,
-    PartitionWriteStats,
+    PartitionWrite,
     PreparedBatch,
     as_table_input,
 )
@@ -85,7 +84,7 @@ from spark_kafka_sink.producer.config_options import MAX_INT64
 from spark_kafka_sink.producer.interceptors import InterceptorChain, ProducerRecord
 from spark_kafka_sink.producer.metrics import ProducerMetrics
 from spark_kafka_sink.producer.node_availability import sticky_candidates
-from spark_kafka_sink.producer.partitioner import Partitioner
+from spark_kafka_sink.producer.partitioner import Partitioner, PartitionInfo
 from spark_kafka_sink.producer.record_metadata import RecordMetadata, TopicPartition
 from spark_kafka_sink.producer.sender import Sender, SenderThread
 from spark_kafka_sink.producer.transactions import (
@@ -95,14 +94,23 @@ from spark_kafka_sink.producer.transactions import (
     TransactionManager,
     offsets_to_commit,
 )
-from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, record_size
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, record_size, record_size_bound
 
-__all__ = ["KafkaProducer", "RecordMetadata", "BatchSendResult", "PartitionWriteStats"]
+__all__ = ["KafkaProducer", "RecordMetadata", "BatchSendResult", "PartitionWrite"]
 
 _log = logging.getLogger(__name__)
 
 Callback = Callable[[RecordMetadata | None, BaseException | None], None]
 _Bytes = bytes | bytearray | memoryview | str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _CachedPartitionInfo:
+    """A topic's PartitionInfo and what it was computed from (recomputed when either changed)."""
+
+    metadata_version: int
+    unavailable: frozenset[int]  # the node-availability set, compared by identity (replaced whole on change)
+    info: PartitionInfo
 
 
 def _to_bytes(value: _Bytes, what: str) -> bytes | None:
@@ -135,14 +143,6 @@ def _header_key(key: object) -> str:
                              "are required strings")
 
 
-_RECORD_OVERHEAD = 23  # a lone record's varints (length, deltas, key/value lengths, header count) at their widest
-
-
-def net_properties(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The user's options with keys normalised as ProducerConfig does, for NetConfig.from_properties."""
-    return {str(k).strip().lower(): v for k, v in options.items() if v is not None}
-
-
 class KafkaProducer:
     """See the module docstring."""
 
@@ -150,7 +150,7 @@ class KafkaProducer:
         self.config = cfg = ProducerConfig.from_dict(config)
         # Everything that can reject the config is built before the first socket exists, so a bad value never
         # leaks a connection (or a ResourceWarning).
-        net_config = NetConfig.from_properties(net_properties(config))
+        net_config = cfg.net_config()
         check_security(net_config)  # TLS files and key password: a ConfigError naming the option, now
         self._interceptors = InterceptorChain(cfg.interceptor_classes)
         self._partitioner = Partitioner.from_config(cfg)
@@ -174,9 +174,9 @@ class KafkaProducer:
                                   self._thread.wakeup)
         self._max_block_ms = cfg.max_block_ms
         self._size_limit = min(cfg.max_request_size, cfg.buffer_memory)
-        # topic -> (metadata version, unavailable nodes, partition count, sticky candidates or None): a cache
-        # written by any sending thread; whole-tuple dict writes are atomic, and a stale entry is only recomputed.
-        self._partition_cache: dict[str, tuple[int, frozenset[int], int, list[int] | None]] = {}
+        # topic -> its PartitionInfo as of a metadata version and set of unavailable nodes: a cache written by any
+        # sending thread; whole-entry dict writes are atomic, and a stale entry is only recomputed.
+        self._partition_cache: dict[str, _CachedPartitionInfo] = {}
         self._close_lock = threading.Lock()
         self._closed = False  # guarded by _close_lock
         # Only the sender thread touches the client from here on.
@@ -316,9 +316,9 @@ class KafkaProducer:
                      headers: tuple[tuple[str, bytes | None], ...]) -> int:
         """The record's size in a batch of its own; raises RecordTooLargeError if it can never be sent. An upper
         bound (varints at their widest) is enough unless it comes near a limit: then the exact size decides."""
-        size = HEADER_SIZE + _RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
-        for k, v in headers:
-            size += len(k) + (len(v) if v else 0) + 10
+        header_bytes = sum(len(k.encode("utf-8")) + (len(v) if v else 0) for k, v in headers) if headers else 0
+        size = HEADER_SIZE + record_size_bound(len(key) if key else 0, len(value) if value else 0, header_bytes,
+                                               len(headers))
         if size <= self._size_limit:
             return size
         size = HEADER_SIZE + record_size(0, 0, key, value, headers)
@@ -332,7 +332,7 @@ class KafkaProducer:
                 f"({self.config.buffer_memory}); send a smaller record or raise buffer.memory")
         return size
 
-    def _partition_info(self, topic: str, max_block_ms: int, needed: int = 0) -> tuple[int, list[int] | None]:
+    def _partition_info(self, topic: str, max_block_ms: int, needed: int = 0) -> PartitionInfo:
         """(partition count, the sticky partitioner's candidates or None for all), cached per metadata version and
         set of unavailable nodes. Candidates: partitions with a leader, less those whose leader took no data for
         partitioner.availability.timeout.ms (if that leaves none, all with a leader, as Java). ``needed``: the
@@ -340,7 +340,7 @@ class KafkaProducer:
         if type(topic) is not str or not topic:  # (before the metadata's topic set: a refresh would fail on it)
             raise SerializationError(f"topic must be a non-empty str, got {type(topic).__name__} {topic!r}")
         info = self._cached_partition_info(topic, max_block_ms)
-        if info[0] < needed and self._refresh_if_fewer(topic, needed, max_block_ms):
+        if info.partition_count < needed and self._refresh_if_fewer(topic, needed, max_block_ms):
             info = self._cached_partition_info(topic, max_block_ms)
         return info
 
@@ -358,18 +358,18 @@ class KafkaProducer:
                    needed - 1, refreshed, len(metadata.partitions_for(topic) or []))
         return refreshed
 
-    def _cached_partition_info(self, topic: str, max_block_ms: int) -> tuple[int, list[int] | None]:
+    def _cached_partition_info(self, topic: str, max_block_ms: int) -> PartitionInfo:
         self._metadata.touch_topic(topic, monotonic_ms())  # metadata.max.idle.ms counts from the last send
         version = self._metadata.version
         unavailable = self._availability.unavailable
         cached = self._partition_cache.get(topic)
-        if cached is not None and cached[0] == version and cached[1] is unavailable:
-            return cached[2], cached[3]
+        if cached is not None and cached.metadata_version == version and cached.unavailable is unavailable:
+            return cached.info
         count = self._wait_on_metadata(topic, max_block_ms)
         parts = self._metadata.partitions_for(topic) or []
         leaders = {p: self._metadata.leader_for(topic, p) for p in parts}
-        info = (count, sticky_candidates(parts, leaders, unavailable))
-        self._partition_cache[topic] = (version, unavailable, *info)
+        info = PartitionInfo(count, sticky_candidates(parts, leaders, unavailable))
+        self._partition_cache[topic] = _CachedPartitionInfo(version, unavailable, info)
         return info
 
     def _wait_on_metadata(self, topic: str, max_block_ms: int) -> int:

@@ -6,8 +6,9 @@ byte copies, no per-row Python loop. Pure.
                               compression_level=None, checksum=True, order=None) -> Iterator[list[EncodedBatch]]
     encode_arrow_batches(...same...) -> list[EncodedBatch]       # every group's batches in one list
 
-One call costs ~0.15 ms plus the per-row work: to encode many partitions, sort the rows by partition and pass
-where each partition starts as ``segment_starts`` rather than calling once per partition.
+One call has a fixed cost (numpy set-up per array) on top of the per-row work: to encode many partitions, sort the
+rows by partition and pass where each partition starts as ``segment_starts`` rather than calling once per
+partition.
 
 Each ``EncodedBatch.data`` is byte-identical to ``record_batch.encode_batch`` over the same rows (the tests check
 it), with producer id / epoch / sequence -1: ``record_batch.with_producer_state`` sets them at drain time.
@@ -20,9 +21,9 @@ How: per row, the small varint fields are written by numpy into three "glue" bin
 A = length | attributes | timestampDelta | offsetDelta | keyLength, B = valueLength, C = headerCount. The pieces
 A, key, B, value, C[, headers] are concatenated (``concat_arrays``, one memcpy per piece array) and one ``take``
 with interleaved indices reads them back row by row in C++: its data buffer is the records sections of all
-batches back to back (a null key or value adds no bytes, as its -1 length says). ``take`` does this at ~60% of
-the cost of ``binary_join_element_wise`` over the same pieces, which pays per piece per row. (A numpy index
-scatter of the key/value bytes needs an 8-byte index per payload byte: ~100x slower.) Without headers C is one
+batches back to back (a null key or value adds no bytes, as its -1 length says). ``take`` is cheaper than
+``binary_join_element_wise`` over the same pieces, which pays per piece per row. (A numpy index scatter of the
+key/value bytes would need an 8-byte index per payload byte.) Without headers C is one
 zero byte, read as the first byte of the next row's A (four pieces a row, the group's last C after them all).
 Headers are joined one level down with ``binary_join_element_wise``, then per row with ``binary_join``. The batch
 headers are one numpy array per group (``record_batch.assemble_batches``).
@@ -44,7 +45,7 @@ import pyarrow.compute as pc
 
 from spark_kafka_sink.protocol.compression import Codec, codec_id
 from spark_kafka_sink.protocol.murmur2 import binary_buffers
-from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, assemble_batches
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, RECORD_OVERHEAD_BOUND, assemble_batches
 
 __all__ = ["EncodedBatch", "batch_starts", "encode_arrow_batch_groups", "encode_arrow_batches"]
 
@@ -58,7 +59,6 @@ _GROUP_BYTES = 4 << 20
 # group's rows taken from its columns, in groups of _TAKE_GROUP_BYTES (see encode_arrow_batch_groups).
 _CONCAT_BYTES = 4 << 20
 _TAKE_GROUP_BYTES = 1 << 20
-_GLUE_BOUND = 40  # bytes of the three glue pieces of a row, at most (varints of lengths, deltas, counts)
 _MIN_RECORD_BYTES = 7  # length, attributes, timestampDelta, offsetDelta, keyLength, valueLength, headerCount
 _INT32_MAX = (1 << 31) - 1
 # uvarint size = 1 + number of these thresholds <= value
@@ -67,7 +67,7 @@ _VARINT_LIMITS = np.array([1 << (7 * i) for i in range(1, 10)], dtype=np.uint64)
 
 class EncodedBatch(NamedTuple):
     """One complete record batch and the input rows it holds: ``first_row .. first_row + record_count - 1``.
-    (A NamedTuple: one is made per batch, and a frozen dataclass's __init__ cost ~1.5 us of the ~10 us a batch.)"""
+    (A NamedTuple: one is made per batch, and a frozen dataclass's __init__ costs several times a tuple's.)"""
 
     data: bytes
     record_count: int
@@ -99,8 +99,8 @@ def _sizes(u: U64) -> I64:
     lo, hi = int(u.min()), int(u.max())
     if hi < 0x80 or lo == hi:  # one size for all (the common case): no per-value search
         return np.full(len(u), int(np.searchsorted(_VARINT_LIMITS, np.uint64(hi), side="right")) + 1, np.int64)
-    # 1 + the thresholds each value reaches, one comparison pass per threshold up to the largest value's: ~2 ns a
-    # value for the usual one or two, against ~13 for a per-value searchsorted (offset deltas are never uniform).
+    # 1 + the thresholds each value reaches, one comparison pass per threshold up to the largest value's: cheaper
+    # than a per-value searchsorted for the usual one or two passes (offset deltas are never uniform).
     sizes = np.ones(len(u), np.int64)
     for limit in _VARINT_LIMITS[: int(np.searchsorted(_VARINT_LIMITS, np.uint64(hi), side="right"))]:
         sizes += u >= limit
@@ -191,10 +191,12 @@ def _binary(arr: pa.Array | pa.ChunkedArray, what: str, *, chunks: bool = False)
         raise TypeError(f"{what} must be binary or string, got {t}") from None
 
 
-def _lengths(arr: pa.Array | pa.ChunkedArray, what: str) -> I64:
-    """Byte length per row, -1 where null."""
+def _length_fields(arr: pa.Array | pa.ChunkedArray, what: str) -> I64:
+    """Each row's length field as the wire writes it: its byte length, -1 where null."""
     if isinstance(arr, pa.ChunkedArray):
-        return np.concatenate([_lengths(c, what) for c in arr.chunks]) if arr.num_chunks else np.zeros(0, np.int64)
+        if not arr.num_chunks:
+            return np.zeros(0, np.int64)
+        return np.concatenate([_length_fields(c, what) for c in arr.chunks])
     offsets, _ = binary_buffers(arr)
     lengths = np.diff(offsets)
     if arr.null_count:
@@ -204,7 +206,7 @@ def _lengths(arr: pa.Array | pa.ChunkedArray, what: str) -> I64:
     return lengths
 
 
-def _pieces(arr: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+def _chunks_of(arr: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
     return arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
 
 
@@ -247,8 +249,8 @@ def _encode_headers(headers: pa.Array | pa.ChunkedArray | None, n: int, binary_t
     h_value = _binary(pc.struct_field(entries, "value"), "header value")
     if h_key.null_count:
         raise ValueError("a header key is null; Kafka header keys are required strings")
-    k_u, k_s, k_n = _field(_lengths(h_key, "header key"), False)
-    v_u, v_s, v_n = _field(_lengths(h_value, "header value"), h_value.null_count > 0)
+    k_u, k_s, k_n = _field(_length_fields(h_key, "header key"), False)
+    v_u, v_s, v_n = _field(_length_fields(h_value, "header value"), h_value.null_count > 0)
     m = len(entries)
     entry_size = k_s + k_n + v_s + v_n
     cum = np.zeros(m + 1, np.int64)
@@ -333,9 +335,8 @@ def batch_starts(upper: I64, budget: int, segment_starts: I64) -> I64:
     cum = np.zeros(n + 1, np.int64)
     np.cumsum(upper, out=cum[1:])
     limits = np.append(segment_starts[segment_starts > 0], n).tolist()
-    # One bisect per batch. On a list of Python ints a step is ~1 us cheaper than on the numpy array, which made
-    # encoding 1 KB values into 16 KiB batches ~15% faster, but the list costs ~25 ns a row: worth it only with
-    # many batches for the rows (not for 256 KiB batches of 100 B rows, ~2,000 rows each).
+    # One bisect per batch. A bisect step is cheaper on a list of Python ints than on the numpy array, but building
+    # the list costs per row: worth it only with many batches for the rows (not with thousands of rows a batch).
     few = n > 64 * (int(cum[-1]) // budget + len(limits))
     ends = cum if few else cum.tolist()
     starts = []
@@ -396,10 +397,10 @@ def encode_arrow_batch_groups(
     large = pa.types.is_large_binary(key_b.type) or pa.types.is_large_binary(value_b.type)
     if idx is not None and not large:  # all pieces are concatenated at once: keep their offsets in range
         columns = value_b.nbytes + key_b.nbytes + (0 if headers is None else headers.nbytes)
-        large = columns + _GLUE_BOUND * n > _INT32_MAX
+        large = columns + RECORD_OVERHEAD_BOUND * n > _INT32_MAX  # the glue pieces: the record's varints
     binary_type = pa.large_binary() if large else pa.binary()
     hdr = _encode_headers(headers, rows, binary_type)
-    k_len, v_len = _lengths(key_b, "key"), _lengths(value_b, "value")
+    k_len, v_len = _length_fields(key_b, "key"), _length_fields(value_b, "value")
     if idx is not None:
         ts, k_len, v_len = ts[idx], k_len[idx], v_len[idx]
         hdr = _Headers(hdr.count_u[idx], hdr.count_s[idx], hdr.payload[idx], hdr.joined)
@@ -458,17 +459,15 @@ def encode_arrow_batch_groups(
     batch_bytes = np.diff(batch_end, prepend=0) + HEADER_SIZE
     # With ``order``, an input of at most _CONCAT_BYTES has every piece concatenated once (key, value and headers
     # in input order, the glue in encode order) and each group's take reads it through ``order``. A larger one
-    # has each group's rows taken from its columns first: one more copy (~0.07 us a 1 KB row), but a group's bytes
-    # at a time instead of the input's (a 10,000-row batch of 1 KB values is 10 MB). Without ``order``, each group
-    # concatenates its slices.
-    # (Groups of 1 MiB there: writing 10 MB inputs like the one above, a process's peak RSS over what it held
-    # before its first write was +71-72 MB with 1 MiB groups, +90-91 with 4 MiB and +101-110 with 2 MiB, in the
-    # same runs; +63-68 before this path existed.)
+    # has each group's rows taken from its columns first: one more copy, but a group's bytes at a time instead of
+    # the input's (one of Spark's 10,000-row batches of 1 KB values is 10 MB). Without ``order``, each group
+    # concatenates its slices. Those groups are _TAKE_GROUP_BYTES, smaller than _GROUP_BYTES: the process's peak
+    # memory grows with the group size there.
     whole = None
     group_bytes = _GROUP_BYTES
     if idx is not None:
         if sum(p.nbytes for p in parts) <= _CONCAT_BYTES:
-            whole = pa.concat_arrays([c for p in parts + tail_piece for c in _pieces(p)])
+            whole = pa.concat_arrays([c for p in parts + tail_piece for c in _chunks_of(p)])
         else:  # the columns (odd pieces) as one array each: a take from chunks would concatenate them every time
             parts = [p.combine_chunks() if isinstance(p, pa.ChunkedArray) else p for p in parts]
             group_bytes = _TAKE_GROUP_BYTES

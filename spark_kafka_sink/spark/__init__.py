@@ -6,7 +6,8 @@
 ``commit`` (commit messages; the driver's commit / abort of transactions and the summary line).
 """
 
-from spark_kafka_sink.spark.commit import KafkaCommitMessage, PartitionWrite, TransactionCommitError
+from spark_kafka_sink.producer.arrow_send import PartitionWrite
+from spark_kafka_sink.spark.commit import KafkaCommitMessage, TransactionCommitError
 from spark_kafka_sink.spark.datasource import FORMAT_NAME, KafkaSinkDataSource
 from spark_kafka_sink.spark.options import DeliveryGuarantee, SinkOptions
 from spark_kafka_sink.spark.schema import InvalidColumnError

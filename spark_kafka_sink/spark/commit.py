@@ -16,27 +16,26 @@ which is the one the user needs; abort problems are logged.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, TypeVar
 
 from pyspark.sql.datasource import WriterCommitMessage
 
 from spark_kafka_sink.errors import InvalidTxnStateError, KafkaError, ProducerFencedError
+from spark_kafka_sink.producer.arrow_send import PartitionWrite
 from spark_kafka_sink.producer.transactions import CoordinatorSession, TransactionIdentity
 from spark_kafka_sink.spark.commit_log import CommitLog, Committed, LoggedWrite, PlannedTransaction
 from spark_kafka_sink.spark.digest import EMPTY_DIGEST
 from spark_kafka_sink.spark.options import SinkOptions
 
 __all__ = [
-    "PartitionWrite", "KafkaCommitMessage", "WriteSummary", "TransactionCommitError", "commit_write",
-    "abort_write", "recover_write", "summarize", "LOGGER_NAME", "TEST_PAUSE_ENV",
+    "KafkaCommitMessage", "WriteSummary", "TransactionCommitError", "commit_write",
+    "abort_write", "recover_write", "summarize", "LOGGER_NAME", "COMMIT_STEPS", "CommitHook", "add_commit_hook",
 ]
 
 LOGGER_NAME = "spark_kafka_sink.spark"
@@ -44,34 +43,26 @@ _log = logging.getLogger(LOGGER_NAME)
 _MAX_PARALLEL_END_TXN = 8  # EndTxn round trips overlap; more threads only queue at one coordinator
 _RETRY_BACKOFF_S = 0.2
 _SUMMARY_PARTITIONS = 20  # one log line stays readable: the rest is counted, not listed
-#: Fault injection for tests only (see _test_pause).
-TEST_PAUSE_ENV = "SPARK_KAFKA_SINK_TEST_PAUSE_AT"
-_TEST_PAUSE_LIMIT_S = 600.0
+#: The steps of a logged commit (a stable writeId) at which hooks (:func:`add_commit_hook`) are called, in order:
+#: the plan recorded; before each transaction's EndTxn; after it (once the log recorded it); every EndTxn done and
+#: the log flushed; the completion recorded.
+COMMIT_STEPS = ("after-plan", "before-end-txn", "after-end-txn", "after-commits", "after-complete")
+#: ``hook(step, write_id)``: see :func:`add_commit_hook`.
+CommitHook = Callable[[str, int], None]
+_commit_hooks: list[CommitHook] = []  # changed only by add_commit_hook and its remover (list ops are atomic)
 
 
-@dataclass(frozen=True)
-class PartitionWrite:
-    """What one task wrote to one topic-partition (offsets inclusive, as the broker assigned them)."""
-
-    topic: str
-    partition: int
-    records: int
-    bytes: int
-    first_offset: int
-    last_offset: int
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KafkaCommitMessage(WriterCommitMessage):
-    """One task's result. Plain values only: Spark pickles it to the driver."""
+    """One task's result, built by keyword. Plain values only: Spark pickles it to the driver."""
 
     partition_id: int
     attempt: int
     transactional_id: str | None  # None for at_least_once
-    producer_id: int  # -1 unless transactional
-    producer_epoch: int
-    writes: tuple[PartitionWrite, ...]
     started_at: float  # wall clock, seconds: the summary's duration spans the earliest task start
+    producer_id: int = -1  # -1 unless transactional
+    producer_epoch: int = -1
+    writes: tuple[PartitionWrite, ...] = ()
     batch_id: int | None = None  # the streaming micro-batch
     digest: str | None = None  # the rows' digest (spark.digest), with a stable writeId
     skipped_rows: int | None = None  # set when an earlier run of the writeId committed this partition: not written
@@ -145,9 +136,7 @@ def summarize(options: SinkOptions, messages: Sequence[KafkaCommitMessage], batc
     for message in messages:
         for w in message.writes:
             seen = merged.get((w.topic, w.partition))
-            merged[(w.topic, w.partition)] = w if seen is None else PartitionWrite(
-                w.topic, w.partition, seen.records + w.records, seen.bytes + w.bytes,
-                min(seen.first_offset, w.first_offset), max(seen.last_offset, w.last_offset))
+            merged[(w.topic, w.partition)] = w if seen is None else seen.merge(w)
     start = min((m.started_at for m in messages), default=now or time.time())
     return WriteSummary(
         guarantee=options.guarantee.value,
@@ -178,8 +167,7 @@ def _log_summary(line: str) -> None:
 def _commit_timeout_s(options: SinkOptions) -> float:
     # A commit may wait for the coordinator to write markers on every partition: allow a request timeout several
     # times over, at least one minute.
-    request_ms = int(options.producer_options.get("request.timeout.ms", 30_000))
-    return max(60.0, 3 * request_ms / 1000)
+    return max(60.0, 3 * options.request_timeout_ms / 1000)
 
 
 # ------------------------------------------------------------------------------------------ commit
@@ -227,19 +215,20 @@ def _commit_logged(options: SinkOptions, write_id: int, done: Sequence[KafkaComm
                for m in done if not m.has_transaction}
     with _commit_log(options) as log:
         log.append_plan(write_id, planned, carried)
-        _test_pause("after-plan", write_id)
+        _at_step("after-plan", write_id)
 
         def end(message: KafkaCommitMessage, session: CoordinatorSession) -> None:
+            _at_step("before-end-txn", write_id)
             _end(options, message, session, commit=True)
             log.append_committed(write_id, message.partition_id)
-            _test_pause("after-first-commit", write_id)
+            _at_step("after-end-txn", write_id)
 
         failures = _run_all(options, pending, end)
         if not failures:
             log.flush()
-            _test_pause("after-commits", write_id)
+            _at_step("after-commits", write_id)
             log.append_complete(write_id)
-            _test_pause("after-complete", write_id)
+            _at_step("after-complete", write_id)
     return failures
 
 
@@ -293,27 +282,26 @@ def _commit_log(options: SinkOptions) -> CommitLog:
                      _commit_timeout_s(options))
 
 
-def _test_pause(point: str, write_id: int) -> None:
-    """Fault injection for tests only: with ``SPARK_KAFKA_SINK_TEST_PAUSE_AT=<point>:<marker file>`` in the
-    driver's environment, the commit stops at ``point``, writes "<pid> <writeId>" to the marker and waits there to be
-    killed (the test SIGKILLs the driver). Points: after-plan, after-first-commit, after-commits, after-complete."""
-    spec = os.environ.get(TEST_PAUSE_ENV)
-    if not spec:
-        return
-    name, _, marker = spec.partition(":")
-    if name != point:
-        return
-    Path(marker).write_text(f"{os.getpid()} {write_id}")
-    threading.Event().wait(_TEST_PAUSE_LIMIT_S)
-    raise TransactionCommitError(f"{TEST_PAUSE_ENV}: nobody killed the driver at {point} within "
-                                 f"{_TEST_PAUSE_LIMIT_S:g} s")
+def add_commit_hook(hook: CommitHook) -> Callable[[], None]:
+    """Have ``hook(step, write_id)`` called at each step of this process's logged commits (:data:`COMMIT_STEPS`);
+    returns the function that removes it. A seam for observers and fault injection (the driver-crash tests stop the
+    commit at a step and kill the driver there): with no hook registered, nothing is called. A hook runs on the
+    committing thread: the EndTxn steps on the commit's pool threads, several at once; what it raises fails the
+    commit like an EndTxn error."""
+    _commit_hooks.append(hook)
+    return lambda: _commit_hooks.remove(hook)
+
+
+def _at_step(step: str, write_id: int) -> None:
+    for hook in tuple(_commit_hooks):
+        hook(step, write_id)
 
 
 def _commit_failure_text(options: SinkOptions, pending: Sequence[KafkaCommitMessage],
                          failures: dict[str, BaseException]) -> str:
     committed = [m for m in pending if m.transactional_id not in failures]
     details = "; ".join(f"{tid}: {type(e).__name__}: {e}" for tid, e in sorted(failures.items()))
-    timeout_ms = options.producer_options.get("transaction.timeout.ms")
+    timeout_ms = options.transaction_timeout_ms
     visible = (f"{len(committed)} were committed: their {sum(m.rows for m in committed)} rows are visible, the "
                f"others' rows are not" if committed else "0 were committed: no row of this write is visible")
     text = (f"{len(failures)} of {len(pending)} Kafka transactions could not be committed ({details}). {visible}. "
@@ -370,10 +358,8 @@ def _run_all(options: SinkOptions, items: Sequence[_T],
             sessions.append(session)
         action(item, session)
 
-    # One at a time while a test pauses the commit, so "after the first EndTxn" means exactly one ended.
-    parallel = 1 if os.environ.get(TEST_PAUSE_ENV) else _MAX_PARALLEL_END_TXN
     try:
-        with ThreadPoolExecutor(max_workers=min(parallel, len(items)),
+        with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL_END_TXN, len(items)),
                                 thread_name_prefix="pykafka-sink-endtxn") as pool:
             futures = {_id_of(item): pool.submit(run, item) for item in items}
             for tid, future in futures.items():

@@ -30,7 +30,7 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_kafka_sink.errors import (
     ClusterAuthorizationFailedError,
@@ -41,13 +41,16 @@ from spark_kafka_sink.errors import (
     error_for_code,
 )
 from spark_kafka_sink.net.client import NetworkClient
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.partition_reader import read_partition
 from spark_kafka_sink.net.security import check_security, handshakes_for
+from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import CREATE_TOPICS
 from spark_kafka_sink.protocol.messages.cluster import AclOperation
 from spark_kafka_sink.protocol.murmur2 import murmur2, partition_for_key
+
+if TYPE_CHECKING:
+    from spark_kafka_sink.producer import KafkaProducer, RecordMetadata
 
 __all__ = ["CommitLog", "CommitLogAccessError", "Committed", "CommittedWrite", "LoggedWrite", "PlannedTransaction",
            "COMMIT_LOG_PARTITIONS"]
@@ -127,7 +130,7 @@ class CommitLog:
         self.prefix = prefix
         self._config = {k: v for k, v in producer_config.items() if k != "transactional.id"}
         self._timeout_s = timeout_s
-        self._producer: Any = None
+        self._producer: KafkaProducer | None = None
         self._partition: int | None = None
 
     def __enter__(self) -> CommitLog:
@@ -209,17 +212,17 @@ class CommitLog:
         except KafkaError as exc:
             raise _access_error(exc, self.topic, "Write") from exc
 
-    def _append(self, kind: str, value: dict[str, Any]) -> Future[Any]:
+    def _append(self, kind: str, value: dict[str, Any]) -> Future[RecordMetadata]:
         producer = self._writer()
         payload = json.dumps({"v": _FORMAT, **value}, separators=(",", ":")).encode()
         try:
-            future: Future[Any] = producer.send(self.topic, payload, key=f"{self.prefix}/{kind}".encode(),
-                                                partition=self._partition)
+            future = producer.send(self.topic, payload, key=f"{self.prefix}/{kind}".encode(),
+                                   partition=self._partition)
         except KafkaError as exc:
             raise _access_error(exc, self.topic, "Write") from exc
         return future
 
-    def _writer(self) -> Any:
+    def _writer(self) -> KafkaProducer:
         if self._producer is None:
             from spark_kafka_sink.producer import KafkaProducer
 
@@ -234,7 +237,7 @@ class CommitLog:
     # ------------------------------------------------------------------------------------------ the topic
 
     def _client(self) -> NetworkClient:
-        net_config = NetConfig.from_properties(self._config)
+        net_config = ProducerConfig.from_dict(self._config).net_config()
         check_security(net_config)
         return NetworkClient(net_config, handshakes=handshakes_for)
 

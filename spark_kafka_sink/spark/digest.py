@@ -151,7 +151,7 @@ def bytes_hashes(arr: pa.Array, scratch: ScratchBuffer | None = None) -> npt.NDA
     # running[j]: rows with more than j words (a prefix of the order)
     running = np.searchsorted(-n_words, -np.arange(1, words + 2), side="right")
     # Rows are read 64 bytes at a time: one gather of a 64-byte block per row costs about what a gather of one
-    # unaligned word does (~5 ns), so this reads 100-byte values ~3x faster than a gather per word.
+    # unaligned word does, so this reads short values in a fraction of a gather per word's time.
     padded = (scratch or ScratchBuffer()).padded(data[first_byte:end_byte])
     blocks = np.ndarray(shape=(end_byte - first_byte + 1,), dtype=np.dtype((np.void, _BLOCK_BYTES)), buffer=padded,
                         strides=(1,))  # a block at every byte

@@ -27,7 +27,7 @@ import difflib
 import enum
 import hashlib
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +70,6 @@ _REFUSED_PRODUCER_KEYS = {
                         "deliveryGuarantee=exactly_once and, to choose the ids, transactionalIdPrefix",
 }
 # Allowed characters of a transactional id prefix: Kafka accepts any string, but ids end up in broker logs and ACLs.
-_MAX_IDEMPOTENT_IN_FLIGHT = 5  # the Java client's limit for idempotent (and so transactional) producers
 _PREFIX_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
@@ -96,6 +95,13 @@ class SinkOptions:
     # Options not used: passed through by Spark, unknown ones, and kafka.* keys that are no producer setting
     # (ProducerConfig.ignored, e.g. a consumer's kafka.group.id)
     ignored: tuple[str, ...] = field(default=())
+    # The producer settings the adapter itself acts on, as the parsed ProducerConfig has them (its defaults
+    # included): read from it once on the driver, so no layer here reads a raw option or repeats a default.
+    bootstrap_servers: str = field(kw_only=True)  # host:port,... (for messages)
+    batch_size: int = field(kw_only=True)
+    delivery_timeout_ms: int = field(kw_only=True)
+    request_timeout_ms: int = field(kw_only=True)
+    transaction_timeout_ms: int = field(kw_only=True)
 
     @property
     def exactly_once(self) -> bool:
@@ -107,10 +113,6 @@ class SinkOptions:
         if not self.exactly_once:
             return None
         return batch_id if batch_id is not None else self.write_id
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return ",".join(self.producer_options["bootstrap.servers"])
 
     def transactional_id(self, partition_id: int) -> str:
         """The deterministic id of one Spark partition's transaction: a retried task fences its zombie."""
@@ -158,7 +160,7 @@ class SinkOptions:
                 _refuse_misspelling(key, raw_key)
                 ignored.append(raw_key)
 
-        if not str(producer_raw.get("bootstrap.servers", "")).strip():
+        if not (_option(lowered, "kafka.bootstrap.servers") or "").strip():
             raise ConfigError("option kafka.bootstrap.servers is required: host:port[,host:port...] of the brokers",
                               key="kafka.bootstrap.servers")
 
@@ -167,14 +169,14 @@ class SinkOptions:
         prefix = _prefix(lowered, guarantee, streaming)
         write_id = _write_id(lowered, guarantee)
 
-        producer_raw.setdefault("batch.size", str(DEFAULT_BATCH_SIZE))
+        # The sink's own defaults of two producer settings (the user's kafka.* options win).
+        sink_defaults: dict[str, Any] = {"batch.size": str(DEFAULT_BATCH_SIZE)}
         if guarantee is DeliveryGuarantee.EXACTLY_ONCE:
             # Raised from the client's 60 s: tasks' transactions stay open until the driver commits (README).
-            producer_raw.setdefault("transaction.timeout.ms", str(DEFAULT_TRANSACTION_TIMEOUT_MS))
-        config = _validated(producer_raw, f"{prefix}-0" if prefix else None, guarantee)
+            sink_defaults["transaction.timeout.ms"] = str(DEFAULT_TRANSACTION_TIMEOUT_MS)
+        config = _validated({**sink_defaults, **producer_raw}, f"{prefix}-0" if prefix else None, guarantee)
         ignored.extend(f"{_KAFKA_PREFIX}{key}" for key in config.ignored)
-        producer_options = config.to_dict()
-        producer_options.pop("transactional.id", None)  # each task sets its own
+        producer_options = config.to_dict()  # without a transactional.id: each task sets its own
         raw_log_topic = _option(lowered, "commitlogtopic")
         commit_log_topic = DEFAULT_COMMIT_LOG_TOPIC if raw_log_topic is None else raw_log_topic.strip()
         if not commit_log_topic:
@@ -182,7 +184,10 @@ class SinkOptions:
                               f"{DEFAULT_COMMIT_LOG_TOPIC!r}", key="commitLogTopic")
         return cls(producer_options, topic, guarantee, prefix, write_id, _timestamp_column(lowered), commit_log_topic,
                    _flag(lowered, "producerreuse"), _producer_idle_timeout_ms(lowered),
-                   _flag(lowered, "workergcfreeze"), tuple(sorted(ignored)))
+                   _flag(lowered, "workergcfreeze"), tuple(sorted(ignored)),
+                   bootstrap_servers=",".join(config.bootstrap_servers), batch_size=config.batch_size,
+                   delivery_timeout_ms=config.delivery_timeout_ms, request_timeout_ms=config.request_timeout_ms,
+                   transaction_timeout_ms=config.transaction_timeout_ms)
 
 
 def _refuse_misspelling(key: str, raw_key: str) -> None:
@@ -297,43 +302,40 @@ def _write_id(lowered: Mapping[str, tuple[str, str]], guarantee: DeliveryGuarant
 
 
 def _validated(producer_raw: dict[str, Any], sample_id: str | None, guarantee: DeliveryGuarantee) -> ProducerConfig:
-    """Parse with the producer's own config so every kafka.* error is found here, on the driver."""
-    candidate = dict(producer_raw)
+    """Parse with the producer's own config so every kafka.* error is found here, on the driver; for exactly_once
+    also as a task's transactional producer (``sample_id``). The config without a transactional.id is returned."""
+    config = _parsed(lambda: ProducerConfig.from_dict(producer_raw), guarantee, transactional=False)
     if sample_id is not None:
-        _check_transactional(producer_raw)
-        candidate["transactional.id"] = sample_id
+        _check_transactional(config)
+        _parsed(lambda: config.with_overrides({"transactional.id": sample_id}), guarantee, transactional=True)
+    return config
+
+
+def _parsed(parse: Callable[[], ProducerConfig], guarantee: DeliveryGuarantee, *, transactional: bool
+            ) -> ProducerConfig:
     try:
-        return ProducerConfig.from_dict(candidate)
+        return parse()
     except ConfigError as exc:
-        raise _spark_named(exc, guarantee) from None
+        raise _spark_named(exc, guarantee, transactional) from None
     except KafkaError as exc:  # a partitioner or interceptor class that does not import, for instance
         raise ConfigError(f"invalid kafka.* option: {exc}") from None
 
 
-def _check_transactional(raw: Mapping[str, Any]) -> None:
+def _check_transactional(config: ProducerConfig) -> None:
     """exactly_once needs an idempotent producer: name the user's conflicting kafka.* options."""
-    problems = []
-    if str(raw.get("enable.idempotence", "true")).strip().lower() == "false":
-        problems.append("kafka.enable.idempotence=false")
-    if str(raw.get("acks", "all")).strip().lower() not in ("all", "-1"):
-        problems.append(f"kafka.acks={raw['acks']} (needs all)")
-    if str(raw.get("retries", "1")).strip() == "0":
-        problems.append("kafka.retries=0 (needs > 0)")
-    in_flight = str(raw.get("max.in.flight.requests.per.connection", "5")).strip()
-    if in_flight.isdigit() and int(in_flight) > _MAX_IDEMPOTENT_IN_FLIGHT:
-        problems.append(f"kafka.max.in.flight.requests.per.connection={in_flight} (needs <= "
-                        f"{_MAX_IDEMPOTENT_IN_FLIGHT})")
+    problems = [f"{_KAFKA_PREFIX}{conflict}" for conflict in config.idempotence_conflicts()]
     if problems:
         raise ConfigError("deliveryGuarantee=exactly_once writes in Kafka transactions, which need an idempotent "
                           f"producer; these options conflict: {', '.join(problems)}. Remove them, or use "
                           "deliveryGuarantee=at_least_once", key="deliveryGuarantee")
 
 
-def _spark_named(exc: ConfigError, guarantee: DeliveryGuarantee) -> ConfigError:
-    """Rename the producer's Java keys to the Spark options the user wrote (``linger.ms`` -> ``kafka.linger.ms``)."""
+def _spark_named(exc: ConfigError, guarantee: DeliveryGuarantee, transactional: bool) -> ConfigError:
+    """Rename the producer's Java keys to the Spark options the user wrote (``linger.ms`` -> ``kafka.linger.ms``);
+    an error of the transactional producer, or about idempotence with exactly_once, names deliveryGuarantee."""
     text = str(exc).replace("did you mean '", "did you mean 'kafka.")
     key = exc.key
-    if key == "transactional.id" or (key == "enable.idempotence" and "transactional.id" in text):
+    if transactional or (guarantee is DeliveryGuarantee.EXACTLY_ONCE and key == "enable.idempotence"):
         text = (f"deliveryGuarantee={guarantee.value} writes in transactions, which need an idempotent producer: "
                 f"{text}")
         return ConfigError(text, key="deliveryGuarantee")

@@ -36,9 +36,13 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from spark_kafka_sink.secret import Secret
+from spark_kafka_sink.spark.sink_producer import CachedProducer
+
+if TYPE_CHECKING:
+    from spark_kafka_sink.producer import KafkaProducer
 
 __all__ = ["ProducerCache", "Lease", "close_failed", "worker_cache"]
 
@@ -46,18 +50,22 @@ _log = logging.getLogger(__name__)
 _CLOSE_TIMEOUT_S = 30.0
 
 
+#: The cached producers' type: KafkaProducer, or a test's fake.
+ProducerT = TypeVar("ProducerT", bound=CachedProducer)
+
+
 @dataclass
-class _Idle:
-    producer: Any  # KafkaProducer
+class _Idle(Generic[ProducerT]):
+    producer: ProducerT
     key: str
     expires_at: float
 
 
 @dataclass(frozen=True)
-class Lease:
+class Lease(Generic[ProducerT]):
     """A producer lent to one task. ``created``: made for this task (not reused)."""
 
-    producer: Any  # KafkaProducer
+    producer: ProducerT
     key: str
     created: bool
     idle_timeout_s: float
@@ -80,16 +88,16 @@ def config_key(config: Mapping[str, Any]) -> str:
     return digest.hexdigest()
 
 
-class ProducerCache:
+class ProducerCache(Generic[ProducerT]):
     """Idle producers by configuration; see the module docstring. Thread-safe (``_lock`` guards ``_idle`` and
     ``_closed``); producers are closed outside the lock."""
 
-    def __init__(self, factory: Callable[[Mapping[str, Any]], Any],
+    def __init__(self, factory: Callable[[Mapping[str, Any]], ProducerT],
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._factory = factory
         self._clock = clock
         self._lock = threading.Condition()
-        self._idle: list[_Idle] = []  # guarded by _lock
+        self._idle: list[_Idle[ProducerT]] = []  # guarded by _lock
         self._closed = False  # guarded by _lock
         self._reaper: threading.Thread | None = None  # started with the first idle producer; guarded by _lock
         # When the reaper looks next (clock time; guarded by _lock). give_back wakes it only for an earlier
@@ -98,15 +106,15 @@ class ProducerCache:
         self.created = 0  # producers made (guarded by _lock): for the summary line and tests
         self.reused = 0  # producers lent again (guarded by _lock)
 
-    def lease(self, config: Mapping[str, Any], idle_timeout_s: float) -> Lease:
+    def lease(self, config: Mapping[str, Any], idle_timeout_s: float) -> Lease[ProducerT]:
         """An idle producer of exactly this configuration, else a new one (made outside the lock). With a
         transactional.id, a kept producer switches to it (``switch_transactional_id``); the caller then calls
         ``init_transactions()`` as for a new one. A producer that cannot switch is closed and another one taken."""
         key = config_key(config)
         transactional_id = config.get(_TRANSACTIONAL_ID)
-        stale: list[Any] = []
+        stale: list[ProducerT] = []
         with self._lock:
-            found = None
+            found: ProducerT | None = None
             for i, entry in enumerate(self._idle):
                 if entry.key == key:
                     found = self._idle.pop(i).producer
@@ -134,7 +142,7 @@ class ProducerCache:
             self.created += 1
         return Lease(producer, key, True, idle_timeout_s)
 
-    def give_back(self, lease: Lease, *, healthy: bool) -> None:
+    def give_back(self, lease: Lease[ProducerT], *, healthy: bool) -> None:
         """Return a lent producer after its task. ``healthy``: the task succeeded and flushed everything; anything
         else closes the producer, a failed task's at once (see ``close_failed``)."""
         producer = lease.producer
@@ -206,7 +214,7 @@ class ProducerCache:
             self.expire()
 
 
-def close_failed(producer: Any) -> None:
+def close_failed(producer: CachedProducer) -> None:
     """Close the producer of a failed task at once, failing what it still holds: that task's rows are sent again by
     its retry, and an abort it could not finish (an unreachable coordinator) is ended by the retry's fencing or the
     driver's abort. A graceful close would wait for a down cluster for up to 30 s before Spark could retry."""
@@ -216,7 +224,7 @@ def close_failed(producer: Any) -> None:
         _log.info("closing a failed task's producer failed: %s: %s", type(exc).__name__, exc)
 
 
-def _close_all(producers: list[Any]) -> None:
+def _close_all(producers: list[ProducerT]) -> None:
     for producer in producers:
         try:
             # A kept producer's last transaction is the driver's to end (it may not have committed it yet).
@@ -225,11 +233,11 @@ def _close_all(producers: list[Any]) -> None:
             _log.info("closing a cached producer failed: %s: %s", type(exc).__name__, exc)
 
 
-_WORKER_CACHE: ProducerCache | None = None
+_WORKER_CACHE: ProducerCache[KafkaProducer] | None = None
 _WORKER_CACHE_LOCK = threading.Lock()
 
 
-def worker_cache() -> ProducerCache:
+def worker_cache() -> ProducerCache[KafkaProducer]:
     """This Python worker's cache (made on first use; closed at the worker's exit)."""
     global _WORKER_CACHE
     with _WORKER_CACHE_LOCK:

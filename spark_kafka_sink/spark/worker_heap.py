@@ -2,9 +2,9 @@
 
 A reused Spark Python worker runs a full ``gc.collect()`` after every task (pyspark's ``daemon.py``). A full
 collection walks every container object the process holds: pyspark's and pyarrow's modules, ``pyarrow.compute``'s
-generated functions, this package's modules and the kept producer, ~58,000 objects once the sink has run. Measured
-on 2 cores: ~10 ms per collection, on the critical path of the worker's next task, against ~1 ms of the sink's own
-work for a 1,000-row task.
+generated functions, this package's modules and the kept producer: tens of thousands of objects once the sink has
+run. Each such collection is on the critical path of the worker's next task and can cost more than the sink's own
+work for a small task.
 
 The first sink task in a worker (after its modules are imported, before it takes a producer) collects once and
 then freezes what is alive (``gc.freeze()``, Python's remedy for long-lived objects): they move to a permanent

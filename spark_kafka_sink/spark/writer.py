@@ -26,6 +26,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -34,19 +35,15 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamWriter
 from pyspark.sql.types import StructType
 
 from spark_kafka_sink.errors import ConfigError, KafkaError
-from spark_kafka_sink.producer.arrow_send import fill_bytes
-from spark_kafka_sink.spark.commit import (
-    KafkaCommitMessage,
-    PartitionWrite,
-    abort_write,
-    commit_write,
-)
+from spark_kafka_sink.producer.arrow_send import BatchSendResult, PartitionWrite, fill_bytes
+from spark_kafka_sink.spark.commit import KafkaCommitMessage, abort_write, commit_write
 from spark_kafka_sink.spark.commit_log import CommittedWrite
 from spark_kafka_sink.spark.digest import RowDigest
 from spark_kafka_sink.spark.options import SinkOptions
 from spark_kafka_sink.spark.producer_cache import Lease, close_failed, worker_cache
 from spark_kafka_sink.spark.row_batches import row_batches
 from spark_kafka_sink.spark.schema import ColumnPlan, to_producer_batch
+from spark_kafka_sink.spark.sink_producer import PreparedT, SinkProducer
 from spark_kafka_sink.spark.task_input import input_was_cut_off
 from spark_kafka_sink.spark.worker_heap import freeze_once
 
@@ -63,9 +60,8 @@ else:
 
 _log = logging.getLogger(__name__)
 _CLOSE_TIMEOUT_S = 30.0
-_DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
-#: A task's first input batch at least this large is sent in two halves (see ``_send_all``). 10,000 rows of 100 B
-#: values are ~1.2 MB; 1,000 of them, sent whole, gained nothing from splitting.
+#: A task's first input batch at least this large is sent in two halves (see ``_send_all``); a smaller one is sent
+#: whole, as it is acknowledged quickly enough that splitting gains nothing.
 _SPLIT_FIRST_BYTES = 512 << 10
 
 
@@ -75,21 +71,35 @@ class TaskInputCutOffError(KafkaError):
 
 def _flush_timeout_s(options: SinkOptions) -> float:
     # Every record is acknowledged or failed within delivery.timeout.ms: waiting longer only hides a hang.
-    return int(options.producer_options.get("delivery.timeout.ms", _DEFAULT_DELIVERY_TIMEOUT_MS)) / 1000 + 30.0
+    return options.delivery_timeout_ms / 1000 + 30.0
 
 
-def _task_context() -> tuple[int, int, int | None, bool, bool]:
-    """(partition id, attempt number, micro-batch id, speculation on, True) of the running task; zeros and False
-    outside Spark."""
+@dataclass(frozen=True)
+class TaskInfo:
+    """What the sink needs to know of the Spark task it runs in."""
+
+    partition_id: int
+    attempt: int
+    batch_id: int | None  # the streaming micro-batch, None for a batch write
+    speculation: bool  # spark.speculation is on for this job
+    in_spark: bool  # False: called outside a Spark task (tests, a plain Python caller); the others are defaults
+
+
+_OUTSIDE_SPARK = TaskInfo(partition_id=0, attempt=0, batch_id=None, speculation=False, in_spark=False)
+
+
+def _task_context() -> TaskInfo:
+    """The running task's :class:`TaskInfo` (zeros and False outside Spark)."""
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
     if ctx is None:
-        return 0, 0, None, False, False
+        return _OUTSIDE_SPARK
     batch = ctx.getLocalProperty("streaming.sql.batchId")
     # SQL executions propagate the session's spark.* settings to tasks as local properties.
     speculation = (ctx.getLocalProperty("spark.speculation") or "false").strip().lower() == "true"
-    return ctx.partitionId(), ctx.attemptNumber(), None if batch is None else int(batch), speculation, True
+    return TaskInfo(partition_id=ctx.partitionId(), attempt=ctx.attemptNumber(),
+                    batch_id=None if batch is None else int(batch), speculation=speculation, in_spark=True)
 
 
 class NonDeterministicInputError(ConfigError):
@@ -107,14 +117,15 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
     from spark_kafka_sink.producer import KafkaProducer
 
     started_at = time.time()
-    partition_id, attempt, batch_id, speculation, in_spark = _task_context()
-    write_id = options.stable_write_id(batch_id)
+    task = _task_context()
+    partition_id, attempt = task.partition_id, task.attempt
+    write_id = options.stable_write_id(task.batch_id)
     if resume is not None and write_id == resume.write_id and partition_id in resume.partitions:
-        return _skip(options, plan, batches, resume, partition_id, attempt, batch_id, started_at)
+        return _skip(plan, batches, resume, task, started_at)
     digest = RowDigest() if write_id is not None else None
     transactional_id = None
     if options.exactly_once:
-        if speculation:
+        if task.speculation:
             raise ConfigError(
                 "deliveryGuarantee=exactly_once cannot run with spark.speculation=true: a speculative task copy "
                 "would fence the transaction of the copy Spark keeps. Disable speculation for this job, or use "
@@ -126,15 +137,16 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
     if first is None and attempt == 0:
         # Nothing to write and no earlier attempt to fence: skip the producer (and its InitProducerId round trips);
         # after a shuffle most of 200 partitions can be empty.
-        return KafkaCommitMessage(partition_id, attempt, transactional_id, -1, -1, (), started_at, batch_id,
-                                  None if digest is None else digest.digest)
+        return KafkaCommitMessage(partition_id=partition_id, attempt=attempt, transactional_id=transactional_id,
+                                  started_at=started_at, batch_id=task.batch_id,
+                                  digest=None if digest is None else digest.digest)
     if first is not None:
         batches = _first_then(first, batches)
         del first  # else it stays in memory for the whole task
 
-    if options.worker_gc_freeze and in_spark:
+    if options.worker_gc_freeze and task.in_spark:
         freeze_once()  # the worker's modules leave Spark's per-task gc.collect() (worker_heap)
-    lease: Lease | None = None
+    lease: Lease[KafkaProducer] | None = None
     if options.producer_reuse:
         # The producer an earlier task of this worker left (see producer_cache); exactly_once: switched to this
         # task's transactional.id, its earlier transaction left to the driver.
@@ -179,15 +191,17 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
             producer.close(_CLOSE_TIMEOUT_S, abort_open_transaction=False)  # the driver ends the transaction
         else:
             close_failed(producer)
-    return KafkaCommitMessage(partition_id, attempt, transactional_id, producer_id, epoch, writes, started_at,
-                              batch_id, None if digest is None else digest.digest,
+    return KafkaCommitMessage(partition_id=partition_id, attempt=attempt, transactional_id=transactional_id,
+                              producer_id=producer_id, producer_epoch=epoch, writes=writes, started_at=started_at,
+                              batch_id=task.batch_id, digest=None if digest is None else digest.digest,
                               new_producer=lease is None or lease.created,
                               transaction_version=transaction_version, coordinator=coordinator)
 
 
-def _skip(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch], resume: CommittedWrite,
-          partition_id: int, attempt: int, batch_id: int | None, started_at: float) -> KafkaCommitMessage:
+def _skip(plan: ColumnPlan, batches: Iterator[pa.RecordBatch], resume: CommittedWrite, task: TaskInfo,
+          started_at: float) -> KafkaCommitMessage:
     """This partition was committed by an earlier run of the writeId: check the input is the same, send nothing."""
+    partition_id = task.partition_id
     recorded = resume.partitions[partition_id]
     digest = RowDigest()
     for batch in batches:
@@ -202,7 +216,8 @@ def _skip(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBat
             f"({what}): skipping it would lose rows and writing it would duplicate the committed ones. Make the "
             "input deterministic (e.g. sort within partitions, no random splits or non-deterministic sources), or "
             "write it as a new write with another writeId", key="writeId")
-    return KafkaCommitMessage(partition_id, attempt, None, -1, -1, (), started_at, batch_id, recorded.digest,
+    return KafkaCommitMessage(partition_id=partition_id, attempt=task.attempt, transactional_id=None,
+                              started_at=started_at, batch_id=task.batch_id, digest=recorded.digest,
                               skipped_rows=recorded.rows)
 
 
@@ -219,8 +234,9 @@ def _first_then(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterat
     yield from rest
 
 
-def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch],
-              digest: RowDigest | None, begin: Callable[[], None] | None = None) -> list[Future[Any]]:
+def _send_all(producer: SinkProducer[PreparedT], options: SinkOptions, plan: ColumnPlan,
+              batches: Iterator[pa.RecordBatch], digest: RowDigest | None, begin: Callable[[], None] | None = None
+              ) -> list[Future[BatchSendResult]]:
     """Send every input batch; returns their futures. ``begin`` (exactly_once: wait for init_transactions, begin the
     transaction) is called once before anything is queued: after the first rows are encoded, or at the end if the
     input has none."""
@@ -231,7 +247,7 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
             counts[topic] = len(producer.partitions_for(topic, needed))
         return counts[topic]
 
-    futures: list[Future[Any]] = []
+    futures: list[Future[BatchSendResult]] = []
     checked = 0  # futures before this index completed successfully
     first = True
     held: _HeldBatches | None = None  # made once a second input batch shows the task has more than one
@@ -246,7 +262,7 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
             # 10,000 rows as one) the broker writes the first half while the second is encoded, so the task waits
             # for half a batch's acknowledgement instead of a whole one (the flush after this). A task of many
             # batches pays one more encoder call and Produce. Nothing is read ahead to know which case it is: a
-            # look-ahead held a second input batch for the whole task (~10 MB more at 1 KB values).
+            # look-ahead would hold a second input batch for the whole task.
             half = records.num_rows // 2
             ready: list[pa.RecordBatch | pa.Table] = [records.slice(0, half), records.slice(half)]
         elif first:
@@ -255,7 +271,7 @@ def _send_all(producer: Any, options: SinkOptions, plan: ColumnPlan, batches: It
             if held is None:
                 topic = options.topic  # with a topic column (rows of any topic) nothing is held
                 held = _HeldBatches(0 if topic is None else
-                                    fill_bytes(int(options.producer_options["batch.size"]), partition_count(topic)))
+                                    fill_bytes(options.batch_size, partition_count(topic)))
             ready = held.add(records)
         if begin is not None:
             prepared = producer.prepare_batch(options.topic, ready.pop(0))  # encoded while the coordinator answers
@@ -294,8 +310,8 @@ class _HeldBatches:
         self._batches.append(records)
         self._bytes += size
         if self._bytes + size > self._limit:
-            # Another batch like this one would not fit: send now rather than hold these while Spark reads it (a
-            # 10 MB batch of 1 KB values held through the next read was +10 MB of peak memory).
+            # Another batch like this one would not fit: send now rather than hold these while Spark reads it
+            # (held through the next read, they would add their size to the worker's peak memory).
             out += self.rest()
         return out
 
@@ -306,20 +322,17 @@ class _HeldBatches:
         return out
 
 
-def _collect(futures: list[Future[Any]], timeout_s: float) -> tuple[PartitionWrite, ...]:
-    result = None
+def _collect(futures: list[Future[BatchSendResult]], timeout_s: float) -> tuple[PartitionWrite, ...]:
+    result: BatchSendResult | None = None
     for future in futures:
         batch_result = future.result(timeout=timeout_s)
         result = batch_result if result is None else result.merge(batch_result)
     if result is None:
         return ()
-    return tuple(
-        PartitionWrite(topic, partition, stats.records, stats.bytes, stats.first_offset, stats.last_offset)
-        for (topic, partition), stats in sorted(result.partitions.items())
-    )
+    return tuple(write for _, write in sorted(result.partitions.items()))
 
 
-def _abort_quietly(producer: Any, transactional_id: str) -> None:
+def _abort_quietly(producer: SinkProducer[PreparedT], transactional_id: str) -> None:
     # Best effort, so read_committed readers are not held up until the retry or the driver ends the transaction;
     # the task's own error is the one to report.
     try:

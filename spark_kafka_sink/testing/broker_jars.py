@@ -47,7 +47,7 @@ __all__ = [
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = REPO_ROOT / "conf"
 MIN_JAVA = 17
-# The newest patch release of each minor line the suite proves (checked on Maven Central, 2026-11): the default
+# The newest patch release of each minor line the suite proves (on Maven Central): the default
 # session runs the first, the newest release; `make test-versions` runs the others. 3.6.2 and 2.8.2 run in ZooKeeper
 # mode (testing.broker).
 DEFAULT_KAFKA_VERSION = "4.4.0"
@@ -61,8 +61,8 @@ SPARK_CONNECTOR_ARTIFACTS = (
     "commons-pool2",
 )
 # Spark's Kafka connector release for each pyspark minor line the project supports: the newest whose dependencies
-# (spark-token-provider-kafka) the Maven mirror CI uses fully has (checked 2026-11: 4.0.0, 4.1.1, 4.2.0; none for
-# 4.3 yet, and 4.2's works under pyspark 4.3). A patch release apart from pyspark's is fine for reading back.
+# (spark-token-provider-kafka) the Maven mirror CI uses fully has (4.3 has none there, and 4.2's works under
+# pyspark 4.3). A patch release apart from pyspark's is fine for reading back.
 SPARK_CONNECTOR_VERSIONS = {"4.0": "4.0.0", "4.1": "4.1.1", "4.2": "4.2.0", "4.3": "4.2.0"}
 
 

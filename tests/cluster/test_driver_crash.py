@@ -3,8 +3,9 @@ SIGKILL at each point of the commit, then the same job runs again. Read back at 
 Marked ``cluster`` with the other real-process fault tests (``make test-cluster``): ~5 minutes of spark-submit runs,
 against the session's single broker.
 
-The kill points are reached through the test-only fault injection ``SPARK_KAFKA_SINK_TEST_PAUSE_AT=<point>:<file>``:
-the driver's commit stops there, creates the file and waits; the test then kills the driver for real.
+The kill points are reached through a commit hook the tests install in the job's processes (``commit_pause/``'s
+``sitecustomize``, given ``DRIVER_CRASH_PAUSE_AT=<point>:<file>``): the driver's commit stops there, creates the file
+and waits; the test then kills the driver for real.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from spark_kafka_sink.spark.commit import TEST_PAUSE_ENV
 from spark_kafka_sink.testing.broker_jars import REPO_ROOT
 from tests.conftest import ConsumedRecord, wait_for
 from tests.spark.conftest import end_offsets
@@ -31,6 +31,8 @@ pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.broker]
 
 JOBS = REPO_ROOT / "jobs"
 SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
+PAUSE_HOOK_DIR = Path(__file__).parent / "commit_pause"  # its sitecustomize registers the pause hook
+PAUSE_ENV = "DRIVER_CRASH_PAUSE_AT"
 ROWS = 3000
 
 
@@ -38,9 +40,10 @@ def launch(job: str, args: list[str], tmp_path: Path, pause: str | None = None) 
     """spark-submit ``job`` in its own process group; with ``pause``, its commit stops at that point."""
     marker = tmp_path / f"paused-{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    env.pop(TEST_PAUSE_ENV, None)
+    env.pop(PAUSE_ENV, None)
     if pause is not None:
-        env[TEST_PAUSE_ENV] = f"{pause}:{marker}"
+        env[PAUSE_ENV] = f"{pause}:{marker}"
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PAUSE_HOOK_DIR), env.get("PYTHONPATH")) if p)
     cmd = [str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false", str(JOBS / job), *args]
     log = open(tmp_path / f"{job}-{uuid.uuid4().hex[:6]}.log", "w")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,

@@ -26,6 +26,7 @@ from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.framing import RequestHeader
 from spark_kafka_sink.protocol.messages import INIT_PRODUCER_ID, METADATA, PRODUCE
 from tests.net.fake_broker import FakeBroker, Peer, unused_port
+from tests.net_settings import net_config
 
 Handler = Callable[[RequestHeader, dict[str, Any]], Mapping[str, Any] | None]
 PRODUCE_ANSWER: dict[str, Any] = {"responses": [], "throttle_time_ms": 0}
@@ -63,7 +64,7 @@ def metadata_answer(port: int, topics: Sequence[str] = ()) -> Handler:
 
 
 def make_client(*addresses: tuple[str, int], **overrides: Any) -> NetworkClient:
-    return NetworkClient(NetConfig(bootstrap_servers=tuple(addresses), **overrides))
+    return NetworkClient(net_config(*addresses, **overrides))
 
 
 @pytest.fixture
@@ -391,7 +392,7 @@ def test_blocking_request_gives_up_at_once_on_a_non_retriable_setup_error(client
     attempts: list[str] = []
     factory = rejecting(attempts)
     with FakeBroker(lambda peer: peer.wait_closed()) as broker:
-        client = NetworkClient(NetConfig(bootstrap_servers=((broker.host, broker.port),)), handshakes=factory)
+        client = NetworkClient(net_config((broker.host, broker.port)), handshakes=factory)
         clients.append(client)
         start = time.monotonic()
         with pytest.raises(SaslAuthenticationFailedError):
@@ -408,8 +409,8 @@ def test_a_fatal_setup_error_is_reported_on_the_metadata_and_ends_the_reconnecti
     # The sender's way of driving the client: poll only; the client connects for its own metadata refresh.
     attempts: list[str] = []
     with FakeBroker(lambda peer: peer.wait_closed()) as broker:
-        client = NetworkClient(NetConfig(bootstrap_servers=((broker.host, broker.port),), reconnect_backoff_ms=1,
-                                         reconnect_backoff_max_ms=1), handshakes=rejecting(attempts))
+        client = NetworkClient(net_config((broker.host, broker.port), reconnect_backoff_ms=1,
+                                          reconnect_backoff_max_ms=1), handshakes=rejecting(attempts))
         clients.append(client)
         metadata = client.metadata
         metadata.add_topic("t", monotonic_ms())

@@ -1,4 +1,4 @@
-"""NetConfig: bootstrap parsing, Java-named properties, errors that name the key."""
+"""NetConfig: bootstrap parsing; derived from the parsed ProducerConfig, whose errors name the key."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.net.config import NetConfig, parse_bootstrap_servers
+from spark_kafka_sink.producer.config import ProducerConfig
 
 
 def test_parse_bootstrap_servers() -> None:
@@ -28,21 +29,25 @@ def test_bad_bootstrap_servers_name_the_key(value: Any) -> None:
     assert info.value.key == "bootstrap.servers"
 
 
-def test_from_properties_reads_java_names_and_ignores_others() -> None:
-    config = NetConfig.from_properties({
+def net_config(**options: Any) -> NetConfig:
+    return ProducerConfig.from_dict({"bootstrap.servers": "h:1", **options}).net_config()
+
+
+def test_net_config_is_derived_from_the_parsed_producer_config() -> None:
+    config = ProducerConfig.from_dict({
         "bootstrap.servers": "h:1,[::1]:2", "client.id": "me", "request.timeout.ms": "1500",
         "max.in.flight.requests.per.connection": 2, "security.protocol": "sasl_ssl",
-        "sasl.mechanism": "PLAIN", "ssl.ca.location": "/ca.pem", "acks": "all", "linger.ms": 5,
-    })
+        "sasl.mechanism": "PLAIN", "sasl.username": "u", "sasl.password": "p", "ssl.ca.location": "/ca.pem",
+        "acks": "all", "linger.ms": 5,
+    }).net_config()
     assert config.bootstrap_servers == (("h", 1), ("::1", 2))
     assert config.bootstrap_addresses == ["h:1", "[::1]:2"]
     assert (config.client_id, config.request_timeout_ms, config.max_in_flight_requests_per_connection) == (
         "me", 1500, 2)
-    assert config.security_protocol == "SASL_SSL"
-    assert config.security_option("sasl.mechanism") == "PLAIN"
-    assert config.security_option("ssl.ca.location") == "/ca.pem"
-    assert config.security_option("sasl.username", "none") == "none"
-    assert NetConfig.from_properties({"bootstrap.servers": "h:1"}).request_timeout_ms == 30_000
+    assert (config.security.protocol, config.security.sasl_mechanism) == ("SASL_SSL", "PLAIN")
+    assert (config.security.ca_location, config.security.ca_option) == ("/ca.pem", "ssl.ca.location")
+    assert config.security.keystore_location is None
+    assert net_config().request_timeout_ms == 30_000  # the default, from config_options (none is declared here)
 
 
 @pytest.mark.parametrize(("key", "value"), [
@@ -56,27 +61,24 @@ def test_from_properties_reads_java_names_and_ignores_others() -> None:
 ])
 def test_bad_values_name_the_key(key: str, value: Any) -> None:
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")) as info:
-        NetConfig.from_properties({"bootstrap.servers": "h:1", key: value})
+        net_config(**{key: value})
     assert info.value.key == key
 
 
 def test_bootstrap_servers_is_required() -> None:
     with pytest.raises(ConfigError, match="bootstrap.servers is required"):
-        NetConfig.from_properties({})
+        ProducerConfig.from_dict({}).net_config()
 
 
 def test_secret_settings_stay_secret_objects() -> None:
     from spark_kafka_sink.secret import Secret
 
     given = Secret("pw-from-the-producer")
-    config = NetConfig.from_properties({"bootstrap.servers": "h:1", "security.protocol": "SASL_SSL",
-                                        "sasl.password": given, "ssl.key.password": "pw-as-text",
-                                        "sasl.jaas.config": None, "ssl.check.hostname": False})
-    assert config.security_option("sasl.password") is given  # the same object: never turned into text
-    key_password = config.security_option("ssl.key.password")
+    config = net_config(**{"security.protocol": "SASL_SSL", "sasl.username": "u", "sasl.password": given,
+                           "ssl.key.password": "pw-as-text", "sasl.jaas.config": None, "ssl.check.hostname": False})
+    assert config.security.sasl_password is given  # the same object: never turned into text
+    key_password = config.security.key_password
     assert isinstance(key_password, Secret) and key_password.reveal() == "pw-as-text"
-    assert config.security_option("ssl.check.hostname") == "False"  # not secret: text, as Spark gives it
-    assert config.security_option("sasl.jaas.config") is None  # None means unset
-    hand_built = NetConfig(bootstrap_servers=(("h", 1),), security_options=(("sasl.password", "pw-by-hand"),))
-    for shown in (repr(config), str(config), repr(hand_built)):
+    assert config.security.check_hostname is False  # typed, not text
+    for shown in (repr(config), str(config)):
         assert "pw-" not in shown and "Secret('***')" in shown

@@ -20,20 +20,20 @@ from spark_kafka_sink.errors import (
     UnsupportedSaslMechanismError,
     UnsupportedVersionError,
 )
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.connection import BrokerConnection, ConnectionState, monotonic_ms
 from spark_kafka_sink.net.handshake import HandshakeContext, HandshakeStatus
 from spark_kafka_sink.net.inflight import Completion
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import API_VERSIONS, METADATA, PRODUCE, SASL_HANDSHAKE
 from tests.net.fake_broker import FakeBroker, Peer, unused_port
+from tests.net_settings import net_config
 
 S = ConnectionState
 METADATA_ANSWER: dict[str, Any] = {"brokers": [], "topics": [], "cluster_id": "c", "controller_id": 1}
 
 
 def make_conn(port: int, host: str = "127.0.0.1", **overrides: Any) -> BrokerConnection:
-    config = NetConfig(bootstrap_servers=((host, port),), **overrides)
+    config = net_config((host, port), **overrides)
     return BrokerConnection(1, host, port, config)
 
 
@@ -202,7 +202,7 @@ def test_response_split_into_single_bytes_and_coalesced(conns: list[BrokerConnec
         peer.wait_closed()
 
     with FakeBroker(script) as broker:
-        config = NetConfig(bootstrap_servers=(("127.0.0.1", broker.port),))
+        config = net_config(("127.0.0.1", broker.port))
         conn = BrokerConnection(1, "127.0.0.1", broker.port, config, handshakes=lambda: [OneByteReads()])
         conns.append(conn)
         connect_ready(conn)
@@ -526,7 +526,7 @@ def test_handshake_requests_run_before_api_versions(conns: list[BrokerConnection
 
     sasl = FakeSasl()
     with FakeBroker(script) as broker:
-        config = NetConfig(bootstrap_servers=(("127.0.0.1", broker.port),))
+        config = net_config(("127.0.0.1", broker.port))
         conn = BrokerConnection(1, "127.0.0.1", broker.port, config, handshakes=lambda: [WrapIdentity(), sasl])
         conns.append(conn)
         conn.connect(monotonic_ms())
@@ -554,7 +554,7 @@ def test_handshake_oserror_becomes_connection_error(conns: list[BrokerConnection
         peer.wait_closed()
 
     with FakeBroker(script) as broker:
-        config = NetConfig(bootstrap_servers=(("127.0.0.1", broker.port),))
+        config = net_config(("127.0.0.1", broker.port))
         conn = BrokerConnection(1, "127.0.0.1", broker.port, config, handshakes=lambda: [Broken()])
         conns.append(conn)
         conn.connect(monotonic_ms())
@@ -594,7 +594,7 @@ def test_a_waiting_handshake_is_stepped_again_without_socket_events(conns: list[
         peer.wait_closed()
 
     with FakeBroker(script) as broker:
-        config = NetConfig(bootstrap_servers=(("127.0.0.1", broker.port),))
+        config = net_config(("127.0.0.1", broker.port))
         conn = BrokerConnection(1, "127.0.0.1", broker.port, config, handshakes=lambda: [handshake])
         conns.append(conn)
         conn.connect(monotonic_ms())
@@ -614,8 +614,8 @@ def test_the_setup_timeout_names_what_a_waiting_handshake_waits_for(conns: list[
         peer.wait_closed()
 
     with FakeBroker(script) as broker:
-        config = NetConfig(bootstrap_servers=(("127.0.0.1", broker.port),), socket_connection_setup_timeout_ms=200,
-                           socket_connection_setup_timeout_max_ms=200)
+        config = net_config(("127.0.0.1", broker.port), socket_connection_setup_timeout_ms=200,
+                            socket_connection_setup_timeout_max_ms=200)
         conn = BrokerConnection(1, "127.0.0.1", broker.port, config,
                                 handshakes=lambda: [WaitsOffThread(threading.Event())])
         conns.append(conn)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from spark_kafka_sink.errors import ConfigError
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.host_names import canonical_bootstrap_servers, name_of_address
+from spark_kafka_sink.producer.config import ProducerConfig
 
 NAMES = {"10.0.0.7": "broker7.example.com", "10.0.0.8": "broker8.example.com"}
 ALIASES = {"kafka.example.com": ["10.0.0.7", "10.0.0.8", "10.0.0.7"], "b9.example.com": ["10.0.0.9"]}
@@ -60,9 +60,10 @@ def test_canonical_bootstrap_servers(lookups: list[str], caplog: pytest.LogCaptu
 
 
 def test_net_config_takes_the_mode() -> None:
-    config = NetConfig.from_properties({"bootstrap.servers": "a:1",
-                                        "client.dns.lookup": "resolve_canonical_bootstrap_servers_only"})
+    config = ProducerConfig.from_dict({"bootstrap.servers": "a:1",
+                                       "client.dns.lookup": "resolve_canonical_bootstrap_servers_only"}).net_config()
     assert config.client_dns_lookup == "resolve_canonical_bootstrap_servers_only"
-    with pytest.raises(ConfigError, match="client.dns.lookup must be one of") as info:
-        NetConfig.from_properties({"bootstrap.servers": "a:1", "client.dns.lookup": "default"})
+    expected = "client.dns.lookup='default' is invalid: expected use_all_dns_ips or resolve_canonical"
+    with pytest.raises(ConfigError, match=expected) as info:
+        ProducerConfig.from_dict({"bootstrap.servers": "a:1", "client.dns.lookup": "default"}).net_config()
     assert info.value.key == "client.dns.lookup"

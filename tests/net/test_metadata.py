@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from spark_kafka_sink.errors import LeaderNotAvailableError, UnknownTopicIdError, UnknownTopicOrPartitionError
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.metadata import Metadata
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages.cluster import NO_AUTHORIZED_OPERATIONS, AclOperation
+from tests.net_settings import net_config
 
-CONFIG = NetConfig(bootstrap_servers=(("b", 1),), metadata_max_age_ms=10_000, retry_backoff_ms=100)
+CONFIG = net_config(("b", 1), metadata_max_age_ms=10_000, retry_backoff_ms=100)
 
 
 def partition(index: int, leader: int, epoch: int = 0, error: int = NO_ERROR) -> dict[str, Any]:
@@ -190,7 +190,7 @@ def test_topics_without_a_name_are_skipped(name: None) -> None:
 
 
 def test_topics_unused_for_metadata_max_idle_ms_leave_the_refresh_set() -> None:
-    md = Metadata(NetConfig(bootstrap_servers=(("b", 1),), metadata_max_idle_ms=5_000))
+    md = Metadata(net_config(("b", 1), metadata_max_idle_ms=5_000))
     md.add_topic("old", 0)
     md.add_topic("used", 0)
     md.add_topic("waiting", 0)  # never answered: still waiting for its first metadata
@@ -208,7 +208,7 @@ def test_topics_unused_for_metadata_max_idle_ms_leave_the_refresh_set() -> None:
 
 
 def test_allow_auto_create_topics_goes_into_every_refresh() -> None:
-    md = Metadata(NetConfig(bootstrap_servers=(("b", 1),), allow_auto_create_topics=False))
+    md = Metadata(net_config(("b", 1), allow_auto_create_topics=False))
     md.add_topic("t", 0)
     assert md.request_body() == {"topics": [{"name": "t"}], "allow_auto_topic_creation": False}
     assert Metadata(CONFIG).request_body()["allow_auto_topic_creation"] is True  # the Java producer's default

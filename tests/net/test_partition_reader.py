@@ -25,6 +25,7 @@ from spark_kafka_sink.net.client import Body
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.metadata import Metadata
 from spark_kafka_sink.net.partition_reader import PartitionReaderClient, read_partition
+from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import (
     FETCH,
@@ -68,8 +69,8 @@ class FakeClient:
     metadata_refreshes: int = 0
 
     def __post_init__(self) -> None:
-        self._config = NetConfig.from_properties({"bootstrap.servers": "fake:9092",
-                                                  "retry.backoff.ms": BACKOFF_MS})
+        self._config = ProducerConfig.from_dict({"bootstrap.servers": "fake:9092",
+                                                 "retry.backoff.ms": BACKOFF_MS}).net_config()
         self._metadata = Metadata(self._config)
 
     @property

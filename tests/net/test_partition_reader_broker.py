@@ -16,8 +16,8 @@ from confluent_kafka import Producer
 
 from spark_kafka_sink.errors import KafkaTimeoutError, UnknownTopicOrPartitionError
 from spark_kafka_sink.net.client import NetworkClient
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.partition_reader import Isolation, read_partition
+from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.protocol.messages import FETCH, LIST_OFFSETS
 from spark_kafka_sink.protocol.record_batch import DecodedRecord
 from tests.conftest import ConsumedRecord, read_topic, wait_for
@@ -32,8 +32,8 @@ Row = tuple[int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...
 
 @pytest.fixture
 def client(bootstrap: str) -> Iterator[NetworkClient]:
-    with NetworkClient(NetConfig.from_properties({"bootstrap.servers": bootstrap,
-                                                  "client.id": "partition-reader-test"})) as net:
+    with NetworkClient(ProducerConfig.from_dict({"bootstrap.servers": bootstrap,
+                                                 "client.id": "partition-reader-test"}).net_config()) as net:
         yield net
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from spark_kafka_sink.errors import ProtocolError
 from spark_kafka_sink.net.client import NetworkClient
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.partition_reader import read_partition
+from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.framing import RequestHeader
 from spark_kafka_sink.protocol.messages import FETCH, LIST_OFFSETS, METADATA
@@ -79,8 +79,8 @@ def test_every_flipped_byte_under_the_crc_fails_the_read_and_the_intact_batch_re
     flips: list[int | None] = [*FLIPS, None]
     with FakeBroker(script(flips, port), connections=3) as broker:  # bootstrap, then node 1
         port.append(broker.port)
-        with NetworkClient(NetConfig.from_properties({"bootstrap.servers": broker.address,
-                                                      "request.timeout.ms": 5_000})) as client:
+        with NetworkClient(ProducerConfig.from_dict({"bootstrap.servers": broker.address,
+                                                     "request.timeout.ms": 5_000}).net_config()) as client:
             messages = []
             for _ in FLIPS:
                 with pytest.raises(ProtocolError) as caught:

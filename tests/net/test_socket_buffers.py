@@ -5,9 +5,9 @@ from __future__ import annotations
 import socket
 import time
 
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.connection import BrokerConnection, ConnectionState, monotonic_ms
 from tests.net.fake_broker import FakeBroker, Peer
+from tests.net_settings import net_config
 
 
 def kernel_value(option: int, requested: int | None) -> int:
@@ -25,8 +25,8 @@ def connected_buffers(send: int, receive: int) -> tuple[int, int]:
         peer.wait_closed()
 
     with FakeBroker(script) as broker:
-        config = NetConfig(bootstrap_servers=((broker.host, broker.port),), send_buffer_bytes=send,
-                           receive_buffer_bytes=receive)
+        config = net_config((broker.host, broker.port), send_buffer_bytes=send,
+                            receive_buffer_bytes=receive)
         conn = BrokerConnection(1, broker.host, broker.port, config)
         try:
             conn.connect(monotonic_ms())

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_kafka_sink.errors import KafkaError
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.metadata import Metadata
 from spark_kafka_sink.producer.sender_client import RequestBody, SenderClient
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import PRODUCE, ApiSpec, encode_request_body
 from spark_kafka_sink.protocol.record_batch import DecodedBatch, decode_batch
+from tests.net_settings import net_config
 
 __all__ = ["FakeClient", "FakeRequest", "FakeResponse", "batches_of", "metadata_body", "produce_answer"]
 
@@ -84,7 +84,7 @@ class FakeClient:
     """Satisfies ``SenderClient``; the scripting methods below stand in for brokers and connections."""
 
     def __init__(self, leaders: Mapping[tuple[str, int], int], *, max_in_flight: int = 5) -> None:
-        self.metadata = Metadata(NetConfig(bootstrap_servers=(("broker1", 9001),)))
+        self.metadata = Metadata(net_config(("broker1", 9001)))
         self.metadata.update(metadata_body(leaders), 0)
         for topic, _ in leaders:
             self.metadata.add_topic(topic, 0)

@@ -3,7 +3,7 @@ handed to the sender as soon as it is queued."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -16,9 +16,15 @@ from spark_kafka_sink.producer.accumulator import RecordAccumulator
 from spark_kafka_sink.producer.arrow_send import ArrowSender, row_slices
 from spark_kafka_sink.producer.batch import ProducerBatch
 from spark_kafka_sink.producer.config import ProducerConfig
-from spark_kafka_sink.producer.partitioner import Partitioner
+from spark_kafka_sink.producer.partitioner import Partitioner, PartitionInfo
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, encode_arrow_batch_groups
 from spark_kafka_sink.protocol.record_batch import decode_batch
+
+
+def _partitions(count: int) -> Callable[[str, int, int], PartitionInfo]:
+    """The ArrowSender's metadata seam: every topic has ``count`` partitions, all candidates."""
+    return lambda topic, max_block_ms, needed: PartitionInfo(count, None)
+
 
 
 def test_row_slices_cover_every_row_in_order_within_the_limit() -> None:
@@ -60,7 +66,7 @@ def test_the_sender_is_woken_each_time_a_request_worth_of_batches_is_queued(monk
     def wakeup() -> None:
         queued_at_wakeup.append(config.buffer_memory - acc.pool.available_memory)
 
-    sender = ArrowSender(config, acc, Partitioner.from_config(config), None, lambda t, ms, n: (3, None), wakeup)
+    sender = ArrowSender(config, acc, Partitioner.from_config(config), None, _partitions(3), wakeup)
     n = 6000  # ~0.8 MB of records (100-byte values and 16-byte keys): about 14 slices, 4 requests' worth
     table = pa.table({"key": pa.array([b"%016d" % i for i in range(n)]), "value": pa.array([b"v" * 100] * n)})
     sender.send("t", table)
@@ -71,7 +77,7 @@ def test_the_sender_is_woken_each_time_a_request_worth_of_batches_is_queued(monk
 
 
 def _sender(config: ProducerConfig, acc: RecordAccumulator) -> ArrowSender:
-    return ArrowSender(config, acc, Partitioner.from_config(config), None, lambda t, ms, n: (3, None), lambda: None)
+    return ArrowSender(config, acc, Partitioner.from_config(config), None, _partitions(3), lambda: None)
 
 
 def _chunked(rows_per_chunk: int, chunks: int, value_size: int = 100) -> pa.Table:
@@ -83,7 +89,7 @@ def _chunked(rows_per_chunk: int, chunks: int, value_size: int = 100) -> pa.Tabl
 def test_a_table_of_large_chunks_goes_chunk_by_chunk_without_a_copy() -> None:
     # Combining the chunks copied the whole table (a third of send_batch's time for a 2-chunk 248 MB table).
     table = _chunked(20_000, 3)  # ~2.3 MB a chunk, above the 2 MiB slice
-    pieces = arrow_send._pieces(table)
+    pieces = arrow_send._input_pieces(table)
     assert [p.num_rows for p in pieces] == [20_000] * 3
     for piece, chunk in zip(pieces, table.column("value").chunks, strict=True):
         assert piece.column(1).buffers()[2].address == chunk.buffers()[2].address  # the input's own bytes
@@ -91,7 +97,7 @@ def test_a_table_of_large_chunks_goes_chunk_by_chunk_without_a_copy() -> None:
 
 def test_many_tiny_chunks_are_joined_so_batches_still_fill() -> None:
     table = _chunked(10, 1000)  # 10,000 rows in chunks of 10: ~1.2 MB
-    pieces = arrow_send._pieces(table)
+    pieces = arrow_send._input_pieces(table)
     assert [p.num_rows for p in pieces] == [10_000]
     config = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9", "batch.size": 16384})
     acc = RecordAccumulator.from_config(config)
@@ -142,7 +148,7 @@ def test_a_spark_batch_of_1_kb_values_fills_the_batches_of_every_partition() -> 
     config = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9", "batch.size": 256 << 10,
                                        "buffer.memory": 64 << 20})
     acc = RecordAccumulator.from_config(config)
-    sender = ArrowSender(config, acc, Partitioner.from_config(config), None, lambda t, ms, n: (12, None),
+    sender = ArrowSender(config, acc, Partitioner.from_config(config), None, _partitions(12),
                          lambda: None)
     sender.send("t", _kv(10_000, 1000))
     queued = _queued(acc)
@@ -164,7 +170,7 @@ def test_an_input_too_large_for_one_step_goes_in_slices_in_partition_order_each_
         return encode_arrow_batch_groups(value, **kwargs)
 
     monkeypatch.setattr(arrow_send, "encode_arrow_batch_groups", counting)
-    sender = ArrowSender(config, acc, Partitioner.from_config(config), None, lambda t, ms, n: (3, None),
+    sender = ArrowSender(config, acc, Partitioner.from_config(config), None, _partitions(3),
                          lambda: None)
     table = _kv(6000, 100)  # ~0.9 MB of size bound: ~14 slices
     sender.send("t", table)
@@ -191,7 +197,7 @@ def test_an_input_encoded_in_one_pass_is_queued_whole_so_requests_carry_every_pa
                                        "buffer.memory": 64 << 20})
     acc = RecordAccumulator.from_config(config)
     partitions_at_wakeup: list[int] = []
-    sender = ArrowSender(config, acc, Partitioner.from_config(config), None, lambda t, ms, n: (12, None),
+    sender = ArrowSender(config, acc, Partitioner.from_config(config), None, _partitions(12),
                          lambda: partitions_at_wakeup.append(sum(1 for n in acc.queue_sizes("t").values() if n)))
     sender.send("t", _kv(10_000, 1000))  # 10 MB: one pass (below _WHOLE_BYTES), ~10 requests' worth
     assert partitions_at_wakeup == [12]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
@@ -12,9 +13,15 @@ from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.producer.accumulator import RecordAccumulator
 from spark_kafka_sink.producer.arrow_send import ArrowSender
 from spark_kafka_sink.producer.config import ProducerConfig
-from spark_kafka_sink.producer.partitioner import Partitioner
+from spark_kafka_sink.producer.partitioner import Partitioner, PartitionInfo
 from spark_kafka_sink.producer.record_metadata import TopicPartition
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, decode_batch
+
+
+def _partitions(count: int) -> Callable[[str, int, int], PartitionInfo]:
+    """The ArrowSender's metadata seam: every topic has ``count`` partitions, all candidates."""
+    return lambda topic, max_block_ms, needed: PartitionInfo(count, None)
+
 
 TP = TopicPartition("t", 0)
 # Compressible, but differently at gzip levels 1 and 9 (checked below, so the test can tell them apart).
@@ -54,7 +61,7 @@ def test_send_path_compresses_at_the_configured_level(options: dict[str, int], l
 def test_send_batch_path_compresses_at_the_configured_level(options: dict[str, int], level: int) -> None:
     cfg = config(**options)
     acc = RecordAccumulator.from_config(cfg)
-    sender = ArrowSender(cfg, acc, Partitioner.from_config(cfg), None, lambda t, ms, n: (1, None), lambda: None)
+    sender = ArrowSender(cfg, acc, Partitioner.from_config(cfg), None, _partitions(1), lambda: None)
     sender.send("t", pa.table({"value": pa.array(VALUES, pa.binary())}))
     (payload,) = _drain_payloads(acc)
     assert payload[HEADER_SIZE:] == gzip.compress(_records_section(payload), compresslevel=level, mtime=0)
@@ -101,7 +108,7 @@ def _lz4_payloads(options: dict[str, int]) -> tuple[bytes, bytes]:
         acc.append(TP, 0, None, v, [], 0, 1_000)
     (sent,) = _drain_payloads(acc)
     acc = RecordAccumulator.from_config(cfg)
-    ArrowSender(cfg, acc, Partitioner.from_config(cfg), None, lambda t, ms, n: (1, None), lambda: None).send(
+    ArrowSender(cfg, acc, Partitioner.from_config(cfg), None, _partitions(1), lambda: None).send(
         "t", pa.table({"value": pa.array(VALUES, pa.binary())}))
     (batched,) = _drain_payloads(acc)
     for payload in (sent, batched):

@@ -42,7 +42,7 @@ import pytest
 from spark_kafka_sink import KafkaProducer, RecordMetadata
 from spark_kafka_sink.errors import DeliveryTimeoutError
 from spark_kafka_sink.net.client import NetworkClient
-from spark_kafka_sink.net.config import NetConfig
+from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.transactions import ProducerIdAndEpoch
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import PRODUCE
@@ -265,7 +265,8 @@ def test_a_broker_that_forgot_an_idle_producer_accepts_its_next_sequence(
 def forge_batch(bootstrap: str, topic: str, producer: ProducerIdAndEpoch, sequence: int, value: bytes) -> int:
     """Write one record as ``producer`` with ``sequence`` from another connection -- another writer using the
     same producer id (the broker only knows ids, not connections). -> the error code of the answer."""
-    with NetworkClient(NetConfig.from_properties({"bootstrap.servers": bootstrap, "client.id": "forger"})) as net:
+    forger = ProducerConfig.from_dict({"bootstrap.servers": bootstrap, "client.id": "forger"})
+    with NetworkClient(forger.net_config()) as net:
         net.fetch_metadata([topic], timeout_ms=30_000)
         leader = net.metadata.leader_for(topic, 0)
         assert leader is not None

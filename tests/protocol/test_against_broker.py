@@ -15,8 +15,8 @@ import pytest
 
 from spark_kafka_sink.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError, error_for_code
 from spark_kafka_sink.net.client import ClientResponse, NetworkClient
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.connection import monotonic_ms
+from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import API_SPECS, CREATE_TOPICS, METADATA, PRODUCE
 from spark_kafka_sink.protocol.record_batch import Record, encode_batch
@@ -30,8 +30,8 @@ BASE_TS = 1_700_000_000_000
 
 @pytest.fixture
 def client(bootstrap: str) -> Iterator[NetworkClient]:
-    with NetworkClient(NetConfig.from_properties({"bootstrap.servers": bootstrap,
-                                                  "client.id": "against-broker"})) as net:
+    with NetworkClient(ProducerConfig.from_dict({"bootstrap.servers": bootstrap,
+                                                 "client.id": "against-broker"}).net_config()) as net:
         net.fetch_metadata([], timeout_ms=30_000)
         yield net
 

@@ -14,6 +14,7 @@ from spark_kafka_sink.errors import IllegalStateError, ProtocolError
 from spark_kafka_sink.protocol.compression import Codec
 from spark_kafka_sink.protocol.record_batch import (
     HEADER_SIZE,
+    RECORD_OVERHEAD_BOUND,
     BatchBuilder,
     DecodedRecord,
     Record,
@@ -25,6 +26,7 @@ from spark_kafka_sink.protocol.record_batch import (
     encode_record,
     producer_state_header,
     record_size,
+    record_size_bound,
     with_crc,
     with_producer_state,
 )
@@ -299,3 +301,17 @@ def test_record_size_matches_encoding(offset_delta: int, ts_delta: int, r: Recor
     assert record_size(offset_delta, ts_delta, r.key, r.value, r.headers) == len(
         encode_record(offset_delta, ts_delta, r.key, r.value, r.headers)
     )
+
+
+@pytest.mark.parametrize(("offset_delta", "timestamp_delta"), [(0, 0), (2**31 - 1, -(2**63)), (2**31 - 1, 2**63 - 1)])
+@pytest.mark.parametrize("headers", [(), (("h", b"x"), ("\u00e9t\u00e9", None))])
+@pytest.mark.parametrize(("key", "value"), [(None, None), (b"k", b"v" * 200), (b"", b"\x00" * (1 << 21))])
+def test_record_size_bound_holds_wherever_the_record_lands(
+        offset_delta: int, timestamp_delta: int, headers: tuple[tuple[str, bytes | None], ...], key: bytes | None,
+        value: bytes | None) -> None:
+    """send and send_batch compare this one bound with the limits (then measure near them): it must never be less
+    than the record's exact size, for the widest deltas a batch can give it."""
+    header_bytes = sum(len(k.encode("utf-8")) + len(v or b"") for k, v in headers)
+    bound = record_size_bound(len(key or b""), len(value or b""), header_bytes, len(headers))
+    exact = record_size(offset_delta, timestamp_delta, key, value, headers)
+    assert exact <= bound <= exact + RECORD_OVERHEAD_BOUND + 10 * len(headers)

@@ -8,9 +8,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.connection import BrokerConnection, ConnectionState, monotonic_ms
 from spark_kafka_sink.net.security import handshakes_for
+from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.protocol.messages import METADATA, PRODUCE
 from spark_kafka_sink.protocol.record_batch import Record, encode_batch
 
@@ -39,8 +39,8 @@ def connect(address: str, tls_host: str | None = None, **props: Any) -> Iterator
     the host name TLS checks the certificate against, if not the address's host (no DNS lookup of it)."""
     host, _, port_text = address.rpartition(":")
     port = int(port_text)
-    config = NetConfig.from_properties({
-        "bootstrap.servers": address, "socket.connection.setup.timeout.ms": SETUP_TIMEOUT_MS, **props})
+    config = ProducerConfig.from_dict({
+       "bootstrap.servers": address, "socket.connection.setup.timeout.ms": SETUP_TIMEOUT_MS, **props}).net_config()
     conn = BrokerConnection(-1, host, port, config,
                             handshakes=lambda: handshakes_for(tls_host or host, port, config))
     started = time.monotonic()

@@ -13,11 +13,11 @@ import pytest
 
 from spark_kafka_sink.errors import ConfigError, IllegalSaslStateError
 from spark_kafka_sink.net.kerberos import kerberos_login
-from spark_kafka_sink.net.security_settings import SecuritySettings
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.protocol.jaas import KRB5_LOGIN_MODULE
 from spark_kafka_sink.protocol.jaas import PLAIN_LOGIN_MODULE as PLAIN_MODULE
 from spark_kafka_sink.protocol.sasl import GssapiClient, SaslVerificationError, gssapi_security_layer_reply
+from tests.net_settings import security_settings
 
 
 class ScriptedContext:
@@ -125,7 +125,7 @@ def test_settings_errors_name_the_key(keytab: Path, options: dict[str, str], key
         for marker, text in substitutions.items():
             value = value.replace(marker, text)
         resolved[name] = value
-    for build in (SecuritySettings.from_options, lambda o: ProducerConfig.from_dict({"bootstrap.servers": "b:9092",
+    for build in (security_settings, lambda o: ProducerConfig.from_dict({"bootstrap.servers": "b:9092",
                                                                                       **o})):
         with pytest.raises(ConfigError) as info:
             build(gssapi_options(**resolved))
@@ -146,7 +146,7 @@ def test_valid_settings_keep_the_login(keytab: Path, monkeypatch: pytest.MonkeyP
         import gssapi  # noqa: F401
     except ImportError:  # `make test` has no gssapi: validating needs only that it imports
         monkeypatch.setitem(sys.modules, "gssapi", types.ModuleType("gssapi"))
-    settings = SecuritySettings.from_options(gssapi_options(**{
+    settings = security_settings(gssapi_options(**{
         "sasl.jaas.config": keytab_jaas(keytab, extra=' storeKey=true serviceName="kafka"')}))
     login = settings.kerberos
     assert login is not None and login.service_name == "kafka" and login.principal == "etl@EXAMPLE.COM"

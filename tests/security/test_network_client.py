@@ -14,6 +14,7 @@ from spark_kafka_sink.net.client import NetworkClient
 from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.handshake import Handshake
 from spark_kafka_sink.net.security import handshakes_for
+from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.protocol.messages import METADATA, PRODUCE
 from spark_kafka_sink.protocol.record_batch import Record, encode_batch
 from tests.security.conftest import SecureBroker, create_topic_secure, read_back_secure
@@ -44,7 +45,7 @@ def test_metadata_then_produce_to_the_leader(secure_broker: SecureBroker, listen
                                              mutual_tls: str | None) -> None:
     topic = create_topic_secure(secure_broker)
     props = our_settings(secure_broker, listener, mechanism, mutual_tls)
-    config = NetConfig.from_properties({"bootstrap.servers": secure_broker.address(listener), **props})
+    config = ProducerConfig.from_dict({"bootstrap.servers": secure_broker.address(listener), **props}).net_config()
     factory, attempts = counting_factory()
     with NetworkClient(config, handshakes=factory) as client:
         md = client.fetch_metadata([topic], timeout_ms=TIMEOUT_MS)
@@ -72,7 +73,7 @@ def test_fatal_setup_error_reaches_the_caller_without_retrying(
     if overrides.get("ssl.ca.location") == "untrusted":
         overrides = {"ssl.ca.location": str(secure_broker.certs.untrusted_ca_cert)}
     props.update(overrides)
-    config = NetConfig.from_properties({"bootstrap.servers": secure_broker.address(listener), **props})
+    config = ProducerConfig.from_dict({"bootstrap.servers": secure_broker.address(listener), **props}).net_config()
     factory, attempts = counting_factory()
     started = time.monotonic()
     with NetworkClient(config, handshakes=factory) as client:

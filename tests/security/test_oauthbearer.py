@@ -14,9 +14,9 @@ import pytest
 
 from spark_kafka_sink.errors import ConfigError, SaslAuthenticationFailedError
 from spark_kafka_sink.net.oauthbearer import token_source, unsecured_jwt
-from spark_kafka_sink.net.security_settings import SecuritySettings
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.protocol.sasl import OAuthBearerClient, SaslVerificationError, oauthbearer_initial_response
+from tests.net_settings import security_settings
 from tests.security.conftest import OAUTH_MODULE, SecureBroker, create_topic_secure, read_back_secure
 
 UNSECURED_JAAS = f'{OAUTH_MODULE} required unsecuredLoginStringClaim_sub="alice";'
@@ -122,7 +122,7 @@ ENDPOINT = {"sasl.oauthbearer.token.endpoint.url": "https://idp.example/token"}
 ])
 def test_settings_errors_name_the_option(options: dict[str, str], key: str, text: str) -> None:
     base = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER"}
-    for build in (lambda o: SecuritySettings.from_options(o),
+    for build in (security_settings,
                   lambda o: ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9092", **o})):
         with pytest.raises(ConfigError, match=text) as info:
             build({**base, **options})
@@ -148,7 +148,7 @@ def test_kafka_41_settings_fill_the_client_credentials() -> None:
         assert config.sasl_oauthbearer_client_credentials_client_secret is not None
     file_config = {**settings, "sasl.oauthbearer.token.endpoint.url": "file:///tmp/token",
                    "sasl.oauthbearer.jwt.retriever.class": RETRIEVERS + "FileJwtRetriever"}
-    assert SecuritySettings.from_options(file_config).oauth_tokens is not None
+    assert security_settings(file_config).oauth_tokens is not None
 
 
 def test_a_token_file_url_is_read_at_each_refresh(tmp_path: Any) -> None:
@@ -191,7 +191,7 @@ def test_a_provider_needs_oauthbearer_and_a_dotted_path_resolves() -> None:
                                   "sasl.username": "u", "sasl.password": "p",
                                   "sasl.oauthbearer.token.provider": "tests.security.test_oauthbearer.provider"})
     assert info.value.key == "sasl.oauthbearer.token.provider"
-    settings = SecuritySettings.from_options({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+    settings = security_settings({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
                                               "sasl.oauthbearer.token.provider":
                                                   "tests.security.test_oauthbearer.provider"})
     assert settings.oauth_tokens is not None and claims(settings.oauth_tokens.token().reveal())["sub"] == "carol"

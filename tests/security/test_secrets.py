@@ -11,14 +11,13 @@ import pytest
 
 from spark_kafka_sink.errors import KafkaError
 from spark_kafka_sink.net.client import NetworkClient
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.security import handshakes_for, handshakes_of
-from spark_kafka_sink.net.security_settings import SecuritySettings
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.protocol.messages import PRODUCE
 from spark_kafka_sink.protocol.record_batch import Record, encode_batch
 from spark_kafka_sink.secret import Secret
 from spark_kafka_sink.testing.certs import TestCertificates
+from tests.net_settings import security_settings
 from tests.security._client import connect, produce
 from tests.security.conftest import PASSWORD, SecureBroker, create_topic_secure
 from tests.security.test_secure_broker import our_settings
@@ -60,7 +59,8 @@ def test_no_secret_in_debug_logs_or_errors_of_a_whole_session(
     with caplog.at_level(logging.DEBUG):  # root logger: every logger of the package, and any other
         # SCRAM over TLS through the network client: bootstrap, metadata, then the leader's connection, produce.
         props = our_settings(secure_broker, "SASL_SSL", "SCRAM-SHA-512")
-        config = NetConfig.from_properties({"bootstrap.servers": secure_broker.address("SASL_SSL"), **props})
+        config = ProducerConfig.from_dict({"bootstrap.servers": secure_broker.address("SASL_SSL"),
+                                          **props}).net_config()
         with NetworkClient(config, handshakes=handshakes_for) as client:
             md = client.fetch_metadata([topic], timeout_ms=10_000)
             batch = encode_batch([Record(b"k", b"v", int(time.time() * 1000))])
@@ -102,7 +102,7 @@ def test_settings_and_producer_config_reprs_hide_secrets(certs: TestCertificates
         "ssl.ca.location": str(certs.ca_cert), "ssl.certificate.location": str(certs.client_cert),
         "ssl.key.location": str(certs.client_key_encrypted),
     }
-    settings = SecuritySettings.from_options(options)
+    settings = security_settings(options)
     producer_config = ProducerConfig.from_dict(options)
     handshakes = handshakes_of(settings, "127.0.0.1")  # loads the encrypted key: the password really is used
     for obj in (settings, handshakes, producer_config, settings.sasl_password, settings.key_password):
@@ -111,13 +111,13 @@ def test_settings_and_producer_config_reprs_hide_secrets(certs: TestCertificates
 
 
 def test_net_config_repr_hides_secrets() -> None:
-    config = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SASL_SSL",
-                                        "sasl.username": "alice", "sasl.password": PASSWORD})
+    config = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SASL_SSL",
+                                       "sasl.username": "alice", "sasl.password": PASSWORD}).net_config()
     assert PASSWORD not in repr(config) and PASSWORD not in str(config)
 
 
 def test_secret_wrappers_survive_net_config() -> None:
-    config = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SASL_SSL",
-                                        "sasl.username": "alice", "sasl.password": Secret(PASSWORD)})
-    password = SecuritySettings.from_net_config(config).sasl_password
+    config = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SASL_SSL",
+                                       "sasl.username": "alice", "sasl.password": Secret(PASSWORD)}).net_config()
+    password = config.security.sasl_password
     assert password is not None and password.reveal() == PASSWORD

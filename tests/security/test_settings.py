@@ -12,24 +12,24 @@ from pathlib import Path
 import pytest
 
 from spark_kafka_sink.errors import ConfigError
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.security import SaslAuthentication, TlsHandshake, handshakes_for, handshakes_of
 from spark_kafka_sink.net.security_settings import SecuritySettings
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.secret import Secret
 from spark_kafka_sink.testing.broker_jars import require_java
 from spark_kafka_sink.testing.certs import TestCertificates, java_keystore, java_truststore
+from tests.net_settings import security_settings
 
 PASSWORD = "s3cret-Pa55-XYZZY"
 
 
 def settings(**options: object) -> SecuritySettings:
-    return SecuritySettings.from_options({k.replace("_", "."): v for k, v in options.items()})
+    return security_settings({k.replace("_", "."): v for k, v in options.items()})
 
 
 def test_plaintext_has_no_handshakes() -> None:
-    assert handshakes_of(SecuritySettings.from_options({}), "h") == []
-    config = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092"})
+    assert handshakes_of(security_settings({}), "h") == []
+    config = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9092"}).net_config()
     assert handshakes_for("127.0.0.1", 9092, config) == []
 
 
@@ -49,7 +49,7 @@ def test_system_cas_without_a_ca_file() -> None:
 
 
 def test_empty_endpoint_identification_disables_only_the_hostname_check(certs: TestCertificates) -> None:
-    context = SecuritySettings.from_options({
+    context = security_settings({
         "security.protocol": "SSL", "ssl.ca.location": str(certs.ca_cert),
         "ssl.endpoint.identification.algorithm": "",
     }).ssl_context()
@@ -58,15 +58,15 @@ def test_empty_endpoint_identification_disables_only_the_hostname_check(certs: T
 
 
 def test_ssl_check_hostname_overrides(certs: TestCertificates) -> None:
-    s = SecuritySettings.from_options({"security.protocol": "SSL", "ssl.check.hostname": "false"})
+    s = security_settings({"security.protocol": "SSL", "ssl.check.hostname": "false"})
     assert not s.check_hostname
     with pytest.raises(ConfigError) as info:
-        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.endpoint.identification.algorithm": "ldap"})
+        security_settings({"security.protocol": "SSL", "ssl.endpoint.identification.algorithm": "ldap"})
     assert info.value.key == "ssl.endpoint.identification.algorithm"
 
 
 def test_java_truststore_location_with_pem_type(certs: TestCertificates) -> None:
-    s = SecuritySettings.from_options({"security.protocol": "SSL", "ssl.truststore.location": str(certs.ca_cert),
+    s = security_settings({"security.protocol": "SSL", "ssl.truststore.location": str(certs.ca_cert),
                                        "ssl.truststore.type": "PEM"})
     assert s.ca_location == str(certs.ca_cert)
     s.ssl_context()
@@ -74,8 +74,8 @@ def test_java_truststore_location_with_pem_type(certs: TestCertificates) -> None
 
 @pytest.mark.parametrize("store_type", ["BCFKS", "DKS"])
 def test_other_truststore_types_name_the_ones_read(store_type: str) -> None:
-    with pytest.raises(ConfigError, match="PEM, JKS, JCEKS, PKCS12 are") as info:
-        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.truststore.location": "/x/truststore.bcfks",
+    with pytest.raises(ConfigError, match="expected one of PEM, JKS, JCEKS, PKCS12 ") as info:
+        security_settings({"security.protocol": "SSL", "ssl.truststore.location": "/x/truststore.bcfks",
                                        "ssl.truststore.type": store_type})
     assert info.value.key == "ssl.truststore.type"
 
@@ -85,8 +85,8 @@ def test_a_der_certificate_is_named_with_how_to_convert_it(tmp_path: Path, certs
     subprocess.run(["openssl", "x509", "-in", str(certs.ca_cert), "-outform", "der", "-out", str(der)],
                    check=True, capture_output=True)
     with pytest.raises(ConfigError) as info:
-        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.truststore.location": str(der)}
-                                      ).ssl_context()
+        security_settings({"security.protocol": "SSL", "ssl.truststore.location": str(der)}
+                          ).ssl_context()
     assert info.value.key == "ssl.truststore.location"
     assert str(info.value).startswith(f"ssl.truststore.location: {der} holds no PEM CA certificate")
     assert "binary DER" in str(info.value) and "openssl x509 -inform der" in str(info.value)
@@ -106,7 +106,7 @@ def _trusts(context: ssl.SSLContext, ca_pem: Path) -> bool:
 
 
 def _trust_only(options: dict[str, str], certs: TestCertificates) -> None:
-    context = SecuritySettings.from_options({"security.protocol": "SSL", **options}).ssl_context()
+    context = security_settings({"security.protocol": "SSL", **options}).ssl_context()
     assert _trusts(context, certs.ca_cert) and len(context.get_ca_certs()) == 1
     assert not _trusts(context, certs.untrusted_ca_cert)
 
@@ -146,7 +146,7 @@ def test_pkcs12_mistakes_and_a_missing_cryptography_name_the_option(tmp_path: Pa
 
     def error(**options: str) -> ConfigError:
         with pytest.raises(ConfigError) as info:
-            SecuritySettings.from_options({"security.protocol": "SSL", "ssl.truststore.location": str(store),
+            security_settings({"security.protocol": "SSL", "ssl.truststore.location": str(store),
                                            **options}).ssl_context()
         assert "changeit" not in str(info.value) and "wrong-pw" not in str(info.value)
         return info.value
@@ -167,7 +167,7 @@ def test_java_truststore_mistakes_name_the_option(tmp_path: Path, certs: TestCer
 
     def error(**options: str) -> ConfigError:
         with pytest.raises(ConfigError) as info:
-            SecuritySettings.from_options({**ssl_on, **options}).ssl_context()
+            security_settings({**ssl_on, **options}).ssl_context()
         assert "changeit" not in str(info.value) and "wrong-pw" not in str(info.value)
         return info.value
 
@@ -209,7 +209,7 @@ def test_a_client_keystore_loads(kind: str, declared: str | None, key_password: 
     options["ssl.keystore.location"] = str(store)
     if declared:
         options["ssl.keystore.type"] = declared
-    SecuritySettings.from_options(options).ssl_context()
+    security_settings(options).ssl_context()
 
 
 @pytest.mark.parametrize("encrypted", [False, True])
@@ -222,7 +222,7 @@ def test_inline_pem_text_loads(encrypted: bool, certs: TestCertificates) -> None
                "ssl.keystore.certificate.chain": certs.client_cert.read_text() + certs.ca_cert.read_text()}
     if encrypted:
         options["ssl.key.password"] = certs.client_key_password
-    settings = SecuritySettings.from_options(options)
+    settings = security_settings(options)
     assert "BEGIN" not in repr(settings)
     context = settings.ssl_context()
     assert _trusts(context, certs.ca_cert) and len(context.get_ca_certs()) == 1
@@ -248,7 +248,7 @@ def test_inline_pem_mistakes_name_the_option(certs: TestCertificates) -> None:
     ]
     for options, option, text in cases:
         with pytest.raises(ConfigError, match=text) as info:
-            SecuritySettings.from_options({"security.protocol": "SSL", **options}).ssl_context()
+            security_settings({"security.protocol": "SSL", **options}).ssl_context()
         assert info.value.key == option, (options, info.value)
         material = [line for text in options.values() for line in text.splitlines()[1:2]]  # a base64 line each
         assert not any(m and m in str(info.value) for m in material) and "wrong-pw" not in str(info.value)
@@ -261,7 +261,7 @@ def test_client_keystore_mistakes_name_the_option(tmp_path: Path, certs: TestCer
 
     def error(store: Path, **options: str) -> ConfigError:
         with pytest.raises(ConfigError) as info:
-            SecuritySettings.from_options({"security.protocol": "SSL", "ssl.keystore.location": str(store),
+            security_settings({"security.protocol": "SSL", "ssl.keystore.location": str(store),
                                            **{k.replace("_", "."): v for k, v in options.items()}}).ssl_context()
         assert not any(pw in str(info.value) for pw in ("store-pw", "key-pw-2", "wrong-pw"))
         return info.value
@@ -282,7 +282,7 @@ def test_client_keystore_mistakes_name_the_option(tmp_path: Path, certs: TestCer
                        check=True, capture_output=True)
     assert "holds 2 private keys" in str(error(two, ssl_keystore_password="store-pw", ssl_key_password="key-pw-2"))
     with pytest.raises(ConfigError, match="both name a client certificate"):
-        SecuritySettings.from_options({"security.protocol": "SSL", "ssl.keystore.location": str(jks),
+        security_settings({"security.protocol": "SSL", "ssl.keystore.location": str(jks),
                                        "ssl.certificate.location": str(certs.client_cert)})
     monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.serialization", None)  # not installed
     absent = error(p12, ssl_keystore_password="store-pw")
@@ -297,7 +297,7 @@ def test_missing_files_name_the_key(key: str, what: str, tmp_path: Path, certs: 
     options = {"security.protocol": "SSL", "ssl.certificate.location": str(certs.client_cert),
                "ssl.key.location": str(certs.client_key), key: str(tmp_path / "missing.pem")}
     with pytest.raises(ConfigError, match=what) as info:
-        SecuritySettings.from_options(options).ssl_context()
+        security_settings(options).ssl_context()
     assert info.value.key == key
 
 
@@ -310,7 +310,7 @@ def test_ca_file_without_certificates(certs: TestCertificates) -> None:
 def test_client_certificate_plain_and_encrypted(certs: TestCertificates) -> None:
     settings(security_protocol="SSL", ssl_certificate_location=str(certs.client_cert),
              ssl_key_location=str(certs.client_key)).ssl_context()
-    s = SecuritySettings.from_options({
+    s = security_settings({
         "security.protocol": "SSL", "ssl.certificate.location": str(certs.client_cert),
         "ssl.key.location": str(certs.client_key_encrypted), "ssl.key.password": certs.client_key_password})
     s.ssl_context()
@@ -321,7 +321,7 @@ def test_encrypted_key_without_password_fails_instead_of_prompting(certs: TestCe
     # OpenSSL's default would read the passphrase from the terminal: a headless job would hang.
     started = time.monotonic()
     with pytest.raises(ConfigError, match="encrypted: set ssl.key.password") as info:
-        SecuritySettings.from_options({
+        security_settings({
             "security.protocol": "SSL", "ssl.certificate.location": str(certs.client_cert),
             "ssl.key.location": str(certs.client_key_encrypted)}).ssl_context()
     assert info.value.key == "ssl.key.password"
@@ -330,7 +330,7 @@ def test_encrypted_key_without_password_fails_instead_of_prompting(certs: TestCe
 
 def test_wrong_key_password_names_the_key_not_the_password(certs: TestCertificates) -> None:
     with pytest.raises(ConfigError, match="does not decrypt") as info:
-        SecuritySettings.from_options({
+        security_settings({
             "security.protocol": "SSL", "ssl.certificate.location": str(certs.client_cert),
             "ssl.key.location": str(certs.client_key_encrypted), "ssl.key.password": PASSWORD}).ssl_context()
     assert info.value.key == "ssl.key.password" and PASSWORD not in str(info.value)
@@ -351,7 +351,7 @@ def test_key_without_certificate() -> None:
 # -- SASL ------------------------------------------------------------------------------------------------------------
 
 def test_sasl_from_username_and_password() -> None:
-    s = SecuritySettings.from_options({"security.protocol": "SASL_SSL", "sasl.mechanism": "scram-sha-512",
+    s = security_settings({"security.protocol": "SASL_SSL", "sasl.mechanism": "scram-sha-512",
                                        "sasl.username": "alice", "sasl.password": PASSWORD})
     assert s.sasl_mechanism == "SCRAM-SHA-512" and s.sasl_username == "alice"
     steps = handshakes_of(s, "127.0.0.1")
@@ -362,13 +362,13 @@ def test_sasl_from_username_and_password() -> None:
 def test_sasl_from_jaas_config_and_secret_wrappers() -> None:
     jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
             f'username="alice" password="{PASSWORD}";')
-    s = SecuritySettings.from_options({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+    s = security_settings({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
                                        "sasl.jaas.config": Secret(jaas)})
     assert s.sasl_username == "alice" and s.sasl_password == Secret(PASSWORD) and not s.sasl_token_auth
-    token = SecuritySettings.from_options({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+    token = security_settings({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
                                            "sasl.jaas.config": Secret(jaas.replace(";", ' tokenauth="true";'))})
     assert token.sasl_username == "alice" and token.sasl_token_auth
-    s2 = SecuritySettings.from_options({"security.protocol": "SASL_PLAINTEXT", "sasl.username": "alice",
+    s2 = security_settings({"security.protocol": "SASL_PLAINTEXT", "sasl.username": "alice",
                                         "sasl.password": Secret(PASSWORD)})
     assert s2.sasl_password is not None and s2.sasl_password.reveal() == PASSWORD
 
@@ -386,22 +386,24 @@ def test_sasl_from_jaas_config_and_secret_wrappers() -> None:
 ])
 def test_sasl_errors_name_the_key_and_hide_the_password(options: dict[str, str], key: str) -> None:
     with pytest.raises(ConfigError) as info:
-        SecuritySettings.from_options({"security.protocol": "SASL_PLAINTEXT", **options})
+        security_settings({"security.protocol": "SASL_PLAINTEXT", **options})
     assert info.value.key == key
     assert PASSWORD not in str(info.value) and PASSWORD not in repr(info.value)
 
 
 def test_bad_settings_fail_the_connection_not_the_io_loop() -> None:
     # The factory runs inside the network client's I/O loop: a ConfigError becomes the connection's error.
-    config = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SASL_SSL"})
+    # (The config checks what it can when parsed; a TLS file is read when the first connection needs it.)
+    config = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SSL",
+                                       "ssl.ca.location": "/no/such/ca.pem"}).net_config()
     steps = handshakes_for("127.0.0.1", 9092, config)
     assert len(steps) == 1
-    with pytest.raises(ConfigError, match="sasl.username"):
+    with pytest.raises(ConfigError, match="ssl.ca.location: /no/such/ca.pem does not exist"):
         steps[0].start(None, 0)  # type: ignore[arg-type]
 
 
 def test_reprs_hide_secrets(certs: TestCertificates) -> None:
-    s = SecuritySettings.from_options({
+    s = security_settings({
         "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.username": "alice",
         "sasl.password": PASSWORD, "ssl.certificate.location": str(certs.client_cert),
         "ssl.key.location": str(certs.client_key_encrypted), "ssl.key.password": certs.client_key_password})
@@ -414,13 +416,13 @@ def test_reprs_hide_secrets(certs: TestCertificates) -> None:
 def test_check_security_loads_files_at_construction(certs: TestCertificates) -> None:
     from spark_kafka_sink.net.security import check_security
 
-    good = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SSL",
-                                      "ssl.ca.location": str(certs.ca_cert)})
+    good = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SSL",
+                                     "ssl.ca.location": str(certs.ca_cert)}).net_config()
     assert check_security(good).uses_tls
-    bad = NetConfig.from_properties({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SSL",
-                                     "ssl.certificate.location": str(certs.client_cert),
-                                     "ssl.key.location": str(certs.client_key_encrypted),
-                                     "ssl.key.password": PASSWORD})
+    bad = ProducerConfig.from_dict({"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SSL",
+                                    "ssl.certificate.location": str(certs.client_cert),
+                                    "ssl.key.location": str(certs.client_key_encrypted),
+                                    "ssl.key.password": PASSWORD}).net_config()
     with pytest.raises(ConfigError, match="does not decrypt") as info:
         check_security(bad)
     assert PASSWORD not in str(info.value)
@@ -456,7 +458,7 @@ def test_producer_construction_checks_the_tls_files(certs: TestCertificates, cha
 ])
 def test_tls_versions_offered(options: dict[str, str], oldest: ssl.TLSVersion, newest: ssl.TLSVersion,
                               certs: TestCertificates) -> None:
-    context = SecuritySettings.from_options({"security.protocol": "SSL", "ssl.ca.location": str(certs.ca_cert),
+    context = security_settings({"security.protocol": "SSL", "ssl.ca.location": str(certs.ca_cert),
                                              **options}).ssl_context()
     assert (context.minimum_version, context.maximum_version) == (oldest, newest)
 
@@ -469,7 +471,7 @@ def test_tls_versions_offered(options: dict[str, str], oldest: ssl.TLSVersion, n
 ])
 def test_tls_versions_that_cannot_be_offered_name_the_option(options: dict[str, str], key: str, says: str) -> None:
     with pytest.raises(ConfigError, match=says) as info:
-        SecuritySettings.from_options({"security.protocol": "SSL", **options})
+        security_settings({"security.protocol": "SSL", **options})
     assert info.value.key == key
     with pytest.raises(ConfigError, match=says) as info:  # the producer's config says the same, before any socket
         ProducerConfig.from_dict({"bootstrap.servers": "h:9093", **options})

@@ -9,7 +9,7 @@ import pickle
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 import pyarrow as pa
@@ -17,11 +17,11 @@ import pytest
 from pyspark.sql.types import StringType, StructField, StructType
 
 from spark_kafka_sink.errors import KafkaTimeoutError, ProducerFencedError
+from spark_kafka_sink.producer import BatchSendResult, PartitionWrite
 from spark_kafka_sink.producer.transactions import TransactionIdentity
 from spark_kafka_sink.spark import commit as commit_module
 from spark_kafka_sink.spark.commit import (
     KafkaCommitMessage,
-    PartitionWrite,
     TransactionCommitError,
     abort_write,
     commit_write,
@@ -29,32 +29,18 @@ from spark_kafka_sink.spark.commit import (
 )
 from spark_kafka_sink.spark.options import SinkOptions
 from spark_kafka_sink.spark.schema import plan_columns
-from spark_kafka_sink.spark.writer import KafkaBatchWriter, KafkaStreamWriter, write_partition
+from spark_kafka_sink.spark.sink_producer import SinkProducer
+from spark_kafka_sink.spark.writer import KafkaBatchWriter, KafkaStreamWriter, TaskInfo, write_partition
 
 EO = {"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t", "deliveryGuarantee": "exactly_once",
       "transactionalIdPrefix": "p"}
 SCHEMA = StructType([StructField("value", StringType())])
 
 
-@dataclass
-class _Stats:
-    records: int
-    bytes: int
-    first_offset: int
-    last_offset: int
-
-
-@dataclass
-class _Result:
-    partitions: dict[tuple[str, int], _Stats]
-
-    def merge(self, other: _Result) -> _Result:
-        merged = dict(self.partitions)
-        for k, s in other.partitions.items():
-            old = merged.get(k)
-            merged[k] = s if old is None else _Stats(old.records + s.records, old.bytes + s.bytes,
-                                                     old.first_offset, s.last_offset)
-        return _Result(merged)
+def task(partition_id: int, attempt: int = 0, *, speculation: bool = False) -> TaskInfo:
+    """A Spark task's context as ``_task_context`` reports it (monkeypatched in: no Spark here)."""
+    return TaskInfo(partition_id=partition_id, attempt=attempt, batch_id=None, speculation=speculation,
+                    in_spark=False)
 
 
 @dataclass
@@ -67,7 +53,7 @@ class FakeProducer:
     def start_init_transactions(self) -> None:
         self.calls.append("start-init")
 
-    def init_transactions(self) -> None:
+    def init_transactions(self, timeout_s: float | None = None) -> None:
         self.calls.append("init")
 
     def begin_transaction(self) -> None:
@@ -76,38 +62,40 @@ class FakeProducer:
     def partitions_for(self, topic: str, needed: int = 0) -> list[int]:
         return [0]
 
-    def send_batch(self, topic: str | None, data: pa.RecordBatch) -> Future[_Result]:
+    def send_batch(self, topic: str | None, data: pa.RecordBatch | pa.Table) -> Future[BatchSendResult]:
         self.calls.append(f"send:{topic}:{data.num_rows}")
         return self._sent(topic, data)
 
-    def prepare_batch(self, topic: str | None, data: pa.RecordBatch) -> tuple[str | None, pa.RecordBatch]:
+    def prepare_batch(self, topic: str | None, data: pa.RecordBatch | pa.Table
+                      ) -> tuple[str | None, pa.RecordBatch | pa.Table]:
         self.calls.append(f"prepare:{topic}:{data.num_rows}")
         return topic, data
 
-    def send_prepared(self, prepared: tuple[str | None, pa.RecordBatch]) -> Future[_Result]:
+    def send_prepared(self, prepared: tuple[str | None, pa.RecordBatch | pa.Table]) -> Future[BatchSendResult]:
         topic, data = prepared
         self.calls.append(f"send-prepared:{topic}:{data.num_rows}")
         return self._sent(topic, data)
 
-    def _sent(self, topic: str | None, data: pa.RecordBatch) -> Future[_Result]:
+    def _sent(self, topic: str | None, data: pa.RecordBatch | pa.Table) -> Future[BatchSendResult]:
         if self.fail_send:
             raise KafkaTimeoutError("boom")
-        fut: Future[_Result] = Future()
-        fut.set_result(_Result({(topic or "?", 0): _Stats(data.num_rows, 10 * data.num_rows, self.offset,
-                                                          self.offset + data.num_rows - 1)}))
+        fut: Future[BatchSendResult] = Future()
+        written = PartitionWrite(topic or "?", 0, data.num_rows, 10 * data.num_rows, self.offset,
+                                 self.offset + data.num_rows - 1)
+        fut.set_result(BatchSendResult({(written.topic, written.partition): written}))
         self.offset += data.num_rows
         return fut
 
-    def flush(self, timeout_s: float) -> None:
+    def flush(self, timeout_s: float | None = None) -> None:
         self.calls.append("flush")
 
     def transaction_identity(self) -> TransactionIdentity:
         return TransactionIdentity(self.config["transactional.id"], 42, 3, transaction_version=2)
 
-    def abort_transaction(self) -> None:
+    def abort_transaction(self, timeout_s: float | None = None) -> None:
         self.calls.append("abort")
 
-    def close(self, timeout_s: float, *, abort_open_transaction: bool = True) -> None:
+    def close(self, timeout_s: float | None = None, *, abort_open_transaction: bool = True) -> None:
         # The sink leaves a finished task's transaction open for the driver: a close that would abort it shows
         # (close(0) never aborts).
         self.calls.append("close+abort" if abort_open_transaction and timeout_s != 0 else "close")
@@ -119,6 +107,10 @@ class FakeProducer:
     @property
     def usable(self) -> bool:
         return not any(call.startswith("close") for call in self.calls)
+
+
+if TYPE_CHECKING:  # mypy checks the fake against the Spark adapter's seam (spark.sink_producer)
+    _seam: SinkProducer[tuple[str | None, pa.RecordBatch | pa.Table]] = FakeProducer({})
 
 
 @pytest.fixture
@@ -192,7 +184,7 @@ def test_exactly_once_tasks_of_a_worker_share_a_producer_under_their_own_ids(
 
     opts = SinkOptions.parse(EO, streaming=False)
     write_partition(opts, plan_columns(SCHEMA, "t"), batches(2))  # Spark partition 0 (p-0)
-    monkeypatch.setattr(writer_module, "_task_context", lambda: (4, 0, None, False, False))
+    monkeypatch.setattr(writer_module, "_task_context", lambda: task(4))
     msg = write_partition(opts, plan_columns(SCHEMA, "t"), batches(1))
     assert len(fake) == 1 and fake[0].calls[-7:] == ["switch:p-4", "start-init", "prepare:t:1", "init", "begin",
                                                      "send-prepared:t:1", "flush"]
@@ -244,7 +236,8 @@ def test_a_failed_at_least_once_task_closes_its_producer(fake: list[FakeProducer
 
 def _message(pid: int, rows: int, tid: str | None = None) -> KafkaCommitMessage:
     writes = (PartitionWrite("t", pid % 2, rows, rows * 10, 100 * pid, 100 * pid + rows - 1),) if rows else ()
-    return KafkaCommitMessage(pid, 0, tid, 7 if tid else -1, 1 if tid else -1, writes, started_at=1000.0,
+    return KafkaCommitMessage(partition_id=pid, attempt=0, transactional_id=tid, producer_id=7 if tid else -1,
+                              producer_epoch=1 if tid else -1, writes=writes, started_at=1000.0,
                               transaction_version=2 if tid else 1)
 
 
@@ -310,8 +303,8 @@ def test_summary_line_lists_ranges_and_caps_length() -> None:
                     "2.5 s, 1 rows/s; offsets: t[0] 0-0 (1 rows), t[1] 100-100 (1 rows)")
     with_write_id = SinkOptions.parse({**EO, "writeId": "12"}, streaming=False)
     assert summarize(with_write_id, many, now=1001.0).line().startswith("pykafka-sink writeId 12: committed 2 rows")
-    wide = [KafkaCommitMessage(0, 0, None, -1, -1, tuple(PartitionWrite("t", p, 1, 1, 0, 0) for p in range(30)),
-                               started_at=1000.0)]
+    wide = [KafkaCommitMessage(partition_id=0, attempt=0, transactional_id=None, started_at=1000.0,
+                               writes=tuple(PartitionWrite("t", p, 1, 1, 0, 0) for p in range(30)))]
     assert summarize(opts, wide, now=1001.0).line().endswith("... and 10 more topic-partitions")
 
 
@@ -338,7 +331,7 @@ def test_empty_first_attempt_creates_no_producer(fake: list[FakeProducer]) -> No
 def test_empty_retry_still_fences_earlier_attempts(fake: list[FakeProducer], monkeypatch: pytest.MonkeyPatch) -> None:
     from spark_kafka_sink.spark import writer as writer_module
 
-    monkeypatch.setattr(writer_module, "_task_context", lambda: (5, 1, None, False, False))
+    monkeypatch.setattr(writer_module, "_task_context", lambda: task(5, 1))
     msg = write_partition(SinkOptions.parse(EO, streaming=False), plan_columns(SCHEMA, "t"), batches(0))
     assert fake[0].calls == ["start-init", "init", "begin", "flush"] and msg.transactional_id == "p-5"
     assert not msg.has_transaction  # nothing to commit: the driver sends no EndTxn for it
@@ -348,7 +341,7 @@ def test_speculation_refused_with_exactly_once_only(fake: list[FakeProducer], mo
     from spark_kafka_sink.errors import ConfigError
     from spark_kafka_sink.spark import writer as writer_module
 
-    monkeypatch.setattr(writer_module, "_task_context", lambda: (0, 0, None, True, False))
+    monkeypatch.setattr(writer_module, "_task_context", lambda: task(0, speculation=True))
     with pytest.raises(ConfigError, match="spark.speculation"):
         write_partition(SinkOptions.parse(EO, streaming=False), plan_columns(SCHEMA, "t"), batches(1))
     alo = SinkOptions.parse({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t"}, streaming=False)
@@ -358,7 +351,53 @@ def test_speculation_refused_with_exactly_once_only(fake: list[FakeProducer], mo
 def test_summary_counts_partitions_an_earlier_run_committed() -> None:
     options = SinkOptions.parse({"kafka.bootstrap.servers": "h:1", "topic": "t", "deliveryGuarantee": "exactly_once",
                                  "transactionalIdPrefix": "p", "writeId": "4"}, streaming=False)
-    skipped = KafkaCommitMessage(0, 0, None, -1, -1, (), 1000.0, None, "0" * 16, skipped_rows=120)
+    skipped = KafkaCommitMessage(partition_id=0, attempt=0, transactional_id=None, started_at=1000.0,
+                                 digest="0" * 16, skipped_rows=120)
     assert skipped.skipped and skipped.rows == 0 and not skipped.has_transaction
     line = summarize(options, [skipped, skipped], now=1001.0).line()
     assert "writeId 4: skipped 2 Spark partitions (240 rows) committed by an earlier run; committed 0 rows" in line
+
+
+class RecordingLog:
+    """The commit log as ``_commit_logged`` uses it, recording its calls beside the hook's."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def __enter__(self) -> RecordingLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.events.append("log-closed")
+
+    def append_plan(self, write_id: int, planned: Mapping[int, Any], carried: Mapping[int, Any]) -> None:
+        self.events.append(f"plan:{write_id}:{sorted(planned)}")
+
+    def append_committed(self, write_id: int, partition: int) -> None:
+        self.events.append(f"committed:{partition}")
+
+    def flush(self) -> None:
+        self.events.append("flush")
+
+    def append_complete(self, write_id: int, lost: frozenset[int] = frozenset()) -> None:
+        self.events.append("complete")
+
+
+def test_commit_hooks_see_each_step_of_a_logged_commit(txn_calls: list[tuple[Any, ...]],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    monkeypatch.setattr(commit_module, "_commit_log", lambda options: RecordingLog(events))
+    opts = SinkOptions.parse({**EO, "writeId": "6"}, streaming=False)
+    one = [_message(0, 5, "p-0")]
+    commit_write(opts, one)  # no hook registered: the log's calls only
+    assert events == ["plan:6:[0]", "committed:0", "flush", "complete", "log-closed"]
+    events.clear()
+    remove = commit_module.add_commit_hook(lambda step, write_id: events.append(f"{step}@{write_id}"))
+    try:
+        commit_write(opts, one)
+    finally:
+        remove()
+    assert events == ["plan:6:[0]", "after-plan@6", "before-end-txn@6", "committed:0", "after-end-txn@6", "flush",
+                      "after-commits@6", "complete", "after-complete@6", "log-closed"]
+    assert [e for e in events if "@" in e] == [f"{step}@6" for step in commit_module.COMMIT_STEPS]
+    assert not commit_module._commit_hooks

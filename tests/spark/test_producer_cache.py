@@ -19,6 +19,9 @@ class FakeProducer:
         assert not abort_open_transaction or timeout_s == 0, "a kept producer's transaction is the driver's to end"
         self.usable = False
 
+    def switch_transactional_id(self, transactional_id: str) -> None:
+        self.config["transactional.id"] = transactional_id
+
 
 def test_the_key_covers_secrets_without_showing_them() -> None:
     base = {"bootstrap.servers": "h:1", "sasl.username": "u"}

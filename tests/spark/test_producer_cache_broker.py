@@ -22,7 +22,7 @@ pytestmark = pytest.mark.broker
 
 
 @pytest.fixture
-def cache() -> Iterator[ProducerCache]:
+def cache() -> Iterator[ProducerCache[KafkaProducer]]:
     made = ProducerCache(KafkaProducer)
     yield made
     made.close()
@@ -33,7 +33,7 @@ def send(producer: Any, topic: str, *values: bytes) -> None:
 
 
 def test_a_healthy_producer_serves_the_next_task_of_the_same_config(
-        cache: ProducerCache, bootstrap: str, topic_factory: Callable[..., str],
+        cache: ProducerCache[KafkaProducer], bootstrap: str, topic_factory: Callable[..., str],
         readback: Callable[..., list[ConsumedRecord]]) -> None:
     topic = topic_factory(partitions=1)
     config = {"bootstrap.servers": bootstrap, "linger.ms": 1}
@@ -52,7 +52,8 @@ def test_a_healthy_producer_serves_the_next_task_of_the_same_config(
     cache.give_back(other, healthy=True)
 
 
-def test_a_failed_task_or_broken_producer_is_never_lent_again(cache: ProducerCache, bootstrap: str) -> None:
+def test_a_failed_task_or_broken_producer_is_never_lent_again(cache: ProducerCache[KafkaProducer],
+                                                              bootstrap: str) -> None:
     config = {"bootstrap.servers": bootstrap}
     failed = cache.lease(config, 60)
     cache.give_back(failed, healthy=False)  # the task raised: closed, not kept
@@ -68,8 +69,8 @@ def test_a_failed_task_or_broken_producer_is_never_lent_again(cache: ProducerCac
 
 
 @pytest.mark.parametrize("transactional", [False, True], ids=["idempotent", "transactional"])
-def test_an_idle_producer_is_closed_after_its_timeout_and_one_in_use_never(cache: ProducerCache, bootstrap: str,
-                                                                          transactional: bool) -> None:
+def test_an_idle_producer_is_closed_after_its_timeout_and_one_in_use_never(cache: ProducerCache[KafkaProducer],
+                                                                           bootstrap: str, transactional: bool) -> None:
     config: dict[str, Any] = {"bootstrap.servers": bootstrap}
     if transactional:
         config["transactional.id"] = f"idle-{uuid.uuid4().hex}"

@@ -38,7 +38,6 @@ from spark_kafka_sink.errors import (
     COORDINATOR_BUSY_CODES,
     COORDINATOR_MOVED_CODES,
     FENCED_CODES,
-    ConfigError,
     InvalidTxnStateError,
     KafkaError,
     KafkaTimeoutError,
@@ -46,8 +45,8 @@ from spark_kafka_sink.errors import (
     error_for_code,
 )
 from spark_kafka_sink.net.client import NetworkClient
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.security import check_security, handshakes_for
+from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.transactions._handlers import end_txn_body, end_txn_version_range, find_coordinator_body
 from spark_kafka_sink.producer.transactions._sequences import ProducerIdAndEpoch
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
@@ -55,8 +54,6 @@ from spark_kafka_sink.protocol.messages import END_TXN, FIND_COORDINATOR, INIT_P
 
 __all__ = ["TransactionIdentity", "CoordinatorSession", "end_transaction", "fence_transactional_id"]
 
-_DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
-_DEFAULT_RETRY_BACKOFF_MS = 100
 
 
 @dataclass(frozen=True)
@@ -104,10 +101,10 @@ class CoordinatorSession:
     ``with``)."""
 
     def __init__(self, config: Mapping[str, Any]) -> None:
-        self._config = config
-        self._backoff_s = _int_option(config, "retry.backoff.ms", _DEFAULT_RETRY_BACKOFF_MS) / 1000
-        self._timeout_ms = _int_option(config, "transaction.timeout.ms", _DEFAULT_TRANSACTION_TIMEOUT_MS)
-        net_config = NetConfig.from_properties(config)
+        parsed = ProducerConfig.from_dict(config)
+        self._backoff_s = parsed.retry_backoff_ms / 1000
+        self._timeout_ms = parsed.transaction_timeout_ms
+        net_config = parsed.net_config()
         check_security(net_config)  # bad TLS files or key password: a ConfigError naming the option, before any socket
         self._client = NetworkClient(net_config, handshakes=handshakes_for)
         self._coordinators: dict[str, int] = {}  # transactional id -> coordinator node id, as last found
@@ -121,7 +118,7 @@ class CoordinatorSession:
             return end_txn_body(identity.transactional_id, producer, commit)
 
         def outcome(code: int) -> KafkaError | None:
-            return _end_txn_error(code, identity, commit, self._config)
+            return _end_txn_error(code, identity, commit, self._timeout_ms)
 
         min_version, max_version = end_txn_version_range(identity.transaction_version)
         if identity.coordinator >= 0:
@@ -199,11 +196,9 @@ class CoordinatorSession:
                 raise error
 
 
-def _end_txn_error(code: int, identity: TransactionIdentity, commit: bool,
-                   config: Mapping[str, Any]) -> KafkaError:
+def _end_txn_error(code: int, identity: TransactionIdentity, commit: bool, timeout_ms: int) -> KafkaError:
     if code in FENCED_CODES:
         if commit:
-            timeout_ms = _int_option(config, "transaction.timeout.ms", _DEFAULT_TRANSACTION_TIMEOUT_MS)
             message = (
                 f"{identity} cannot be committed: its producer epoch was fenced. Either the transaction stayed "
                 f"open longer than transaction.timeout.ms ({timeout_ms} ms) and the broker aborted it, or a newer "
@@ -239,11 +234,4 @@ def _find_coordinator(client: NetworkClient, transactional_id: str, timeout_ms: 
         client.fetch_metadata([], timeout_ms)  # a broker that joined after our last look
     return node_id
 
-
-def _int_option(config: Mapping[str, Any], key: str, default: int) -> int:
-    value = config.get(key, default)
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{key} must be an integer, got {value!r}", key=key) from None
 

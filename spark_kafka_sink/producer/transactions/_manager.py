@@ -147,10 +147,6 @@ class TransactionManager:
         return self.state is TxnState.ABORTING_TRANSACTION
 
     @property
-    def is_completing(self) -> bool:
-        return self.state in (TxnState.COMMITTING_TRANSACTION, TxnState.ABORTING_TRANSACTION)
-
-    @property
     def transaction_version(self) -> int:
         """The transaction protocol of the open (or last) transaction: 2 (KIP-890) or 1."""
         with self._lock:

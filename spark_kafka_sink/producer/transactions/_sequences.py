@@ -161,10 +161,6 @@ class PartitionSequences:
         if entry in self.in_flight:
             self.in_flight.remove(entry)
 
-    @property
-    def first_in_flight_sequence(self) -> int:
-        return self.in_flight[0].base_sequence if self.in_flight else NO_SEQUENCE
-
     def is_next_sequence(self, sequence: int) -> bool:
         """True if ``sequence`` is the one the broker expects next (one past the last acknowledged)."""
         return increment_sequence(self.last_acked_sequence, 1) == sequence

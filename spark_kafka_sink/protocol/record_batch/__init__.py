@@ -8,6 +8,8 @@
         -> list[bytes]                                                # many at once: the Arrow encoder's path
     with_crc(batch) -> bytes                                          # one assembled with checksum=False, sealed
     crc_header(batch) -> bytes                           # just its sealed 61-byte header, for zero-copy sends
+    record_size(offset_delta, timestamp_delta, key, value, headers) -> int      # one encoded record's exact size
+    record_size_bound(key_bytes, value_bytes, header_bytes, header_count)      # an upper bound, ints or arrays
     with_producer_state(batch, producer_id, producer_epoch, base_sequence, transactional) -> bytes
     producer_state_header(batch, ...same...) -> bytes    # just the new 61-byte header, for zero-copy sends
     decode_batches(data, *, allow_truncated_tail=True) -> list[DecodedBatch]
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from spark_kafka_sink.protocol.record_batch._decoder import DecodedBatch, DecodedRecord, decode_batch, decode_batches
 from spark_kafka_sink.protocol.record_batch._encoder import (
+    RECORD_OVERHEAD_BOUND,
     BatchBuilder,
     Record,
     assemble_batch,
@@ -30,6 +33,7 @@ from spark_kafka_sink.protocol.record_batch._encoder import (
     encode_batch,
     encode_record,
     record_size,
+    record_size_bound,
     with_crc,
 )
 from spark_kafka_sink.protocol.record_batch._format import (
@@ -63,6 +67,8 @@ __all__ = [
     "encode_batch",
     "encode_record",
     "record_size",
+    "record_size_bound",
+    "RECORD_OVERHEAD_BOUND",
     "assemble_batch",
     "assemble_batches",
     "with_crc",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import crc32c
 import numpy as np
@@ -83,6 +84,24 @@ def encode_record(
 
 def _field_size(n: int | None) -> int:
     return 1 if n is None else varint_size(n) + n
+
+
+#: A record's bytes besides its key, value and header payloads, at most, wherever it lands in a batch: every varint
+#: at its widest -- length 5, attributes 1, timestampDelta 10, offsetDelta 5, keyLength 5, valueLength 5,
+#: headerCount 5.
+RECORD_OVERHEAD_BOUND = 36
+#: One header's bytes besides its key and value, at most: their two length varints.
+HEADER_OVERHEAD_BOUND = 10
+_Size = TypeVar("_Size", int, npt.NDArray[np.int64])
+
+
+def record_size_bound(key_bytes: _Size, value_bytes: _Size, header_bytes: _Size | int = 0,
+                      header_count: _Size | int = 0) -> _Size:
+    """An upper bound of ``record_size`` from the payload sizes alone (a null key or value counts 0 bytes), for
+    one record (ints) or many (numpy arrays, element-wise): what ``KafkaProducer.send`` and ``send_batch`` both
+    compare with the size limits before measuring a record near them exactly, so both take or refuse the same
+    record, and what their sticky partitioning counts."""
+    return key_bytes + value_bytes + header_bytes + HEADER_OVERHEAD_BOUND * header_count + RECORD_OVERHEAD_BOUND
 
 
 def record_size(

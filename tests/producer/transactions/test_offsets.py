@@ -1,6 +1,6 @@
 """send_offsets_to_transaction in the TransactionManager, with scripted answers: AddOffsetsToTxn then TxnOffsetCommit
 (transaction version 1), TxnOffsetCommit alone (version 2), each to its coordinator, and how their answers are
-handled (the real-broker flows are in test_transactions_offsets_broker.py)."""
+handled (the real-broker flows are in test_offsets_broker.py)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from spark_kafka_sink.protocol.messages import (
     decode_request_body,
     encode_request_body,
 )
-from tests.producer.test_transactions import answer, next_req, ready_transactional, state
+from tests.producer.transactions.test_manager import answer, next_req, ready_transactional, state
 
 GROUP = ConsumerGroupMetadata("g", generation_id=3, member_id="m-1", group_instance_id=None)
 OFFSETS = {TopicPartition("in", 0): OffsetAndMetadata(10), TopicPartition("in", 1): OffsetAndMetadata(7, "note", 2)}

@@ -11,7 +11,7 @@ from spark_kafka_sink.errors import TransactionAbortableError
 from spark_kafka_sink.producer.record_metadata import TopicPartition
 from spark_kafka_sink.producer.transactions import RequestKind, TransactionIdentity, TransactionManager, TxnState
 from spark_kafka_sink.protocol.messages import END_TXN, decode_response_body, encode_request_body
-from tests.producer.test_transactions import add_partitions, answer, batch, next_req, ready_transactional, state
+from tests.producer.transactions.test_manager import add_partitions, answer, batch, next_req, ready_transactional, state
 
 TP = TopicPartition("t", 0)
 

@@ -15,9 +15,9 @@ import pytest
 
 from spark_kafka_sink.errors import KafkaConnectionError
 from spark_kafka_sink.net.client import NO_CONNECTION_DELAY_LIMIT_MS, NetworkClient
-from spark_kafka_sink.net.config import NetConfig, parse_bootstrap_servers
 from spark_kafka_sink.net.connection import monotonic_ms
 from tests.net.fake_broker import FakeBroker, Peer
+from tests.net_settings import net_config
 
 
 @pytest.fixture
@@ -48,10 +48,10 @@ def test_setup_timeout_doubles_per_failed_setup_up_to_the_max_and_resets_when_re
         return monotonic_ms() + offset[0]
 
     with FakeBroker(script, connections=silent + 1) as broker:
-        client = NetworkClient(NetConfig(bootstrap_servers=((broker.host, broker.port),),
-                                         socket_connection_setup_timeout_ms=1_000,
-                                         socket_connection_setup_timeout_max_ms=5_000,
-                                         reconnect_backoff_ms=1, reconnect_backoff_max_ms=1), clock=clock)
+        client = NetworkClient(net_config((broker.host, broker.port),
+                                          socket_connection_setup_timeout_ms=1_000,
+                                          socket_connection_setup_timeout_max_ms=5_000,
+                                          reconnect_backoff_ms=1, reconnect_backoff_max_ms=1), clock=clock)
         clients.append(client)
         timeouts: list[int] = []
         started = time.monotonic()
@@ -88,8 +88,8 @@ def test_setup_timeout_doubles_per_failed_setup_up_to_the_max_and_resets_when_re
 
 
 def test_a_max_below_the_base_is_a_constant_timeout() -> None:
-    client = NetworkClient(NetConfig(bootstrap_servers=(("127.0.0.1", 9),), socket_connection_setup_timeout_ms=3_000,
-                                     socket_connection_setup_timeout_max_ms=1_000))
+    client = NetworkClient(net_config(("127.0.0.1", 9), socket_connection_setup_timeout_ms=3_000,
+                                      socket_connection_setup_timeout_max_ms=1_000))
     try:
         assert client.connection_setup_timeout_ms(-1) == 1_000  # as Java's ExponentialBackoff: no jitter either
     finally:
@@ -98,8 +98,8 @@ def test_a_max_below_the_base_is_a_constant_timeout() -> None:
 
 def test_idle_connection_is_closed_after_connections_max_idle_ms(bootstrap: str, clients: list[NetworkClient]
                                                                  ) -> None:
-    client = NetworkClient(NetConfig(bootstrap_servers=parse_bootstrap_servers(bootstrap),
-                                     connections_max_idle_ms=300, metadata_max_age_ms=600_000))
+    client = NetworkClient(net_config(bootstrap,
+                                      connections_max_idle_ms=300, metadata_max_age_ms=600_000))
     clients.append(client)
     client.fetch_metadata([], timeout_ms=30_000)
     node = -1  # the bootstrap connection that answered
@@ -120,8 +120,8 @@ def test_idle_connection_is_closed_after_connections_max_idle_ms(bootstrap: str,
 
 def test_idle_close_is_off_with_minus_one(bootstrap: str, clients: list[NetworkClient]) -> None:
     offset = [0]
-    client = NetworkClient(NetConfig(bootstrap_servers=parse_bootstrap_servers(bootstrap), connections_max_idle_ms=-1,
-                                     metadata_max_age_ms=600_000), clock=lambda: monotonic_ms() + offset[0])
+    client = NetworkClient(net_config(bootstrap, connections_max_idle_ms=-1,
+                                      metadata_max_age_ms=600_000), clock=lambda: monotonic_ms() + offset[0])
     clients.append(client)
     client.fetch_metadata([], timeout_ms=30_000)
     deadline = time.monotonic() + 30

@@ -1,0 +1,57 @@
+"""The driver-crash tests' fault injection, loaded by every Python process of a job they launch (``launch`` puts this
+folder on the job's PYTHONPATH; Spark passes it on to its Python workers, where the data source's commit runs).
+
+With ``DRIVER_CRASH_PAUSE_AT=<point>:<marker file>`` in the environment, it registers a commit hook
+(``spark_kafka_sink.spark.commit.add_commit_hook``) that stops the driver's commit at ``point``, writes
+"<pid> <writeId>" to the marker and waits there to be killed (the test SIGKILLs the driver). Points: after-plan,
+after-first-commit (exactly one EndTxn done: the hook lets one EndTxn run at a time), after-commits,
+after-complete. The package has no switch of its own: without this module nothing is registered.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+PAUSE_ENV = "DRIVER_CRASH_PAUSE_AT"
+PAUSE_LIMIT_S = 600.0  # nobody killed the process by then: the commit fails instead of hanging the job
+
+
+class PauseAt:
+    """A commit hook that stops the commit at one point (see the module docstring)."""
+
+    def __init__(self, point: str, marker: Path) -> None:
+        self.point = point
+        self.marker = marker
+        self._one_at_a_time = threading.Lock()  # held from each EndTxn's start to its end
+
+    def __call__(self, step: str, write_id: int) -> None:
+        if step == "before-end-txn":
+            self._one_at_a_time.acquire()
+        elif step == "after-end-txn":
+            try:
+                if self.point == "after-first-commit":
+                    self._pause(write_id)
+            finally:
+                self._one_at_a_time.release()
+        elif step == self.point:
+            self._pause(write_id)
+
+    def _pause(self, write_id: int) -> None:
+        self.marker.write_text(f"{os.getpid()} {write_id}")
+        threading.Event().wait(PAUSE_LIMIT_S)
+        raise RuntimeError(f"{PAUSE_ENV}: nobody killed the driver at {self.point} within {PAUSE_LIMIT_S:g} s")
+
+
+def _install() -> None:
+    spec = os.environ.get(PAUSE_ENV)
+    if not spec:
+        return
+    from spark_kafka_sink.spark.commit import add_commit_hook
+
+    point, _, marker = spec.partition(":")
+    add_commit_hook(PauseAt(point, Path(marker)))
+
+
+_install()
