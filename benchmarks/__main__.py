@@ -89,6 +89,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return a
 
 
+def result_stem(finished: dt.datetime, groups: list[str], spark_sets: list[str], tag: str) -> str:
+    """The result files' name: when the run finished and what it ran (benchmarks/results/README.md), e.g.
+    ``2026-11-29-0858-full`` or ``2026-11-25-0431-spark-small-micro``, then the ``--tag`` if any."""
+    workload = "full" if set(groups) == set(GROUPS) else "-".join(g for g in GROUPS if g in groups)
+    if "spark" in groups and set(spark_sets) != set(SPARK_SETS):
+        workload += "-" + "-".join(s for s in SPARK_SETS if s in spark_sets)
+    return f"{finished:%Y-%m-%d-%H%M}-{workload}" + (f"-{tag}" if tag else "")
+
+
 def sweep_points(base: Workload, rows: int, max_bytes: int) -> list[tuple[str, Workload]]:
     points = []
     for size in VALUE_SIZES:
@@ -146,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     targets = [t.evaluate(comps) for t in all_targets(a.buffer_memory_mb) if t.group in a.groups]
     print(format_table(comps, targets))
     out_dir = a.out or results_dir()
-    stem = dt.date.today().isoformat() + (f"-{a.tag}" if a.tag else "")
+    stem = result_stem(dt.datetime.now(), a.groups, a.spark_sets, a.tag)
     payload: dict[str, Any] = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "argv": sys.argv[1:] if argv is None else argv,

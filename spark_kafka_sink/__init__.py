@@ -1,6 +1,6 @@
 """spark-kafka-sink: write PySpark DataFrames to Apache Kafka, fast and (when asked) exactly once.
 
-The package has four layers, data flowing one way (see README):
+The package has four layers, data flowing one way (see the docs' Architecture page):
 ``spark`` (DataSource adapter) -> ``producer`` (engine) -> ``net`` (sockets) -> broker,
 all using ``protocol`` (pure, sans-IO wire formats).
 

@@ -144,7 +144,9 @@ def _header_key(key: object) -> str:
 
 
 class KafkaProducer:
-    """See the module docstring."""
+    """A Kafka producer shaped like the Java client: ``send`` one record or ``send_batch`` an Arrow table, each
+    returning a future; idempotent by default; transactions with a ``transactional.id``. ``config`` takes the Java
+    client's option names (unknown names fail, naming the nearest). Use it as a context manager, or ``close()``."""
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self.config = cfg = ProducerConfig.from_dict(config)
