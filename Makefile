@@ -20,13 +20,13 @@ $(STAMP): pyproject.toml
 jars: venv
 	@$(PY) -m spark_kafka_sink.testing jars
 
-# The suite runs in TEST_WORKERS processes (pytest-xdist), a test module to a process: most of its time is spent
-# waiting on brokers and Spark, so more processes than cores still gain. Each process starts its own session broker
-# and Spark session on first use. TEST_WORKERS=0 runs it in one process.
+# The suite runs in TEST_WORKERS processes (pytest-xdist): much of its time is spent waiting on brokers and Spark,
+# so more processes than cores still gain. tests/conftest.py groups the tests so that a module stays in one process
+# and the Spark and secure-broker tests in few. TEST_WORKERS=0 runs it all in one process.
 TEST_WORKERS ?= 4
 test: venv jars
 	$(PY) -m ruff check .
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # The slow fault tests (tests/cluster): a 3-node Kafka cluster with nodes killed, a Spark standalone cluster
 # (master + 2 workers) running the bundled job with executors and Python workers killed, the driver of exactly_once

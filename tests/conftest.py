@@ -34,6 +34,29 @@ def _unwind_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, _raise)
 
 
+# make test runs the suite in several processes (pytest-xdist, --dist loadgroup): a process starts the session's
+# broker, Spark session and secure broker the first time one of its tests asks for them. These groups keep each of
+# those to as few processes as the parallelism needs: every test of a module shares its process (module fixtures
+# start once), the secure broker's tests all share one, and the Spark tests share SPARK_PROCESSES sessions.
+SPARK_PROCESSES = 2
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("dist", "no") != "loadgroup":
+        return
+    spark_modules = sorted({item.nodeid.split("::")[0] for item in items
+                            if "spark" in getattr(item, "fixturenames", ())})
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        if module.startswith("tests/security/"):
+            group = "secure-broker"
+        elif module in spark_modules:
+            group = f"spark-{spark_modules.index(module) % SPARK_PROCESSES}"
+        else:
+            group = module
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session")
 def kafka() -> Iterator[KafkaCluster]:
     """A single-node KRaft broker for the whole session, on free ports.
@@ -223,6 +246,109 @@ def spark(kafka: KafkaCluster) -> Iterator[Any]:
     """The session's Spark: Python workers reused between tasks, as Spark's default."""
     yield from local_spark("spark-kafka-sink-tests", "3g",
                            {"spark.sql.shuffle.partitions": "4", "spark.python.worker.reuse": "true"})
+
+
+@dataclass(frozen=True)
+class SparkState:
+    """What one test can change in the session's shared Spark and leave behind for the next."""
+
+    conf: dict[str, str]
+    temporary_views: frozenset[str]
+
+
+def spark_state(session: Any) -> SparkState:
+    views = frozenset(t.name for t in session.catalog.listTables() if t.isTemporary)
+    return SparkState(conf=dict(session.conf.getAll), temporary_views=views)
+
+
+def restore_spark_state(session: Any, before: SparkState) -> list[str]:
+    """Put the shared Spark session back as ``before`` found it; return what the test had left changed (empty when
+    nothing): running streaming queries (stopped), runtime settings (reset or unset), temporary views (dropped)."""
+    leaked = []
+    for query in session.streams.active:
+        leaked.append(f"streaming query {query.name or query.id} still running (stopped now)")
+        query.stop()
+    now = spark_state(session)
+    for key in sorted(set(now.conf) | set(before.conf)):
+        if now.conf.get(key) != before.conf.get(key):
+            leaked.append(f"Spark setting {key}={now.conf.get(key)!r} (was {before.conf.get(key)!r})")
+            if key in before.conf:
+                session.conf.set(key, before.conf[key])
+            else:
+                session.conf.unset(key)
+    for view in sorted(now.temporary_views - before.temporary_views):
+        leaked.append(f"temporary view {view}")
+        session.catalog.dropTempView(view)
+    return leaked
+
+
+_BROKER_BASELINES: dict[int, dict[str, dict[str, str]]] = {}  # id(cluster) -> its dynamic configs at first look
+
+
+def _dynamic_broker_configs(cluster: KafkaCluster) -> dict[str, dict[str, str]]:
+    """Per broker resource ("" is the cluster-wide default, else a node id): the configs set at run time."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    resources = [ConfigResource(ResourceType.BROKER, name) for name in ["", *map(str, sorted(cluster.nodes))]]
+    dynamic = (ConfigSource.DYNAMIC_BROKER_CONFIG.value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+    found: dict[str, dict[str, str]] = {}
+    for resource, future in admin.describe_configs(resources, request_timeout=30).items():
+        entries = future.result(timeout=30)
+        found[resource.name] = {name: str(entry.value) for name, entry in entries.items()
+                                if entry.source in dynamic and (entry.source == dynamic[1]) == (resource.name == "")}
+    return found
+
+
+def restore_broker_state(cluster: KafkaCluster) -> list[str]:
+    """Put the shared broker back as the session found it; return what the test had left changed (empty when
+    nothing): a stopped node (started again) and broker configs set at run time (deleted or set back)."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    leaked = []
+    for node_id in sorted(set(cluster.nodes) - set(cluster.running_node_ids())):
+        leaked.append(f"broker node {node_id} not running (started again)")
+        cluster.start_node(node_id)
+    if leaked:
+        cluster.wait_ready()
+    now = _dynamic_broker_configs(cluster)
+    baseline = _BROKER_BASELINES.setdefault(id(cluster), now)
+    changes: dict[str, list[ConfigEntry]] = {}
+    for resource in sorted(set(now) | set(baseline)):
+        was, left = baseline.get(resource, {}), now.get(resource, {})
+        for name in sorted(set(was) | set(left)):
+            if was.get(name) == left.get(name):
+                continue
+            where = f"broker {resource}" if resource else "the cluster's default"
+            leaked.append(f"{where} config {name}={left.get(name)!r} (was {was.get(name)!r})")
+            op = AlterConfigOpType.SET if name in was else AlterConfigOpType.DELETE
+            changes.setdefault(resource, []).append(ConfigEntry(name, was.get(name), incremental_operation=op))
+    if changes:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        resources = [ConfigResource(ResourceType.BROKER, r, incremental_configs=c) for r, c in changes.items()]
+        for future in admin.incremental_alter_configs(resources).values():
+            future.result(timeout=30)
+    return leaked
+
+
+@pytest.fixture(autouse=True)
+def shared_state_guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tests share one broker and one Spark session per process; each makes its own topics and transactional ids,
+    so records, transactions and commit logs cannot meet. What can leak is the shared processes' own state: after
+    each test that used them, this puts back what the test changed (a Spark setting, a temporary view, a running
+    streaming query, a broker config set at run time, a stopped broker) and fails that test, naming it, so the next
+    test neither passes nor fails by accident."""
+    session = request.getfixturevalue("spark") if "spark" in request.fixturenames else None
+    cluster = request.getfixturevalue("kafka") if "kafka" in request.fixturenames else None
+    before = spark_state(session) if session is not None else None
+    if cluster is not None:
+        _BROKER_BASELINES.setdefault(id(cluster), _dynamic_broker_configs(cluster))
+    yield
+    leaked = restore_spark_state(session, before) if session is not None and before is not None else []
+    if cluster is not None:
+        leaked += restore_broker_state(cluster)
+    if leaked:
+        pytest.fail("the test left the shared broker or Spark session changed (put back now): " + "; ".join(leaked))
 
 
 def spark_read_topic(spark_session: Any, bootstrap_servers: str, topic: str) -> Any:
