@@ -282,27 +282,30 @@ def restore_spark_state(session: Any, before: SparkState) -> list[str]:
     return leaked
 
 
-_BROKER_BASELINES: dict[int, dict[str, dict[str, str]]] = {}  # id(cluster) -> its dynamic configs at first look
+_BROKER_BASELINES: dict[int, dict[tuple[str, str], str]] = {}  # id(cluster) -> its run-time configs at first look
 
 
-def _dynamic_broker_configs(cluster: KafkaCluster) -> dict[str, dict[str, str]]:
-    """Per broker resource ("" is the cluster-wide default, else a node id): the configs set at run time."""
+def _run_time_broker_configs(cluster: KafkaCluster) -> dict[tuple[str, str], str]:
+    """(node id, name) -> value of each broker config set at run time; node id "" for the cluster-wide default
+    (every node reports it; librdkafka cannot name the default resource itself)."""
     from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    resources = [ConfigResource(ResourceType.BROKER, name) for name in ["", *map(str, sorted(cluster.nodes))]]
-    dynamic = (ConfigSource.DYNAMIC_BROKER_CONFIG.value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
-    found: dict[str, dict[str, str]] = {}
+    resources = [ConfigResource(ResourceType.BROKER, str(node_id)) for node_id in sorted(cluster.running_node_ids())]
+    found: dict[tuple[str, str], str] = {}
     for resource, future in admin.describe_configs(resources, request_timeout=30).items():
-        entries = future.result(timeout=30)
-        found[resource.name] = {name: str(entry.value) for name, entry in entries.items()
-                                if entry.source in dynamic and (entry.source == dynamic[1]) == (resource.name == "")}
+        for name, entry in future.result(timeout=30).items():
+            if entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value:
+                found[(resource.name, name)] = str(entry.value)
+            elif entry.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value:
+                found[("", name)] = str(entry.value)
     return found
 
 
 def restore_broker_state(cluster: KafkaCluster) -> list[str]:
     """Put the shared broker back as the session found it; return what the test had left changed (empty when
-    nothing): a stopped node (started again) and broker configs set at run time (deleted or set back)."""
+    nothing): a stopped node (started again) and a node's broker config set at run time (deleted or set back). A
+    cluster-wide default set at run time is reported, not put back (librdkafka cannot address it)."""
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
     leaked = []
@@ -311,21 +314,22 @@ def restore_broker_state(cluster: KafkaCluster) -> list[str]:
         cluster.start_node(node_id)
     if leaked:
         cluster.wait_ready()
-    now = _dynamic_broker_configs(cluster)
+    now = _run_time_broker_configs(cluster)
     baseline = _BROKER_BASELINES.setdefault(id(cluster), now)
     changes: dict[str, list[ConfigEntry]] = {}
-    for resource in sorted(set(now) | set(baseline)):
-        was, left = baseline.get(resource, {}), now.get(resource, {})
-        for name in sorted(set(was) | set(left)):
-            if was.get(name) == left.get(name):
-                continue
-            where = f"broker {resource}" if resource else "the cluster's default"
-            leaked.append(f"{where} config {name}={left.get(name)!r} (was {was.get(name)!r})")
-            op = AlterConfigOpType.SET if name in was else AlterConfigOpType.DELETE
-            changes.setdefault(resource, []).append(ConfigEntry(name, was.get(name), incremental_operation=op))
+    for node, name in sorted(set(now) | set(baseline)):
+        was, left = baseline.get((node, name)), now.get((node, name))
+        if was == left:
+            continue
+        where = f"broker {node}" if node else "the cluster-wide default"
+        leaked.append(f"{where} config {name}={left!r} (was {was!r})")
+        if node:
+            op = AlterConfigOpType.SET if was is not None else AlterConfigOpType.DELETE
+            changes.setdefault(node, []).append(ConfigEntry(name, was, incremental_operation=op))
     if changes:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-        resources = [ConfigResource(ResourceType.BROKER, r, incremental_configs=c) for r, c in changes.items()]
+        resources = [ConfigResource(ResourceType.BROKER, node, incremental_configs=entries)
+                     for node, entries in changes.items()]
         for future in admin.incremental_alter_configs(resources).values():
             future.result(timeout=30)
     return leaked
@@ -336,13 +340,13 @@ def shared_state_guard(request: pytest.FixtureRequest) -> Iterator[None]:
     """Tests share one broker and one Spark session per process; each makes its own topics and transactional ids,
     so records, transactions and commit logs cannot meet. What can leak is the shared processes' own state: after
     each test that used them, this puts back what the test changed (a Spark setting, a temporary view, a running
-    streaming query, a broker config set at run time, a stopped broker) and fails that test, naming it, so the next
+    streaming query, a node's broker config set at run time, a stopped broker) and fails that test, naming it, so the next
     test neither passes nor fails by accident."""
     session = request.getfixturevalue("spark") if "spark" in request.fixturenames else None
     cluster = request.getfixturevalue("kafka") if "kafka" in request.fixturenames else None
     before = spark_state(session) if session is not None else None
     if cluster is not None:
-        _BROKER_BASELINES.setdefault(id(cluster), _dynamic_broker_configs(cluster))
+        _BROKER_BASELINES.setdefault(id(cluster), _run_time_broker_configs(cluster))
     yield
     leaked = restore_spark_state(session, before) if session is not None and before is not None else []
     if cluster is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from spark_kafka_sink.testing.broker import KafkaCluster
 from tests.conftest import restore_broker_state, restore_spark_state, spark_state
@@ -40,11 +40,12 @@ def test_a_changed_spark_setting_a_view_and_a_running_query_are_put_back(spark: 
 def test_a_broker_config_set_at_run_time_is_put_back(kafka: KafkaCluster) -> None:
     assert restore_broker_state(kafka) == []  # the baseline: what the session started with
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
-    cluster_default = ConfigResource(ResourceType.BROKER, "", set_config={"log.retention.bytes": "123456789"})
-    for future in admin.alter_configs([cluster_default]).values():
+    node = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
+        ConfigEntry("log.retention.bytes", "123456789", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([node]).values():
         future.result(timeout=30)
 
     leaked = restore_broker_state(kafka)
 
-    assert leaked == ["the cluster's default config log.retention.bytes='123456789' (was None)"], leaked
+    assert leaked == ["broker 1 config log.retention.bytes='123456789' (was None)"], leaked
     assert restore_broker_state(kafka) == []
