@@ -270,12 +270,15 @@ def restore_spark_state(session: Any, before: SparkState) -> list[str]:
         query.stop()
     now = spark_state(session)
     for key in sorted(set(now.conf) | set(before.conf)):
-        if now.conf.get(key) != before.conf.get(key):
-            leaked.append(f"Spark setting {key}={now.conf.get(key)!r} (was {before.conf.get(key)!r})")
-            if key in before.conf:
-                session.conf.set(key, before.conf[key])
-            else:
-                session.conf.unset(key)
+        if now.conf.get(key) == before.conf.get(key):
+            continue
+        if key in before.conf:
+            session.conf.set(key, before.conf[key])
+        else:
+            session.conf.unset(key)
+            if session.conf.get(key, None) == now.conf[key]:
+                continue  # set back to its default value explicitly: nothing a later test can tell apart
+        leaked.append(f"Spark setting {key}={now.conf.get(key)!r} (was {before.conf.get(key)!r})")
     for view in sorted(now.temporary_views - before.temporary_views):
         leaked.append(f"temporary view {view}")
         session.catalog.dropTempView(view)
