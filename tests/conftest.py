@@ -261,6 +261,14 @@ def spark_state(session: Any) -> SparkState:
     return SparkState(conf=dict(session.conf.getAll), temporary_views=views)
 
 
+def _default_setting(session: Any, key: str) -> str | None:
+    """An unset setting's value as Spark reads it (its SQL default), or None for a key Spark has no default for."""
+    try:
+        return cast("str | None", session.conf.get(key))
+    except Exception:  # pyspark raises its own error class for a key with no value and no default
+        return None
+
+
 def restore_spark_state(session: Any, before: SparkState) -> list[str]:
     """Put the shared Spark session back as ``before`` found it; return what the test had left changed (empty when
     nothing): running streaming queries (stopped), runtime settings (reset or unset), temporary views (dropped)."""
@@ -276,7 +284,7 @@ def restore_spark_state(session: Any, before: SparkState) -> list[str]:
             session.conf.set(key, before.conf[key])
         else:
             session.conf.unset(key)
-            if session.conf.get(key, None) == now.conf[key]:
+            if _default_setting(session, key) == now.conf[key]:
                 continue  # set back to its default value explicitly: nothing a later test can tell apart
         leaked.append(f"Spark setting {key}={now.conf.get(key)!r} (was {before.conf.get(key)!r})")
     for view in sorted(now.temporary_views - before.temporary_views):
