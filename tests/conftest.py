@@ -299,7 +299,8 @@ _BROKER_BASELINES: dict[int, dict[tuple[str, str], str]] = {}  # id(cluster) -> 
 def _run_time_broker_configs(cluster: KafkaCluster) -> dict[tuple[str, str], str]:
     """(node id, name) -> value of each broker config set at run time; node id "" for the cluster-wide default
     (every node reports it; librdkafka cannot name the default resource itself)."""
-    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
+    # confluent-kafka's stubs leave these re-exports out of confluent_kafka.admin's __all__.
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     resources = [ConfigResource(ResourceType.BROKER, str(node_id)) for node_id in sorted(cluster.running_node_ids())]
@@ -317,7 +318,13 @@ def restore_broker_state(cluster: KafkaCluster) -> list[str]:
     """Put the shared broker back as the session found it; return what the test had left changed (empty when
     nothing): a stopped node (started again) and a node's broker config set at run time (deleted or set back). A
     cluster-wide default set at run time is reported, not put back (librdkafka cannot address it)."""
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
 
     leaked = []
     for node_id in sorted(set(cluster.nodes) - set(cluster.running_node_ids())):
@@ -351,8 +358,8 @@ def shared_state_guard(request: pytest.FixtureRequest) -> Iterator[None]:
     """Tests share one broker and one Spark session per process; each makes its own topics and transactional ids,
     so records, transactions and commit logs cannot meet. What can leak is the shared processes' own state: after
     each test that used them, this puts back what the test changed (a Spark setting, a temporary view, a running
-    streaming query, a node's broker config set at run time, a stopped broker) and fails that test, naming it, so the next
-    test neither passes nor fails by accident."""
+    streaming query, a node's broker config set at run time, a stopped broker) and fails that test, naming it, so
+    the next test neither passes nor fails by accident."""
     session = request.getfixturevalue("spark") if "spark" in request.fixturenames else None
     cluster = request.getfixturevalue("kafka") if "kafka" in request.fixturenames else None
     before = spark_state(session) if session is not None else None

@@ -9,7 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
 
 from spark_kafka_sink.testing.broker import KafkaCluster
 from tests.conftest import restore_broker_state, restore_spark_state, spark_state, wait_for
