@@ -28,10 +28,11 @@ test: venv jars
 	$(PY) -m ruff check .
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
-# The slow fault tests (tests/cluster): a 3-node Kafka cluster with nodes killed, a Spark standalone cluster
-# (master + 2 workers) running the bundled job with executors and Python workers killed, the driver of exactly_once
-# jobs killed at each point of the commit, writes through a Spark Connect server, and a broker moved to another
-# port (rebootstrap). About 20-30 minutes.
+# The slow tests of whole processes (tests/cluster): a 3-node Kafka cluster with nodes killed, a Spark standalone
+# cluster (master + 2 workers) running the bundled job with executors and Python workers killed, the driver of
+# exactly_once jobs killed at each point of the commit, writes through a Spark Connect server, a broker moved to
+# another port (rebootstrap), the bundled job through spark-submit as installed, a Python worker's heap in a Spark
+# of its own, and test sessions interrupted or SIGKILLed with their broker running.
 test-cluster: venv jars
 	$(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
 

@@ -58,7 +58,7 @@ class Context:
             fetch_jars()
             # Every request logged (benchmarks.request_count): Spark comparisons report requests per API.
             self._cluster = KafkaCluster(size=1, log_config=REPO_ROOT / "conf" / "kafka" /
-                                         "log4j2-requests.properties").start()
+                                         "log4j2-requests.properties", short_lived=False).start()
             self.log(f"  broker at {self._cluster.bootstrap_servers}")
         return self._cluster.bootstrap_servers
 

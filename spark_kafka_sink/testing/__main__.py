@@ -28,7 +28,7 @@ def _up(port: int) -> int:
         return 1
     shutil.rmtree(LOCAL_DIR, ignore_errors=True)
     started = time.monotonic()
-    cluster = KafkaCluster(size=1, port=port, base_dir=LOCAL_DIR, detach=True).start()
+    cluster = KafkaCluster(size=1, port=port, base_dir=LOCAL_DIR, detach=True, short_lived=False).start()
     # The broker, then its ZooKeeper server (releases before 3.7): stopped in that order.
     PID_FILE.write_text(" ".join(str(pid) for pid in [*cluster.pids(), cluster.zookeeper_pid] if pid is not None))
     print(f"Kafka is up on {cluster.bootstrap_servers} ({time.monotonic() - started:.1f}s); "

@@ -181,6 +181,9 @@ class KafkaCluster:
     transaction_version: int | None = field(default_factory=selected_transaction_version)
     log_config: Path | None = None  # a log4j2 file instead of conf/kafka/log4j2.properties
     jvm_options: Sequence[str] = ()  # more -D... options for every node's JVM
+    # A test's broker lives for minutes: the JIT's first tier alone (C1) costs far less CPU than compiling hot code
+    # again with C2, which a broker that short-lived never earns back. Benchmarks and `make kafka-up` use both tiers.
+    short_lived: bool = True
     nodes: dict[int, _Node] = field(default_factory=dict, init=False)
     _owns_base_dir: bool = field(default=False, init=False)
     _zookeeper: subprocess.Popen[bytes] | None = field(default=None, init=False)
@@ -386,7 +389,9 @@ class KafkaCluster:
         }
 
     def _format(self, java: str, node: _Node, cluster_id: str) -> None:
-        cmd = [java, "-cp", f"{broker_lib(self.version)}/*", "kafka.tools.StorageTool", "format", "-t", cluster_id,
+        # A one-shot tool: the JIT's first tier and the serial collector are all it can use.
+        cmd = [java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+               "-cp", f"{broker_lib(self.version)}/*", "kafka.tools.StorageTool", "format", "-t", cluster_id,
                "-c", str(node.data_dir / "server.properties")]
         if self.transaction_version is not None:
             # KIP-1022 (4.0+): one feature level set at format time; the other features keep the release's defaults.
@@ -405,7 +410,8 @@ class KafkaCluster:
         data = self.base_dir / "zookeeper"
         (data / "logs").mkdir(parents=True, exist_ok=True)
         # No AdminServer: its Jetty takes port 8080, which a second ZooKeeper (or anything else) may hold.
-        cmd = [java, "-Xmx256m", "-Dzookeeper.admin.enableServer=false",
+        cmd = [java, "-Xmx256m", *(["-XX:TieredStopAtLevel=1"] if self.short_lived else []),
+               "-Dzookeeper.admin.enableServer=false",
                f"-Dlog4j2.configurationFile={CONF_DIR / 'kafka' / 'log4j2.properties'}",
                f"-Dkafka.logs.dir={data / 'logs'}", "-cp", f"{broker_lib(self.version)}/*",
                "org.apache.zookeeper.server.ZooKeeperServerMain", str(self._zookeeper_port), str(data / "data")]
@@ -430,6 +436,7 @@ class KafkaCluster:
     def _launch(self, java: str, node: _Node) -> None:
         cmd = [
             java, "-Xms256m", f"-Xmx{self.heap}", "-XX:+UseG1GC",
+            *(["-XX:TieredStopAtLevel=1"] if self.short_lived else []),
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={self.log_config or CONF_DIR / 'kafka' / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={node.data_dir / 'logs'}",

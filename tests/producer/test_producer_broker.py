@@ -370,8 +370,10 @@ def test_null_keys_spread_over_all_partitions_in_sticky_runs(bootstrap: str, top
     partitions = [r.partition for r in records]
     assert set(partitions) == {0, 1, 2, 3}
     runs = [len(list(g)) for g in _groupby(partitions)]
-    # Sticky: a partition gets consecutive records until about batch.size bytes (~30 records of ~66 bytes).
-    assert len(runs) < 4000 / 10 and np.median(runs) >= 15
+    # Sticky: a partition gets consecutive records until about batch.size bytes (~30 records of ~66 bytes) while
+    # the sender keeps up; on a loaded machine runs down to half that are seen. A choice per record (round robin,
+    # random) gives runs of 1 or 2.
+    assert len(runs) < 4000 / 10 and np.median(runs) >= 10
 
 
 def _groupby(xs: list[int]) -> list[list[int]]:

@@ -18,7 +18,7 @@ from spark_kafka_sink.testing.broker import sweep_stale_dirs
 from spark_kafka_sink.testing.broker_jars import REPO_ROOT
 from tests.conftest import wait_for
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.cluster, pytest.mark.broker]
 
 # A pytest session of its own that takes the session broker fixture, records where it lives, then blocks.
 INNER_TEST = textwrap.dedent("""

@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import ConsumedRecord
 
-pytestmark = [pytest.mark.spark, pytest.mark.broker]
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.broker]
 
 SCRIPT = textwrap.dedent("""
     import gc, json, os, sys

@@ -19,6 +19,7 @@ from tests.conftest import ConsumedRecord
 JOBS = REPO_ROOT / "jobs"
 SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
 ENV = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+pytestmark = pytest.mark.cluster
 
 
 @pytest.mark.parametrize("job", ["batch_to_kafka", "stream_to_kafka", "foreach_batch_to_kafka"])
