@@ -2,7 +2,8 @@
 
 The session fixture never registers the source, so every Spark test relies on it; but its workers start in the
 repository, whose folder is on their sys.path. The installed case (the module in a site-packages-like folder, a
-Spark application started elsewhere) is ``tests/cluster/test_jobs.py::test_batch_job_through_spark_submit_as_installed``.
+Spark application started elsewhere) is
+``tests/cluster/test_jobs.py::test_batch_job_through_spark_submit_as_installed``.
 """
 
 from __future__ import annotations
