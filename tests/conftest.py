@@ -41,9 +41,14 @@ def _unwind_on_sigterm() -> None:
 SPARK_PROCESSES = 2
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("dist", "no") != "loadgroup":
-        return
+@pytest.hookimpl(wrapper=True)  # the marks go on before pytest-xdist's own hook reads them into the test ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Iterator[None]:
+    if config.getvalue("loadgroup"):
+        _group_for_xdist(items)
+    yield
+
+
+def _group_for_xdist(items: list[pytest.Item]) -> None:
     spark_modules = sorted({item.nodeid.split("::")[0] for item in items
                             if "spark" in getattr(item, "fixturenames", ())})
     for item in items:
