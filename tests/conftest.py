@@ -43,7 +43,7 @@ SPARK_PROCESSES = 2
 
 @pytest.hookimpl(wrapper=True)  # the marks go on before pytest-xdist's own hook reads them into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Iterator[None]:
-    if config.getvalue("loadgroup"):
+    if getattr(config.option, "loadgroup", False):  # set in pytest-xdist's workers under --dist loadgroup only
         _group_for_xdist(items)
     yield
 
