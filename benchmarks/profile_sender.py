@@ -25,7 +25,6 @@ import numpy as np
 import pyarrow as pa
 
 from spark_kafka_sink.errors import KafkaError
-from spark_kafka_sink.net.config import NetConfig
 from spark_kafka_sink.net.metadata import Metadata
 from spark_kafka_sink.producer.accumulator import RecordAccumulator
 from spark_kafka_sink.producer.config import ProducerConfig
@@ -140,7 +139,7 @@ def _round(encoded: list[EncodedBatch], partitions: int) -> tuple[float, float, 
     """Queue ``encoded`` in every partition, then run the sender until every batch is acknowledged; returns
     (seconds queueing, seconds in the sender, batches)."""
     config = ProducerConfig.from_dict({"bootstrap.servers": "bench:9092", "compression.type": "lz4"})
-    metadata = Metadata(NetConfig(bootstrap_servers=(("bench", 9092),)))
+    metadata = Metadata(config.net_config())
     metadata.update({"brokers": [{"node_id": _NODE, "host": "bench", "port": 9092}], "controller_id": _NODE,
                      "cluster_id": "bench", "topics": [{"error_code": NO_ERROR, "name": _TOPIC, "partitions": [
                          {"error_code": NO_ERROR, "partition_index": p, "leader_id": _NODE, "leader_epoch": 0,
