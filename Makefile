@@ -136,7 +136,7 @@ bench: venv jars $(BENCH_STAMP)
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
 # The benchmarks' smoke test (tests/test_bench_smoke.py): every `make bench` group runs end to end at a tiny scale
-# (`--quick`) and writes its results; nothing is timed. Its own target, as it takes ~2.5 minutes of make test's 20.
+# (`--quick`) and writes its results; nothing is timed. Its own target: it takes ~2.5 minutes.
 test-bench: venv jars
 	$(PY) -m pytest tests/test_bench_smoke.py $(PYTEST_ARGS)
 
