@@ -108,8 +108,9 @@ test-pyspark: venv
 	is not it: install it (pyenv install 3.10) or set PYTHON_3_10=/path/to/python3.10"; exit 2; }
 	@$(MAKE) --no-print-directory -k -j$(PYSPARK_JOBS) --output-sync=target $(addprefix pyspark-version-,$(PYSPARK_OLDER))
 
+# A static pattern rule: make skips implicit-rule search for .PHONY targets, so a plain pattern rule would do nothing.
 .PHONY: $(addprefix pyspark-version-,$(PYSPARK_OLDER))
-pyspark-version-%:
+$(addprefix pyspark-version-,$(PYSPARK_OLDER)): pyspark-version-%:
 	@pair=$*; version=$${pair%%@*}; kafka=$${pair##*@}; \
 	venv=.venv-pyspark-$${version%.*}; stamp=$$venv/.installed-$$version; \
 	if [ ! -f $$stamp ] || [ pyproject.toml -nt $$stamp ]; then \
