@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: venv jars test test-cluster test-kerberos test-versions test-pyspark test-bench run bench kafka-up kafka-down clean
+.PHONY: venv jars deps test test-cluster test-kerberos test-versions test-pyspark test-bench run bench kafka-up kafka-down clean
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -33,8 +33,11 @@ test: venv jars
 # exactly_once jobs killed at each point of the commit, writes through a Spark Connect server, a broker moved to
 # another port (rebootstrap), the bundled job through spark-submit as installed, a Python worker's heap in a Spark
 # of its own, and test sessions interrupted or SIGKILLed with their broker running.
+# CLUSTER_WORKERS processes (tests/conftest.py groups them): the 3-node cluster's tests in one, the Spark clusters'
+# in another, the rest where there is room.
+CLUSTER_WORKERS ?= 3
 test-cluster: venv jars
-	$(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(CLUSTER_WORKERS) --dist loadgroup -m cluster tests/cluster $(PYTEST_ARGS)
 
 # SASL/GSSAPI (tests/kerberos): a KDC (Apache Kerby, from Maven Central), a broker with a Kerberos listener, and
 # the optional gssapi package, which builds against MIT Kerberos's headers: installed here from Debian's
@@ -169,3 +172,9 @@ docs-serve: $(DOCS_STAMP)
 
 docs-diagrams:
 	$(PY) docs/diagrams/render.py
+
+# What the targets beyond `make test` install into the venv and the jar cache, all at once: .ci/run installs it
+# before running those targets side by side, so that none of them reinstalls the package into the venv while
+# another runs from it. (The older pyspark lines have venvs of their own, made by make test-pyspark.)
+deps: venv jars $(KRB_STAMP) $(DOCS_STAMP)
+	@$(PY) -m spark_kafka_sink.testing jars --all-kafka-versions
