@@ -38,7 +38,11 @@ def _unwind_on_sigterm() -> None:
 # broker, Spark session and secure broker the first time one of its tests asks for them. These groups keep each of
 # those to as few processes as the parallelism needs: every test of a module shares its process (module fixtures
 # start once), the secure broker's tests all share one, and the Spark tests share SPARK_PROCESSES sessions.
+# make test-cluster runs in processes too: the tests on the 3-node cluster share one (the cluster starts once), the
+# tests on a Spark cluster of their own (standalone, Connect) another, and each other module goes where there is room.
 SPARK_PROCESSES = 2
+_THREE_NODE_FIXTURES = frozenset({"kafka3", "cluster3"})
+_SPARK_CLUSTER_FIXTURES = frozenset({"standalone", "server"})
 
 
 @pytest.hookimpl(wrapper=True)  # the marks go on before pytest-xdist's own hook reads them into the test ids
@@ -49,11 +53,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _group_for_xdist(items: list[pytest.Item]) -> None:
-    spark_modules = sorted({item.nodeid.split("::")[0] for item in items
-                            if "spark" in getattr(item, "fixturenames", ())})
+    fixtures_of: dict[str, set[str]] = {}  # per module, what any of its tests uses
+    for item in items:
+        fixtures_of.setdefault(item.nodeid.split("::")[0], set()).update(getattr(item, "fixturenames", ()))
+    spark_modules = sorted(module for module, fixtures in fixtures_of.items() if "spark" in fixtures)
     for item in items:
         module = item.nodeid.split("::")[0]
-        if module.startswith("tests/security/"):
+        fixtures = fixtures_of[module]
+        if fixtures & _THREE_NODE_FIXTURES:
+            group = "three-node-cluster"
+        elif fixtures & _SPARK_CLUSTER_FIXTURES:
+            group = "spark-clusters"
+        elif module.startswith("tests/security/"):
             group = "secure-broker"
         elif module in spark_modules:
             group = f"spark-{spark_modules.index(module) % SPARK_PROCESSES}"

@@ -45,7 +45,7 @@ from .broker import _die_with_parent, _stop_process, free_port
 from .broker_jars import REPO_ROOT
 
 __all__ = ["SparkStandalone", "SparkConnectServer", "SparkClusterError", "build_wheel", "make_venv", "pack_venv",
-           "spark_home", "RUNTIME_DEPENDENCIES", "CONNECT_CLIENT_DEPENDENCIES"]
+           "spark_home", "RUNTIME_DEPENDENCIES", "CONNECT_CLIENT_DEPENDENCIES", "SHORT_LIVED_JVM"]
 
 #: What the executors' Python needs besides pyspark (which the Spark installation provides).
 RUNTIME_DEPENDENCIES = ("pyarrow>=15", "numpy>=1.26", "crc32c>=2.4", "lz4>=4.3")
@@ -54,6 +54,11 @@ RUNTIME_DEPENDENCIES = ("pyarrow>=15", "numpy>=1.26", "crc32c>=2.4", "lz4>=4.3")
 #: back to the server as Connect clients.
 CONNECT_CLIENT_DEPENDENCIES = ("pandas>=2.2,<3", "grpcio>=1.76", "grpcio-status>=1.76",
                                "googleapis-common-protos>=1.71", "zstandard>=0.25")
+
+
+#: Every JVM these clusters start lives for one test module at most: the JIT's first tier alone costs less CPU
+#: than the optimizing tier would save them.
+SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1"
 
 
 class SparkClusterError(RuntimeError):
@@ -159,6 +164,7 @@ class SparkStandalone:
         assert self.base_dir is not None
         return {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
                 "SPARK_LOCAL_HOSTNAME": "localhost", "SPARK_DAEMON_MEMORY": self.daemon_memory,
+                "SPARK_DAEMON_JAVA_OPTS": SHORT_LIVED_JVM,
                 "SPARK_LOG_DIR": str(self.base_dir / "logs"),
                 "SPARK_WORKER_DIR": str(self.base_dir / "work")}
 
@@ -263,6 +269,7 @@ class SparkStandalone:
         settings = {
             "spark.executor.memory": executor_memory, "spark.executor.cores": "1", "spark.cores.max": "2",
             "spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+            "spark.driver.extraJavaOptions": SHORT_LIVED_JVM, "spark.executor.extraJavaOptions": SHORT_LIVED_JVM,
             # Executors' Python workers run the shipped environment's interpreter.
             "spark.pyspark.python": "./env/bin/python",
             **(conf or {}),
@@ -315,6 +322,7 @@ class SparkConnectServer:
                     "spark.connect.grpc.binding.port": str(self.port),
                     "spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1",
                     "spark.driver.bindAddress": "127.0.0.1", "spark.pyspark.python": str(self.python),
+                    "spark.driver.extraJavaOptions": SHORT_LIVED_JVM,
                     "spark.local.dir": str(self.base_dir / "local")}
         cmd = [str(_bin("spark-submit")), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
                "--master", f"local[{self.cores}]", "--driver-memory", self.driver_memory]

@@ -65,19 +65,30 @@ def _coordinator(cluster: KafkaCluster, internal_topic: str, key: str) -> int:
 
 
 def new_topic(cluster: KafkaCluster, partitions: int = 3) -> str:
-    """A topic with replication 3 (min.insync.replicas=2 is the cluster's default)."""
-    return create_topic(cluster.bootstrap_servers, f"c-{uuid.uuid4().hex[:10]}", partitions, replication=3)
+    """A topic replicated to every node, up to 3 (on the 3-node cluster min.insync.replicas=2 is its default)."""
+    return create_topic(cluster.bootstrap_servers, f"c-{uuid.uuid4().hex[:10]}", partitions,
+                        replication=min(3, len(cluster.nodes)))
 
 
 def end_offsets(cluster: KafkaCluster, topic: str, isolation: str = "read_uncommitted") -> dict[int, int]:
-    """Per partition: the log end offset (read_uncommitted) or the last stable offset (read_committed)."""
-    from confluent_kafka import Consumer, TopicPartition
+    """Per partition: the log end offset (read_uncommitted) or the last stable offset (read_committed).
+
+    A retriable error (a leader moving, or not yet known to the broker asked) is asked again for up to 30 s."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_of(cluster.running_node_ids()),
                          "group.id": f"wm-{uuid.uuid4().hex}", "isolation.level": isolation})
+    deadline = time.monotonic() + 30
     try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in sorted(partitions)}
+        while True:
+            try:
+                partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+                return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                        for p in sorted(partitions)}
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)  # poll interval of a condition wait
     finally:
         consumer.close()
 

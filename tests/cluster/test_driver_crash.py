@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from spark_kafka_sink.testing.broker_jars import REPO_ROOT
+from spark_kafka_sink.testing.spark_cluster import SHORT_LIVED_JVM
 from tests.conftest import ConsumedRecord, wait_for
 from tests.spark.conftest import end_offsets
 
@@ -44,7 +45,8 @@ def launch(job: str, args: list[str], tmp_path: Path, pause: str | None = None) 
     if pause is not None:
         env[PAUSE_ENV] = f"{pause}:{marker}"
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PAUSE_HOOK_DIR), env.get("PYTHONPATH")) if p)
-    cmd = [str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false", str(JOBS / job), *args]
+    cmd = [str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+           "--conf", f"spark.driver.extraJavaOptions={SHORT_LIVED_JVM}", str(JOBS / job), *args]
     log = open(tmp_path / f"{job}-{uuid.uuid4().hex[:6]}.log", "w")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)

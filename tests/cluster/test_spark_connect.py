@@ -59,28 +59,28 @@ def _exactly(cluster: KafkaCluster, topic: str, ids: set[int]) -> None:
 
 
 @pytest.mark.parametrize("guarantee,register", [("at_least_once", False), ("exactly_once", True)])
-def test_a_batch_write_through_connect(cluster3: KafkaCluster, server: SparkConnectServer, connect_venv: Path,
+def test_a_batch_write_through_connect(kafka: KafkaCluster, server: SparkConnectServer, connect_venv: Path,
                                        guarantee: str, register: bool) -> None:
     """Without registering anything the server finds the format by its module name; registering the class on the
     client (pickled to the server) works too."""
-    topic = new_topic(cluster3)
-    result = _client(server, connect_venv, case="batch", bootstrap=cluster3.bootstrap_servers, topic=topic,
+    topic = new_topic(kafka)
+    result = _client(server, connect_venv, case="batch", bootstrap=kafka.bootstrap_servers, topic=topic,
                      rows=ROWS, register=register, options={"deliveryGuarantee": guarantee})
     assert result == {"ok": True}
-    _exactly(cluster3, topic, set(range(ROWS)))
+    _exactly(kafka, topic, set(range(ROWS)))
 
 
-def test_a_bad_column_fails_on_the_client_with_the_sinks_message(cluster3: KafkaCluster, server: SparkConnectServer,
+def test_a_bad_column_fails_on_the_client_with_the_sinks_message(kafka: KafkaCluster, server: SparkConnectServer,
                                                                   connect_venv: Path) -> None:
-    topic = new_topic(cluster3)
-    result = _client(server, connect_venv, case="bad_value_column", bootstrap=cluster3.bootstrap_servers,
+    topic = new_topic(kafka)
+    result = _client(server, connect_venv, case="bad_value_column", bootstrap=kafka.bootstrap_servers,
                      topic=topic, rows=100)
     assert "column 'value' has type bigint; accepted: string or binary" in result.get("error", ""), result
-    assert sum(end_offsets(cluster3, topic).values()) == 0
+    assert sum(end_offsets(kafka, topic).values()) == 0
 
 
 @pytest.mark.parametrize("case", ["stream", "foreach_batch"])
-def test_a_streaming_query_through_connect_exactly_once(cluster3: KafkaCluster, server: SparkConnectServer,
+def test_a_streaming_query_through_connect_exactly_once(kafka: KafkaCluster, server: SparkConnectServer,
                                                         connect_venv: Path, tmp_path: Path, case: str) -> None:
     """writeStream.format("pykafka-sink"), and foreachBatch writing each micro-batch with its id as writeId (the
     function runs on the server, in a Python worker of the venv)."""
@@ -89,11 +89,11 @@ def test_a_streaming_query_through_connect_exactly_once(cluster3: KafkaCluster, 
     for f in range(FILES):
         rows = range(f * ROWS_PER_FILE, (f + 1) * ROWS_PER_FILE)
         (source / f"part-{f}.json").write_text("".join(json.dumps({"id": i}) + "\n" for i in rows))
-    topic = new_topic(cluster3)
+    topic = new_topic(kafka)
     options = {"deliveryGuarantee": "exactly_once"}
     if case == "foreach_batch":
         options["transactionalIdPrefix"] = f"connect-{topic}"
-    result = _client(server, connect_venv, case=case, bootstrap=cluster3.bootstrap_servers, topic=topic,
+    result = _client(server, connect_venv, case=case, bootstrap=kafka.bootstrap_servers, topic=topic,
                      input=str(source), checkpoint=str(tmp_path / "checkpoint"), options=options)
     assert result == {"ok": True}
-    _exactly(cluster3, topic, set(range(FILES * ROWS_PER_FILE)))
+    _exactly(kafka, topic, set(range(FILES * ROWS_PER_FILE)))

@@ -88,10 +88,10 @@ def _interpreters(standalone: SparkStandalone) -> set[str]:
 
 @pytest.mark.parametrize("fault", ["executor JVM", "Python worker"])
 @pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
-def test_job_on_standalone_cluster_survives_a_sigkill(cluster3: KafkaCluster, standalone: SparkStandalone,
+def test_job_on_standalone_cluster_survives_a_sigkill(kafka: KafkaCluster, standalone: SparkStandalone,
                                                       shipped_env: Path, guarantee: str, fault: str) -> None:
-    topic = new_topic(cluster3, 3)
-    cmd = standalone.submit_command(JOB, ["--bootstrap-servers", cluster3.bootstrap_servers, "--topic", topic,
+    topic = new_topic(kafka, 3)
+    cmd = standalone.submit_command(JOB, ["--bootstrap-servers", kafka.bootstrap_servers, "--topic", topic,
                                           "--rows", str(ROWS), "--partitions", "4", "--guarantee", guarantee],
                                     shipped_env / "env.zip")
     # Client mode: the driver runs ./env/bin/python in the submit folder (the same environment, unpacked), the
@@ -106,7 +106,7 @@ def test_job_on_standalone_cluster_survives_a_sigkill(cluster3: KafkaCluster, st
         def started_writing() -> bool:
             if job.poll() is not None:
                 raise AssertionError(f"the job ended before writing:\n{log.read_text(errors='replace')[-6000:]}")
-            return sum(end_offsets(cluster3, topic).values()) > 0
+            return sum(end_offsets(kafka, topic).values()) > 0
 
         wait_for("the job's first records", started_writing, timeout=240)
         pick = _executor_jvms if fault == "executor JVM" else _python_workers
@@ -124,7 +124,7 @@ def test_job_on_standalone_cluster_survives_a_sigkill(cluster3: KafkaCluster, st
             job.wait()
     output = log.read_text(errors="replace")
     assert job.returncode == 0, output[-6000:]
-    records = read_all(cluster3, topic)
+    records = read_all(kafka, topic)
     seen = Counter(json.loads(r.value or b"{}")["order_id"] for r in records)
     lost = ROWS - len(set(seen) & set(range(ROWS)))
     duplicated = sum(n - 1 for n in seen.values() if n > 1)
@@ -141,13 +141,13 @@ def test_job_on_standalone_cluster_survives_a_sigkill(cluster3: KafkaCluster, st
 
 
 def test_job_finishes_on_the_other_worker_when_a_worker_is_sigkilled(
-        cluster3: KafkaCluster, standalone: SparkStandalone, shipped_env: Path) -> None:
+        kafka: KafkaCluster, standalone: SparkStandalone, shipped_env: Path) -> None:
     """A worker lost mid-job: worker-1's JVM, its executor JVM and the executor's Python workers all get SIGKILL
     at once, as when the machine dies. The master drops the worker when its connection closes, the driver loses
     the executor and reruns its tasks on the other worker's executor (the retries fence the dead tasks'
     transactions); the job finishes and read_committed shows exactly ROWS. The worker is started again after."""
-    topic = new_topic(cluster3, 3)
-    cmd = standalone.submit_command(JOB, ["--bootstrap-servers", cluster3.bootstrap_servers, "--topic", topic,
+    topic = new_topic(kafka, 3)
+    cmd = standalone.submit_command(JOB, ["--bootstrap-servers", kafka.bootstrap_servers, "--topic", topic,
                                           "--rows", str(ROWS), "--partitions", "4", "--guarantee", "exactly_once"],
                                     shipped_env / "env.zip")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_DRIVER_PYTHON")}
@@ -160,7 +160,7 @@ def test_job_finishes_on_the_other_worker_when_a_worker_is_sigkilled(
         def started_writing() -> bool:
             if job.poll() is not None:
                 raise AssertionError(f"the job ended before writing:\n{log.read_text(errors='replace')[-6000:]}")
-            return sum(end_offsets(cluster3, topic).values()) > 0
+            return sum(end_offsets(kafka, topic).values()) > 0
 
         wait_for("the job's first records", started_writing, timeout=240)
         worker_pid = standalone.processes["worker-1"].pid
@@ -179,7 +179,7 @@ def test_job_finishes_on_the_other_worker_when_a_worker_is_sigkilled(
             standalone.start_worker("worker-1")  # from the test's thread: see start_worker
     output = log.read_text(errors="replace")
     assert job.returncode == 0, output[-6000:]
-    records = read_all(cluster3, topic)
+    records = read_all(kafka, topic)
     seen = Counter(json.loads(r.value or b"{}")["order_id"] for r in records)
     lost = ROWS - len(set(seen) & set(range(ROWS)))
     duplicated = sum(n - 1 for n in seen.values() if n > 1)
