@@ -113,7 +113,10 @@ def test_commit_log_topic_is_created_compacted(spark: Any, bootstrap: str, topic
     write_df(rows(spark, 50), bootstrap, topic=topic_factory(), commitLogTopic=log_topic,
              **exactly_once(f"c-{uuid.uuid4().hex[:6]}", 1))
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    assert len(admin.list_topics(log_topic, timeout=10).topics[log_topic].partitions) == 50
+    partitions = admin.list_topics(log_topic, timeout=10).topics[log_topic].partitions
+    assert len(partitions) == 50
+    # Replication min(3, brokers): 1 on this one-broker session (3 on the 3-node cluster, tests/cluster).
+    assert {len(p.replicas) for p in partitions.values()} == {1}
     configs = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, log_topic)])
     [entries] = [f.result(timeout=10) for f in configs.values()]
     assert entries["cleanup.policy"].value == "compact"
