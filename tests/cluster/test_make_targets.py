@@ -1,6 +1,7 @@
-"""The README's commands for a local broker, run as a user runs them: `make kafka-up PORT=...` starts a broker on
-127.0.0.1 that keeps running after make returns, and `make kafka-down` stops it and deletes its data. The test gives
-make a Kafka home of its own (links to the fetched jars), so a user's own local broker is never touched."""
+"""The README's make targets, run as a user runs them. `make run`: a broker, the bundled job through spark-submit,
+a read-back report. `make kafka-up PORT=...` starts a broker on 127.0.0.1 that keeps running after make returns,
+and `make kafka-down` stops it and deletes its data. The tests give make a Kafka home of their own (links to the
+fetched jars), so a user's own local broker is never touched."""
 
 from __future__ import annotations
 
@@ -25,15 +26,33 @@ def _make(target: str, env: dict[str, str], *args: str) -> subprocess.CompletedP
                           timeout=300)
 
 
-def test_make_kafka_up_then_down(tmp_path: Path) -> None:
-    from confluent_kafka import Consumer, TopicPartition
-
+def _private_home(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A Kafka home linking to the fetched jars, and the environment naming it."""
     home = tmp_path / "kafka-home"
     home.mkdir()
     for entry in kafka_home().iterdir():
         if entry.name != "local":
             (home / entry.name).symlink_to(entry)
-    env = {**os.environ, "SKS_KAFKA_HOME": str(home)}
+    return home, {**os.environ, "SKS_KAFKA_HOME": str(home)}
+
+
+def test_make_run_writes_and_reads_back_every_row(tmp_path: Path) -> None:
+    _, env = _private_home(tmp_path)
+    started = time.monotonic()
+    run = _make("run", env, "ROWS=3000")
+    print(f"make run with 3000 rows: {time.monotonic() - started:.1f} s")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    for step in ("[1/4] starting a local Kafka broker", "[2/4] spark-submit jobs/batch_to_kafka.py --rows 3000",
+                 "[3/4] reading the topic back with confluent-kafka", "[4/4] stopping the broker"):
+        assert step in run.stdout, run.stdout
+    assert "missing / duplicate: 0 / 0" in run.stdout
+    assert "result             : OK: every row exactly once" in run.stdout
+
+
+def test_make_kafka_up_then_down(tmp_path: Path) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    home, env = _private_home(tmp_path)
     port = free_port()
     started = time.monotonic()
     up = _make("kafka-up", env, f"PORT={port}")

@@ -96,19 +96,8 @@ def test_batch_replayed_after_a_crash_is_written_once(spark: Any, bootstrap: str
 
 
 def stable_offsets(bootstrap: str, topic: str) -> dict[int, int]:
-    """Each partition's last stable offset (librdkafka's high offset at read_committed): an open transaction holds
-    it below the high watermark."""
-    import uuid
-
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lso-{uuid.uuid4().hex}",
-                         "isolation.level": "read_committed"})
-    try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in sorted(partitions)}
-    finally:
-        consumer.close()
+    """Each partition's last stable offset: an open transaction holds it below the high watermark."""
+    return end_offsets(bootstrap, topic, "read_committed")
 
 
 def test_a_graceful_stop_leaves_no_transaction_open(spark: Any, bootstrap: str, topic_factory: Callable[..., str],
