@@ -128,7 +128,7 @@ $(addprefix pyspark-version-,$(PYSPARK_OLDER)): pyspark-version-%:
 	  || { echo "error: the pyspark matrix failed on pyspark $$version"; exit 1; }
 
 run: venv jars
-	@$(PY) -m spark_kafka_sink.testing run-demo
+	@$(PY) -m spark_kafka_sink.testing run-demo $(if $(ROWS),--rows $(ROWS))
 
 # Peer libraries (kafka-python, matplotlib, ...) for the benchmarks only: not runtime dependencies.
 BENCH_STAMP := $(VENV)/.bench-installed

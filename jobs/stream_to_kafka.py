@@ -6,8 +6,9 @@
 Each micro-batch is one Kafka transaction per Spark partition, committed by the driver when the batch commits;
 consumers with isolation.level=read_committed see each committed batch once. Restart with the same --checkpoint
 to continue where the query stopped: the transactional ids derive from the checkpoint location, so the restart
-fences and aborts whatever the stopped run left open. (A batch replayed after a crash that happened between the
-Kafka commit and Spark's commit log is written again; see README "Streaming".)
+fences and aborts whatever a crashed run left open (a graceful stop aborts what it interrupts). (A batch replayed
+after a crash that happened between the Kafka commit and Spark's commit log is written again; see README
+"Streaming".)
 """
 
 from __future__ import annotations

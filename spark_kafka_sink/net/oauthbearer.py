@@ -1,14 +1,18 @@
 """Where SASL/OAUTHBEARER tokens come from, and how long one is used.
 
     tokens = token_source(jaas_options, provider)     # from sasl.jaas.config and sasl.oauthbearer.token.provider
-    tokens.token()                                    # the current token (Secret), fetched again when it is old
-    tokens.extensions                                 # SASL extensions (KIP-342) for the client message
+    tokens.current()                                  # the current token (Secret), fetched again when it is old,
+                                                      # with its principal and SASL extensions (KIP-342)
 
 Three sources, as the Java client and confluent-kafka have them:
 
-* ``sasl.oauthbearer.token.provider``: a Python callable (or the dotted path of one, importable on the executors)
-  that returns the token, or ``(token, expiry)`` with the expiry in epoch seconds (confluent-kafka's ``oauth_cb``
-  contract). That is how a cloud's own token library plugs in (AWS MSK IAM's signer, Azure identity, Google auth);
+* ``sasl.oauthbearer.token.provider``: a Python callable (or the dotted path of one, importable on the executors),
+  confluent-kafka's ``oauth_cb`` contract: called with ``sasl.oauthbearer.config`` (a string, None when unset), or
+  with no argument when it takes none, it returns ``(token, expiry)`` with the expiry in epoch seconds, or
+  ``(token, expiry, principal, extensions)``, or the token alone. The principal is sent as the SASL authorization
+  id (Kafka's broker requires it to be the token's principal); the extensions (a dict) join the ``extension_<name>``
+  options, the provider's winning. That is how a cloud's own token library plugs in (AWS MSK IAM's signer, Azure
+  identity, Google auth) with the callback written for confluent-kafka;
 * ``sasl.oauthbearer.token.endpoint.url``, Java's OIDC login (``OAuthBearerLoginCallbackHandler``): the OAuth
   client-credentials grant at that endpoint with Kafka 4.1's ``sasl.oauthbearer.client.credentials.client.id`` /
   ``.client.secret`` and ``sasl.oauthbearer.scope``, or the ``OAuthBearerLoginModule`` options ``clientId``,
@@ -39,6 +43,7 @@ what a connection needs); only without a valid token does authentication fail. T
 from __future__ import annotations
 
 import base64
+import inspect
 import json
 import logging
 import re
@@ -48,7 +53,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +62,8 @@ from spark_kafka_sink.protocol.sasl import SaslVerificationError
 from spark_kafka_sink.python_objects import resolve_object
 from spark_kafka_sink.secret import Secret
 
-__all__ = ["JAVA_OAUTH_LOGIN_HANDLERS", "JAVA_JWT_RETRIEVERS", "TokenEndpointLogin", "OAuthBearerTokens",
-           "token_provider", "token_source", "unsecured_jwt"]
+__all__ = ["JAVA_OAUTH_LOGIN_HANDLERS", "JAVA_JWT_RETRIEVERS", "BearerToken", "TokenEndpointLogin",
+           "OAuthBearerTokens", "token_provider", "token_source", "unsecured_jwt"]
 
 #: sasl.login.callback.handler.class values naming Java's token endpoint login (its 3.1 package, then its own).
 JAVA_OAUTH_LOGIN_HANDLERS = (
@@ -87,6 +92,26 @@ _EXTENSION_VALUE = re.compile(r"^[\x21-\x7E \t\r\n]+$")
 # A bearer token's characters (RFC 6750 b64token), which Kafka's broker checks.
 _TOKEN = re.compile(r"^[-_~+/.A-Za-z0-9]+=*$")
 _KEY = "sasl.jaas.config"
+_PROVIDER_KEY = "sasl.oauthbearer.token.provider"
+
+
+@dataclass(frozen=True)
+class BearerToken:
+    """A token and what the client message carries beside it."""
+
+    token: Secret
+    principal: str | None = None  # the SASL authorization id; None: none sent
+    extensions: Mapping[str, str] = field(default_factory=dict)  # SASL extensions (KIP-342)
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    """One answer of a token source, before it is checked."""
+
+    value: Any
+    expiry: float | None  # epoch seconds; None: unknown
+    principal: str | None = None
+    extensions: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -150,23 +175,28 @@ def _jwt_expiry(token: str) -> float | None:
 class OAuthBearerTokens:
     """The current token of one configuration, shared by its connections (thread-safe), and its extensions."""
 
-    def __init__(self, fetch: Callable[[], tuple[str, float | None]], extensions: Mapping[str, str],
+    def __init__(self, fetch: Callable[[], _Fetched], extensions: Mapping[str, str],
                  source: str, clock: Callable[[], float] = time.time) -> None:
         self._fetch = fetch
-        self.extensions = dict(extensions)
+        self.extensions = dict(extensions)  # the configured ones; a provider's own join them per token
         self.source = source  # what gives the tokens, for messages
         self._clock = clock
         self._lock = threading.Lock()
-        self._token: Secret | None = None
+        self._token: BearerToken | None = None  # guarded by _lock, as are the two times
         self._refresh_at = self._expires_at = 0.0
 
     def token(self) -> Secret:
-        """The token to authenticate a new connection with; fetched again once 80% of its lifetime has passed."""
+        """The current token alone (see :meth:`current`)."""
+        return self.current().token
+
+    def current(self) -> BearerToken:
+        """The token to authenticate a new connection with, with its principal and extensions; fetched again once
+        80% of its lifetime has passed."""
         with self._lock:
             now = self._clock()
             if self._token is None or now >= self._refresh_at:
                 try:
-                    value, expiry = self._fetch()
+                    fetched = self._fetch()
                 except SaslAuthenticationFailedError as exc:
                     if self._token is None or now >= self._expires_at:
                         raise
@@ -175,12 +205,14 @@ class OAuthBearerTokens:
                                 "for %.0f s", exc.message, self._expires_at - now)
                     self._refresh_at = min(self._expires_at, now + _RETRY_S)
                     return self._token
+                value = fetched.value
                 if not isinstance(value, str) or not _TOKEN.match(value):
                     raise SaslVerificationError(f"{self.source} gave no bearer token (a string of letters, "
                                                 "digits and -._~+/ is expected)")
-                expiry = expiry if expiry is not None else _jwt_expiry(value)
+                expiry = fetched.expiry if fetched.expiry is not None else _jwt_expiry(value)
                 lifetime = (expiry - now) if expiry is not None else _UNKNOWN_LIFETIME_S
-                self._token, self._expires_at = Secret(value), now + lifetime
+                token = BearerToken(Secret(value), fetched.principal, {**self.extensions, **fetched.extensions})
+                self._token, self._expires_at = token, now + lifetime
                 self._refresh_at = now + _REFRESH_FACTOR * max(0.0, lifetime)
             return self._token
 
@@ -188,24 +220,68 @@ class OAuthBearerTokens:
         return f"OAuthBearerTokens({self.source})"
 
 
-def _provider_fetch(provider: Callable[[], Any]) -> Callable[[], tuple[str, float | None]]:
-    name = getattr(provider, "__qualname__", type(provider).__name__)
-
-    def fetch() -> tuple[str, float | None]:
+def _takes_config(provider: Callable[..., Any]) -> bool:
+    """Whether a provider is called as confluent-kafka calls ``oauth_cb`` (with the oauthbearer config string)
+    rather than with no argument; a callable taking neither is refused, naming the option."""
+    try:
+        signature = inspect.signature(provider)
+    except (TypeError, ValueError):  # no signature to read (some builtins): confluent-kafka's call
+        return True
+    for args in (("",), ()):
         try:
-            result = provider()
+            signature.bind(*args)
+        except TypeError:
+            continue
+        return bool(args)
+    raise ConfigError(f"{_PROVIDER_KEY}: the callable must take one argument (the sasl.oauthbearer.config "
+                      "string, as confluent-kafka's oauth_cb) or none", key=_PROVIDER_KEY)
+
+
+def _extensions(name: str, given: Any) -> dict[str, str]:
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise SaslVerificationError(f"{_PROVIDER_KEY} {name} gave extensions of type {type(given).__name__}: "
+                                    "a dict of str to str is expected")
+    for key, value in given.items():
+        if not isinstance(key, str) or not isinstance(value, str) or key == "auth" \
+                or not _EXTENSION_KEY.match(key) or not _EXTENSION_VALUE.match(value):
+            raise SaslVerificationError(f"{_PROVIDER_KEY} {name} gave the SASL extension {key!r}: a name of "
+                                        "letters (not 'auth') and a printable string value are expected")
+    return dict(given)
+
+
+def _provider_fetch(provider: Callable[..., Any], config: str | None) -> Callable[[], _Fetched]:
+    name = getattr(provider, "__qualname__", type(provider).__name__)
+    args = (config,) if _takes_config(provider) else ()
+
+    def fetch() -> _Fetched:
+        try:
+            result = provider(*args)
         except Exception as exc:  # the provider's own failure: its type only (its message may hold a secret)
-            raise SaslVerificationError(f"sasl.oauthbearer.token.provider {name} raised "
-                                        f"{type(exc).__name__}") from None
-        if isinstance(result, tuple) and len(result) == 2:
-            token, expiry = result
-            return token, None if expiry is None else float(expiry)
-        return result, None
+            raise SaslVerificationError(f"{_PROVIDER_KEY} {name} raised {type(exc).__name__}") from None
+        if not isinstance(result, tuple):
+            return _Fetched(result, None)
+        if len(result) not in (2, 4):
+            raise SaslVerificationError(f"{_PROVIDER_KEY} {name} returned a tuple of {len(result)}: expected "
+                                        "(token, expiry) or (token, expiry, principal, extensions)")
+        expiry = result[1]
+        if expiry is not None and (isinstance(expiry, bool) or not isinstance(expiry, (int, float))):
+            raise SaslVerificationError(f"{_PROVIDER_KEY} {name} gave an expiry of type {type(expiry).__name__}: "
+                                        "epoch seconds (a number) are expected")
+        expiry = None if expiry is None else float(expiry)
+        if len(result) == 2:
+            return _Fetched(result[0], expiry)
+        principal = result[2]
+        if principal is not None and not isinstance(principal, str):
+            raise SaslVerificationError(f"{_PROVIDER_KEY} {name} gave a principal of type "
+                                        f"{type(principal).__name__}: a string is expected")
+        return _Fetched(result[0], expiry, principal or None, _extensions(name, result[3]))
 
     return fetch
 
 
-def _unsecured_fetch(options: Mapping[str, str], clock: Callable[[], float]) -> Callable[[], tuple[str, float]]:
+def _unsecured_fetch(options: Mapping[str, str], clock: Callable[[], float]) -> Callable[[], _Fetched]:
     principal_claim = options.get(f"{_PREFIX}PrincipalClaimName", "").strip() or "sub"
     try:
         lifetime = float(options.get(f"{_PREFIX}LifetimeSeconds", "3600"))
@@ -232,9 +308,9 @@ def _unsecured_fetch(options: Mapping[str, str], clock: Callable[[], float]) -> 
                           f"which needs the principal: add unsecuredLoginStringClaim_{principal_claim}=\"<name>\" "
                           "to the OAuthBearerLoginModule options (or set sasl.oauthbearer.token.provider)", key=_KEY)
 
-    def fetch() -> tuple[str, float]:
+    def fetch() -> _Fetched:
         now = clock()
-        return unsecured_jwt({"iat": now, "exp": now + lifetime, **claims}), now + lifetime
+        return _Fetched(unsecured_jwt({"iat": now, "exp": now + lifetime, **claims}), now + lifetime)
 
     return fetch
 
@@ -253,7 +329,7 @@ def _check_retriever(retriever: str, endpoint: str) -> None:
 
 
 def _endpoint_fetch(url: str, options: Mapping[str, str],
-                    login: TokenEndpointLogin | None) -> Callable[[], tuple[str, float | None]]:
+                    login: TokenEndpointLogin | None) -> Callable[[], _Fetched]:
     """Java's ``OAuthBearerLoginCallbackHandler``: the OAuth client-credentials grant (RFC 6749 4.4) at an http(s)
     token endpoint, or the token in a file (a ``file:`` URL, read again at every refresh). The id and secret go
     into the HTTP Basic header as they are, or form-encoded first with ``login.header_urlencode``
@@ -262,9 +338,9 @@ def _endpoint_fetch(url: str, options: Mapping[str, str],
     if parsed.scheme == "file":
         path = Path(urllib.request.url2pathname(parsed.path))
 
-        def from_file() -> tuple[str, float | None]:
+        def from_file() -> _Fetched:
             try:
-                return path.read_text().strip(), None
+                return _Fetched(path.read_text().strip(), None)
             except OSError as exc:
                 raise SaslVerificationError(f"the token file {path} cannot be read ({exc.strerror})") from None
 
@@ -292,7 +368,7 @@ def _endpoint_fetch(url: str, options: Mapping[str, str],
     timeout_s = max(login.connect_timeout_ms, login.read_timeout_ms) / 1000
     backoff_s, backoff_max_s = login.retry_backoff_ms / 1000, login.retry_backoff_max_ms / 1000
 
-    def from_endpoint() -> tuple[str, float | None]:
+    def from_endpoint() -> _Fetched:
         request = urllib.request.Request(url, data=urllib.parse.urlencode(form).encode(), headers=headers,
                                          method="POST")
         # As Java's login retries: waits doubling from sasl.login.retry.backoff.ms, each at most
@@ -322,7 +398,7 @@ def _endpoint_fetch(url: str, options: Mapping[str, str],
             raise SaslVerificationError(f"the token endpoint {url} answered without an access_token")
         expires_in = payload.get("expires_in")
         valid = isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool)
-        return token, time.time() + float(expires_in) if valid else None
+        return _Fetched(token, time.time() + float(expires_in) if valid else None)
 
     return from_endpoint
 
@@ -336,26 +412,29 @@ def _oauth_error(exc: urllib.error.HTTPError) -> str:
     return f"({error})" if isinstance(error, str) and error.replace("_", "").isalnum() else ""
 
 
-def token_provider(value: Any) -> Callable[[], Any] | None:
-    """``sasl.oauthbearer.token.provider`` as given: a callable, the dotted path of one (a class is instantiated),
-    or unset (None or "")."""
+def token_provider(value: Any) -> Callable[..., Any] | None:
+    """``sasl.oauthbearer.token.provider`` as given: a callable taking the oauthbearer config string or nothing,
+    the dotted path of one (a class is instantiated), or unset (None or "")."""
     if value is None or value == "":
         return None
     target = resolve_object("sasl.oauthbearer.token.provider", value)
     if not callable(target):
-        raise ConfigError("sasl.oauthbearer.token.provider must be a callable returning a token (or token, expiry "
-                          "in epoch seconds), or the dotted path of one", key="sasl.oauthbearer.token.provider")
-    provider: Callable[[], Any] = target
+        raise ConfigError("sasl.oauthbearer.token.provider must be a callable returning (token, expiry in epoch "
+                          "seconds), (token, expiry, principal, extensions) or the token, or the dotted path of one",
+                          key="sasl.oauthbearer.token.provider")
+    provider: Callable[..., Any] = target
+    _takes_config(provider)  # a callable that cannot be called either way fails here, not at the first connection
     return provider
 
 
-def token_source(jaas_options: Mapping[str, str] | None, provider: Callable[[], Any] | None,
+def token_source(jaas_options: Mapping[str, str] | None, provider: Callable[..., Any] | None,
                  clock: Callable[[], float] = time.time, endpoint: str | None = None,
-                 login: TokenEndpointLogin | None = None) -> OAuthBearerTokens:
+                 login: TokenEndpointLogin | None = None, provider_config: str | None = None) -> OAuthBearerTokens:
     """The tokens of a configuration: ``provider`` if given, else from the token ``endpoint`` URL
     (``sasl.oauthbearer.token.endpoint.url``) with the client id, secret and scope (Kafka 4.1's settings in
     ``login``, else the login module's clientId / clientSecret / scope), else unsecured ones from the login module
-    options. ``login``: the parsed config's token endpoint settings (needed for an http(s) endpoint)."""
+    options. ``login``: the parsed config's token endpoint settings (needed for an http(s) endpoint);
+    ``provider_config``: ``sasl.oauthbearer.config``, the argument of a provider that takes one."""
     options = dict(jaas_options or {})
     if provider is not None and endpoint:
         raise ConfigError("set either sasl.oauthbearer.token.provider or sasl.oauthbearer.token.endpoint.url",
@@ -375,7 +454,7 @@ def token_source(jaas_options: Mapping[str, str] | None, provider: Callable[[], 
             raise ConfigError(f"{_KEY}: the SASL extension {prefix}{key} needs a name of letters (not 'auth') and "
                               "a printable value", key=_KEY)
     if provider is not None:
-        return OAuthBearerTokens(_provider_fetch(provider), extensions, "sasl.oauthbearer.token.provider", clock)
+        return OAuthBearerTokens(_provider_fetch(provider, provider_config), extensions, _PROVIDER_KEY, clock)
     if endpoint:
         return OAuthBearerTokens(_endpoint_fetch(endpoint, options, login), extensions,
                                  "the token endpoint (sasl.oauthbearer.token.endpoint.url)", clock)

@@ -172,7 +172,8 @@ class SaslAuthentication:
         """The mechanism's client and its first token (runs off the network thread)."""
         client: SaslClient
         if self._tokens is not None:  # the token is fetched (or refreshed) here, for this connection
-            client = OAuthBearerClient(self._tokens.token().reveal(), self._tokens.extensions)
+            bearer = self._tokens.current()
+            client = OAuthBearerClient(bearer.token.reveal(), bearer.extensions, bearer.principal)
         else:
             assert self._kerberos is not None
             context, principal = self._kerberos.context(host)

@@ -81,7 +81,8 @@ class ProducerConfig:
     sasl_login_read_timeout_ms: int
     sasl_login_retry_backoff_ms: int
     sasl_login_retry_backoff_max_ms: int
-    sasl_oauthbearer_token_provider: Callable[[], Any] | None
+    sasl_oauthbearer_token_provider: Callable[..., Any] | None
+    sasl_oauthbearer_config: Secret | None
     sasl_oauthbearer_client_credentials_client_id: str | None
     sasl_oauthbearer_client_credentials_client_secret: Secret | None
     sasl_oauthbearer_scope: str | None
@@ -325,7 +326,7 @@ def _sasl_credentials(v: Mapping[str, Any]) -> SaslCredentials:
 
 def _oauth_tokens(v: Mapping[str, Any]) -> OAuthBearerTokens:
     """OAUTHBEARER: the token source of the settings (the sasl.login.* ones included, defaults from OPTIONS)."""
-    jaas = v["sasl_jaas_config"]
+    jaas, provider_config = v["sasl_jaas_config"], v["sasl_oauthbearer_config"]
     login = TokenEndpointLogin(
         client_id=v["sasl_oauthbearer_client_credentials_client_id"],
         client_secret=v["sasl_oauthbearer_client_credentials_client_secret"],
@@ -335,7 +336,7 @@ def _oauth_tokens(v: Mapping[str, Any]) -> OAuthBearerTokens:
         retry_backoff_ms=v["sasl_login_retry_backoff_ms"], retry_backoff_max_ms=v["sasl_login_retry_backoff_max_ms"])
     return token_source(None if jaas is None else jaas_oauthbearer_options(jaas.reveal()),
                         v["sasl_oauthbearer_token_provider"], endpoint=v["sasl_oauthbearer_token_endpoint_url"],
-                        login=login)
+                        login=login, provider_config=None if provider_config is None else provider_config.reveal())
 
 
 def _kerberos(v: Mapping[str, Any]) -> KerberosLogin:
@@ -485,6 +486,9 @@ def _sasl_rules(v: dict[str, Any], explicit: set[str]) -> None:
         if has_pair:
             raise _conflict("sasl.mechanism=OAUTHBEARER authenticates with a token: sasl.username and sasl.password "
                             "are for PLAIN and SCRAM", "sasl.username")
+        if v["sasl_oauthbearer_config"] is not None and provider is None:
+            raise _conflict("sasl.oauthbearer.config is the argument of sasl.oauthbearer.token.provider: set the "
+                            "provider too, or leave it unset", "sasl.oauthbearer.config")
         _oauth_tokens(v)  # fail now
         return
     if provider is not None:

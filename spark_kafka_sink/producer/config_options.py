@@ -302,8 +302,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("sasl.login.retry.backoff.max.ms", _MS, _int(0), 10_000,
          "OAUTHBEARER token endpoint: the longest wait, and how long to keep asking."),
     _opt("sasl.oauthbearer.token.provider", "callable", _token_provider, None,
-         "OAUTHBEARER: a Python callable returning the token, or (token, expiry in epoch seconds), or its dotted "
-         "path; unset: Java's unsecured login from sasl.jaas.config (unsecuredLoginStringClaim_sub=...)."),
+         "OAUTHBEARER: a Python callable as confluent-kafka's oauth_cb (called with sasl.oauthbearer.config, or "
+         "with nothing if it takes no argument) returning (token, expiry in epoch seconds), (token, expiry, "
+         "principal, extensions) or the token, or its dotted path; unset: Java's unsecured login from "
+         "sasl.jaas.config (unsecuredLoginStringClaim_sub=...)."),
+    _opt("sasl.oauthbearer.config", "secret", _secret, None,
+         "OAUTHBEARER: the string passed to sasl.oauthbearer.token.provider (confluent-kafka's argument of "
+         "oauth_cb); never logged."),
     _opt("sasl.username", "string", _optional_string, None, "SASL user name (alternative to sasl.jaas.config)."),
     _opt("sasl.password", "secret", _secret, None, "SASL password; never logged."),
     _opt("sasl.jaas.config", "secret", _secret, None,

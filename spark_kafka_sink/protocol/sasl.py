@@ -98,11 +98,17 @@ class SaslClient(Protocol):
         ...
 
 
-def oauthbearer_initial_response(token: str, extensions: Mapping[str, str] | None = None) -> bytes:
-    """RFC 7628 client message, as Kafka writes it (KIP-255, extensions KIP-342): the gs2 header ``n,,``, then
+def oauthbearer_initial_response(token: str, extensions: Mapping[str, str] | None = None,
+                                 authorization_id: str | None = None) -> bytes:
+    """RFC 7628 client message, as Kafka reads it (KIP-255, extensions KIP-342): the gs2 header ``n,,`` (or
+    ``n,a=<authorization id>,``, which Kafka's broker requires to be the token's principal), then
     ``auth=Bearer <token>`` and each ``key=value`` extension, each ended by 0x01, and a final 0x01."""
+    if authorization_id and ("," in authorization_id or "=" in authorization_id):
+        # RFC 5801 would escape them, but Kafka's broker compares the authorization id to the principal unescaped.
+        raise SaslVerificationError("an OAUTHBEARER principal cannot contain ',' or '='")
+    header = f"n,a={authorization_id}," if authorization_id else "n,,"
     pairs = [f"auth=Bearer {token}", *(f"{k}={v}" for k, v in (extensions or {}).items())]
-    return ("n,," + _KVSEP + "".join(p + _KVSEP for p in pairs) + _KVSEP).encode("utf-8")
+    return (header + _KVSEP + "".join(p + _KVSEP for p in pairs) + _KVSEP).encode("utf-8")
 
 
 class OAuthBearerClient:
@@ -112,8 +118,9 @@ class OAuthBearerClient:
 
     mechanism = OAUTHBEARER
 
-    def __init__(self, token: str, extensions: Mapping[str, str] | None = None) -> None:
-        self._message = oauthbearer_initial_response(token, extensions)
+    def __init__(self, token: str, extensions: Mapping[str, str] | None = None,
+                 authorization_id: str | None = None) -> None:
+        self._message = oauthbearer_initial_response(token, extensions, authorization_id)
         self._complete = False
 
     def initial_response(self) -> bytes:

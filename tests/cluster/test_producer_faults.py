@@ -90,21 +90,27 @@ def test_leader_lost_and_back_while_writing(cluster3: KafkaCluster, fault: str, 
 
 
 def test_preferred_leader_election_during_a_write(cluster3: KafkaCluster) -> None:
-    """Leadership moves back to the preferred replicas while records flow: the producer follows the metadata
-    (NOT_LEADER_OR_FOLLOWER answers are retried on the new leader) and no send fails."""
+    """Leadership moves back to the preferred replicas while records flow: sends acknowledged by the old leader of
+    partition 0 before the election, and sends queued only once the election is over acknowledged by the new one
+    (the producer follows the metadata; a NOT_LEADER_OR_FOLLOWER answer in between is retried); no send fails."""
     topic, preferred = _topic_led_away_from_its_preferred_replica(cluster3)
+    old_leader = leader_of(cluster3, topic, 0)
     producer = KafkaProducer({"bootstrap.servers": cluster3.bootstrap_servers, "acks": "all", "linger.ms": 5})
     writer = PacedWriter(producer, topic, PARTITIONS, "send_batch", 20_000).start()
     try:
         wait_for("the first acknowledgements", lambda: writer.acked_after(0.0) >= 5)
         moved_at = time.monotonic()
+        acked_by_old_leader = writer.acked_after(0.0)  # every partition, 0 included, in each send_batch unit
         _elect_preferred_leaders(cluster3, topic, preferred)
-        wait_for("acknowledgements after the move", lambda: writer.acked_after(moved_at) >= 5)
+        elected_at = time.monotonic()  # partition 0 is led by the preferred replica from here on
+        wait_for("acknowledgements of sends queued after the election",
+                 lambda: writer.acked_after(elected_at) >= 5)
         recovery_s = writer.recovery_after(moved_at)
     finally:
         writer.stop()
         producer.close()
     assert writer.errors() == [], writer.errors()[:3]
+    assert old_leader != preferred and acked_by_old_leader >= 5 and writer.acked_after(elected_at) >= 5
     retries = producer.metrics().get("record-retry-total", 0.0)
     verdict = check_ids(read_all(cluster3, topic), writer.acked_ids(), PARTITIONS)
     verdict.report(f"preferred leader election to node {preferred} during send_batch", recovery_s)
@@ -222,10 +228,13 @@ def test_two_of_three_nodes_down_with_acks_all(cluster3: KafkaCluster) -> None:
     assert (verdict.lost, verdict.duplicated, verdict.extra) == (0, 0, 0)
 
 
-def test_transaction_coordinator_sigkilled_mid_transaction(cluster3: KafkaCluster) -> None:
-    """The node coordinating the producer's transaction dies between its sends: the transaction either commits
-    completely or fails leaving nothing visible and nothing open; a re-run with the same transactional.id
-    succeeds. Records go to partitions 3-5 only after the kill, so AddPartitionsToTxn needs the new coordinator."""
+@pytest.mark.parametrize("ending", ["commit", "abort"])
+def test_transaction_coordinator_sigkilled_mid_transaction(cluster3: KafkaCluster, ending: str) -> None:
+    """The node coordinating the producer's transaction dies between its sends. Records go to partitions 3-5 only
+    after the kill, so AddPartitionsToTxn needs the new coordinator. Each ending is forced: the commit goes through
+    the new coordinator and every record is visible once; the abort (as a user's error handling would call it)
+    leaves nothing visible, and a re-run with the same transactional.id then writes every record once. Either way
+    nothing is left open."""
     topic = new_topic(cluster3, 6)
     tid = f"coord-kill-{uuid.uuid4().hex[:8]}"
     first = range(0, 30_000)
@@ -236,7 +245,6 @@ def test_transaction_coordinator_sigkilled_mid_transaction(cluster3: KafkaCluste
                          "partition": pa.array([partitions[i % 3] for i in ids], pa.int32())})
 
     producer = KafkaProducer({"bootstrap.servers": cluster3.bootstrap_servers, "transactional.id": tid})
-    outcome = "committed"
     try:
         producer.init_transactions(60)  # creates __transaction_state on first use
         coordinator = transaction_coordinator(cluster3, tid)
@@ -244,32 +252,32 @@ def test_transaction_coordinator_sigkilled_mid_transaction(cluster3: KafkaCluste
         producer.send_batch(topic, table(first, [0, 1, 2])).result(60)
         killed_at = time.monotonic()
         cluster3.kill_node(coordinator)
-        try:
-            producer.send_batch(topic, table(second, [3, 4, 5])).result(120)
+        producer.send_batch(topic, table(second, [3, 4, 5])).result(120)
+        if ending == "commit":
             producer.commit_transaction(120)
-        except Exception as exc:  # noqa: BLE001 -- either outcome is allowed; the checks below decide
-            outcome = f"failed: {exc!r}"
+        else:
+            producer.abort_transaction(120)
         recovery_s = time.monotonic() - killed_at
     finally:
         producer.close(0)
     new_coordinator = transaction_coordinator(cluster3, tid)
+    assert new_coordinator != coordinator
     open_txn = wait_for("no open transaction (last stable offset = log end offset)", lambda: end_offsets(
         cluster3, topic, "read_committed") == end_offsets(cluster3, topic, "read_uncommitted"), timeout=120)
     records = read_all(cluster3, topic)
     expected = set(first) | set(second)
-    if outcome == "committed":
-        verdict = check_ids(records, expected)
-    else:
-        assert records == [], f"a failed transaction left {len(records)} records visible"
+    if ending == "abort":
+        assert records == [], f"an aborted transaction left {len(records)} records visible"
         with KafkaProducer({"bootstrap.servers": cluster3.bootstrap_servers, "transactional.id": tid}) as rerun:
             rerun.init_transactions(60)
             rerun.begin_transaction()
             rerun.send_batch(topic, table(first, [0, 1, 2])).result(60)
             rerun.send_batch(topic, table(second, [3, 4, 5])).result(60)
             rerun.commit_transaction(60)
-        verdict = check_ids(read_all(cluster3, topic), expected)
-    verdict.report(f"transaction coordinator {coordinator} SIGKILLed mid-transaction ({outcome})", recovery_s)
-    print(f"  new coordinator: node {new_coordinator}; nothing left open {open_txn:.1f} s after the outcome")
+        records = read_all(cluster3, topic)
+    verdict = check_ids(records, expected)
+    verdict.report(f"transaction coordinator {coordinator} SIGKILLed mid-transaction, then {ending}", recovery_s)
+    print(f"  new coordinator: node {new_coordinator}; nothing left open {open_txn:.1f} s after the {ending}")
     assert (verdict.lost, verdict.duplicated, verdict.extra) == (0, 0, 0)
     assert verdict.read == len(expected)
 

@@ -17,6 +17,7 @@ import pytest
 from spark_kafka_sink.errors import SaslAuthenticationFailedError
 from spark_kafka_sink.testing.broker import KafkaCluster
 from tests.security._idp import CLIENT_ID, CLIENT_SECRET, RFC_CLIENT_ID, RFC_CLIENT_SECRET, IdentityProvider
+from tests.security._wire import relay
 from tests.security.conftest import OAUTH_MODULE, SecureBroker
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(300)]
@@ -230,3 +231,24 @@ def test_header_urlencode_sends_the_credentials_form_encoded(oidc_broker: KafkaC
     with KafkaProducer({**raw, "sasl.oauthbearer.header.urlencode": "true"}) as producer:
         producer.send(topic, value=b"encoded", key=b"k").result(timeout=30)
     assert read_back(oidc_broker, topic, 1) == [(b"k", b"encoded")]
+
+
+def test_extension_options_are_sasl_extensions(oidc_broker: KafkaCluster, idp: IdentityProvider) -> None:
+    """Confluent Cloud's logicalCluster / identityPoolId as `extension_<name>` login options: each is a key=value
+    pair of the client message as it goes over the wire, beside the endpoint's token, which the broker accepts."""
+    from spark_kafka_sink.producer.producer import KafkaProducer
+
+    topic = new_topic(oidc_broker)
+    host, _, port = oidc_broker.listener_bootstrap("OIDC").rpartition(":")
+    with relay(host, int(port)) as wire:
+        settings = {**java_settings(oidc_broker, idp, scope="kafka-extensions"), "bootstrap.servers": wire.address,
+                    "sasl.jaas.config": f'{OAUTH_MODULE} required clientId="{CLIENT_ID}" clientSecret="{CLIENT_SECRET}"'
+                                        ' scope="kafka-extensions" extension_logicalCluster="lkc-abc123"'
+                                        ' extension_identityPoolId="pool-XyZ";'}
+        with KafkaProducer(settings) as producer:
+            producer.send(topic, value=b"extended", key=b"k").result(timeout=30)
+        sent = wire.oauthbearer_messages()
+    assert read_back(oidc_broker, topic, 1) == [(b"k", b"extended")]
+    header, pairs = sent[0]
+    assert header == "n,," and pairs.pop("auth").startswith("Bearer ey")
+    assert pairs == {"logicalCluster": "lkc-abc123", "identityPoolId": "pool-XyZ"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Any
 
 import pytest
@@ -207,3 +208,21 @@ def test_tls_version_offered_to_the_broker(secure_broker: SecureBroker, options:
         assert produce(attempt.conn, topic, [b"tls"]) == 0
     established = [r.getMessage() for r in caplog.records if "TLS with" in r.getMessage()]
     assert len(established) == 1 and f"established: {version}," in established[0], established
+
+
+def test_tls_on_a_plaintext_port_ends_in_the_max_block_timeout(secure_broker: SecureBroker) -> None:
+    """A TLS client on a plaintext listener: the broker closes the connection (it reads the ClientHello as a request
+    of absurd size), which looks like a restarting broker, so it is retried -- no fatal error at the first
+    connection as for the opposite mistake -- and the send ends at max.block.ms, saying the topic was not found."""
+    from spark_kafka_sink import KafkaProducer
+    from spark_kafka_sink.errors import KafkaTimeoutError
+
+    settings = {"bootstrap.servers": secure_broker.plaintext_bootstrap, "max.block.ms": 3_000,
+                **our_settings(secure_broker, "SSL")}
+    started = time.monotonic()
+    with pytest.raises(KafkaTimeoutError, match="not present in metadata after 3000 ms") as info:
+        with KafkaProducer(settings) as producer:
+            producer.send("never-created", value=b"v").result(timeout=30)
+    elapsed = time.monotonic() - started
+    assert not isinstance(info.value, SecurityProtocolMismatchError)
+    assert 3.0 <= elapsed < 10, f"took {elapsed:.1f}s"

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -207,9 +208,37 @@ def test_a_client_keystore_loads(kind: str, declared: str | None, key_password: 
         if key_password:
             options["ssl.key.password"] = key_password
     options["ssl.keystore.location"] = str(store)
+    options["ssl.truststore.location"] = str(certs.ca_cert)
+    options["ssl.truststore.type"] = "PEM"
     if declared:
         options["ssl.keystore.type"] = declared
-    security_settings(options).ssl_context()
+    presented = certificate_presented(security_settings(options).ssl_context(), certs)
+    assert presented == ssl.PEM_cert_to_DER_cert(certs.client_cert.read_text())
+
+
+def certificate_presented(context: ssl.SSLContext, certs: TestCertificates) -> bytes | None:
+    """The certificate (DER) a TLS server requiring client certificates receives from ``context`` in a handshake."""
+    import socket
+    import threading
+
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(certs.server_cert, certs.server_key)
+    server_context.load_verify_locations(certs.ca_cert)
+    server_context.verify_mode = ssl.CERT_REQUIRED
+    seen: list[bytes | None] = []
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        def serve() -> None:
+            conn, _ = listener.accept()
+            with server_context.wrap_socket(conn, server_side=True) as tls:
+                seen.append(tls.getpeercert(binary_form=True))
+
+        server = threading.Thread(target=serve, daemon=True)
+        server.start()
+        with socket.create_connection(listener.getsockname(), timeout=10) as raw:
+            with context.wrap_socket(raw, server_hostname="localhost") as tls:
+                tls.recv(1)  # the server's close: the handshake, client certificate included, is over
+        server.join(10)
+    return seen[0] if seen else None
 
 
 @pytest.mark.parametrize("encrypted", [False, True])
@@ -476,3 +505,35 @@ def test_tls_versions_that_cannot_be_offered_name_the_option(options: dict[str, 
     with pytest.raises(ConfigError, match=says) as info:  # the producer's config says the same, before any socket
         ProducerConfig.from_dict({"bootstrap.servers": "h:9093", **options})
     assert info.value.key == key
+
+
+def test_without_memfd_create_the_key_goes_through_a_private_file_removed_after(
+        tmp_path: Path, certs: TestCertificates, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where os.memfd_create is missing (macOS, BSDs), a keystore's key reaches OpenSSL through a file readable by
+    this user only, in a private folder gone once the context is built; the certificate presented is the client's."""
+    import tempfile
+
+    store = java_keystore(certs.client_cert, certs.client_key, tmp_path / "client.jks", "JKS", "store-pw", None,
+                          chain=(certs.ca_cert,))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.delattr(os, "memfd_create")
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    seen: list[tuple[str, int, int]] = []
+    load = ssl.SSLContext.load_cert_chain
+
+    def watched(self: ssl.SSLContext, certfile: Any, keyfile: Any = None, password: Any = None) -> None:
+        path = Path(certfile)
+        seen.append((str(path), path.stat().st_mode & 0o777, path.parent.stat().st_mode & 0o777))
+        load(self, certfile, keyfile, password)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_cert_chain", watched)
+    context = security_settings({"security.protocol": "SSL", "ssl.keystore.location": str(store),
+                                 "ssl.keystore.password": "store-pw", "ssl.truststore.location": str(certs.ca_cert),
+                                 "ssl.truststore.type": "PEM"}).ssl_context()
+    assert len(seen) == 1 and Path(seen[0][0]).is_relative_to(scratch), seen
+    assert seen[0][1:] == (0o600, 0o700)
+    assert list(scratch.iterdir()) == []  # removed once loaded
+    monkeypatch.undo()
+    presented = certificate_presented(context, certs)
+    assert presented == ssl.PEM_cert_to_DER_cert(certs.client_cert.read_text())

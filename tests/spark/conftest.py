@@ -28,14 +28,14 @@ def write_df(df: Any, bootstrap: str, *, fmt: str = FORMAT, mode: str = "append"
     writer.mode(mode).save()
 
 
-def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
-    """Each partition's high watermark: counts every record ever written, committed, aborted or open."""
+def end_offsets(bootstrap: str, topic: str, isolation: str = "read_uncommitted") -> dict[int, int]:
+    """Each partition's high watermark: counts every record ever written, committed, aborted or open. With
+    ``isolation="read_committed"``: the last stable offset, which an open transaction holds back (librdkafka reports
+    it as the high offset at that isolation)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    # read_uncommitted: the log end offset. (At read_committed, librdkafka reports the last stable offset, which
-    # an open transaction holds back.)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"wm-{uuid.uuid4().hex}",
-                         "isolation.level": "read_uncommitted"})
+                         "isolation.level": isolation})
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in sorted(partitions)}

@@ -54,6 +54,21 @@ def test_same_write_id_twice_writes_once_and_a_new_write_id_appends(
     assert len(values) == 2500 and set(values.values()) == {1}
 
 
+def test_re_running_an_older_write_id_writes_it_again(spark: Any, bootstrap: str,
+                                                      topic_factory: Callable[..., str],
+                                                      readback: Callable[..., list[ConsumedRecord]]) -> None:
+    """Only the latest writeId of a prefix is remembered: after writeId 2, writeId 1 again is a new write."""
+    topic = topic_factory(partitions=2)
+    prefix = f"older-{uuid.uuid4().hex[:8]}"
+    first, second = rows(spark, 300), rows(spark, 200, offset=300)
+    write_df(first, bootstrap, topic=topic, **exactly_once(prefix, 1))
+    write_df(second, bootstrap, topic=topic, **exactly_once(prefix, 2))
+    write_df(first, bootstrap, topic=topic, **exactly_once(prefix, 1))  # the older writeId again
+    values = Counter(r.value for r in readback(topic))
+    assert values == Counter({**{f"row-{i}".encode(): 2 for i in range(300)},
+                              **{f"row-{i}".encode(): 1 for i in range(300, 500)}})
+
+
 def test_a_re_run_with_other_input_is_refused(spark: Any, bootstrap: str, topic_factory: Callable[..., str],
                                               readback: Callable[..., list[ConsumedRecord]]) -> None:
     topic = topic_factory(partitions=2)
@@ -98,7 +113,10 @@ def test_commit_log_topic_is_created_compacted(spark: Any, bootstrap: str, topic
     write_df(rows(spark, 50), bootstrap, topic=topic_factory(), commitLogTopic=log_topic,
              **exactly_once(f"c-{uuid.uuid4().hex[:6]}", 1))
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    assert len(admin.list_topics(log_topic, timeout=10).topics[log_topic].partitions) == 50
+    partitions = admin.list_topics(log_topic, timeout=10).topics[log_topic].partitions
+    assert len(partitions) == 50
+    # Replication min(3, brokers): 1 on this one-broker session (3 on the 3-node cluster, tests/cluster).
+    assert {len(p.replicas) for p in partitions.values()} == {1}
     configs = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, log_topic)])
     [entries] = [f.result(timeout=10) for f in configs.values()]
     assert entries["cleanup.policy"].value == "compact"

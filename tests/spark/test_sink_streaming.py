@@ -15,15 +15,18 @@ from typing import Any
 import pytest
 from pyspark.sql import functions as F
 
-from tests.conftest import ConsumedRecord
+from tests.conftest import ConsumedRecord, wait_for
+from tests.spark.conftest import end_offsets
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
 ROWS = 500
 
 
-def start(spark: Any, bootstrap: str, topic: str, checkpoint: Path, **trigger: Any) -> Any:
-    rows = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", ROWS).option("numPartitions", 2)
+def start(spark: Any, bootstrap: str, topic: str, checkpoint: Path, rows_per_batch: int = ROWS,
+          **trigger: Any) -> Any:
+    rows = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", rows_per_batch)
+            .option("numPartitions", 2)
             .load().select(F.col("value").cast("string").alias("value")))
     writer = (rows.writeStream.format("pykafka-sink").option("kafka.bootstrap.servers", bootstrap)
               .option("topic", topic).option("deliveryGuarantee", "exactly_once")
@@ -90,3 +93,23 @@ def test_batch_replayed_after_a_crash_is_written_once(spark: Any, bootstrap: str
     batches = committed_batches(checkpoint)
     assert batches[0] == 0
     assert Counter(r.value for r in readback(topic, "read_committed")) == batch_values(*batches)
+
+
+def stable_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    """Each partition's last stable offset: an open transaction holds it below the high watermark."""
+    return end_offsets(bootstrap, topic, "read_committed")
+
+
+def test_a_graceful_stop_leaves_no_transaction_open(spark: Any, bootstrap: str, topic_factory: Callable[..., str],
+                                                   tmp_path: Path) -> None:
+    """query.stop() while a micro-batch's transactions hold records: Spark calls the sink's abort, which fences every
+    task's transactional id, so right after stop() returns the last stable offset is the high watermark."""
+    topic = topic_factory(partitions=2)
+    query = start(spark, bootstrap, topic, tmp_path / "checkpoint", rows_per_batch=300_000)
+    try:
+        wait_for("a micro-batch's open transaction holding records",
+                 lambda: stable_offsets(bootstrap, topic) != end_offsets(bootstrap, topic), timeout=120, interval=0.02)
+    finally:
+        query.stop()
+    written = end_offsets(bootstrap, topic)
+    assert sum(written.values()) > 0 and stable_offsets(bootstrap, topic) == written
