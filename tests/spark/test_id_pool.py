@@ -43,6 +43,19 @@ def _options(bootstrap: str, log_topic: str) -> SinkOptions:
                               "commitLogTopic": log_topic}, streaming=False)
 
 
+def test_drivers_claiming_at_once_get_distinct_slots_and_freed_slots_are_reused(bootstrap: str) -> None:
+    log_topic = f"pool-log-{uuid.uuid4().hex[:8]}"
+    options = _options(bootstrap, log_topic)
+    with ThreadPoolExecutor(6) as threads:  # six drivers racing for the lowest free slot through the log
+        claims = [c for _, c in threads.map(lambda _: claim_prefix(options), range(6))]
+    assert sorted(c.slot for c in claims if c is not None) == list(range(6))
+    for claim in claims[:3]:
+        release_prefix(options, claim)
+    release_prefix(options, claims[0])  # again, as Spark's abort() after a failed commit(): no effect
+    again = [claim_prefix(options)[1] for _ in range(4)]
+    assert sorted(c.slot for c in again if c is not None) == sorted([c.slot for c in claims[:3] if c] + [6])
+
+
 def test_thirty_writes_without_a_prefix_leave_one_prefix_of_ids(
         spark: Any, kafka: KafkaCluster, bootstrap: str, topic_factory: Callable[..., str],
         readback: Callable[..., list[ConsumedRecord]]) -> None:
