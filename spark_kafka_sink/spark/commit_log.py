@@ -326,7 +326,8 @@ def _access_error(exc: KafkaError, topic: str, operation: str) -> KafkaError:
     if isinstance(exc, (TopicAuthorizationFailedError, ClusterAuthorizationFailedError)):
         where = f"topic {topic!r} (or on the cluster)" if operation == "Create" else f"topic {topic!r}"
         return CommitLogAccessError(
-            f"exactly_once with a stable writeId keeps its commit log in topic {topic!r}, but this principal may not "
+            f"exactly_once keeps its commit log (writeIds, and the claims of transactional id prefixes for writes "
+            f"without transactionalIdPrefix) in topic {topic!r}, but this principal may not "
             f"{operation.lower()} it ({type(exc).__name__}): allow {operation} on {where} for the sink's principal "
             f"(it needs Describe, Read and Write on that topic, and Create once unless the topic exists: create it "
             f"yourself with cleanup.policy=compact), or name a topic it may use with the commitLogTopic option",
