@@ -6,8 +6,10 @@ them, for operators (a driver that died past transaction.timeout.ms, an abandone
     python -m spark_kafka_sink transactions end  --bootstrap-servers h:9092 --prefix orders --execute
 
 Each transactional id of the prefix the coordinators know (ListTransactions to every broker; DescribeTransactions
-for its state, producer id and epoch, how long it has been open and its partitions) is joined with what the commit
-log says of the prefix's latest write: per Spark partition planned, committed, or the write complete.
+for its state, producer id and epoch, how long it has been open and its partitions; DescribeProducers for the
+offset where an open transaction begins in each partition, which read_committed consumers wait at) is joined with
+what the commit log says of the prefix's latest write: per Spark partition planned, committed, or the write
+complete.
 
 ``end`` commits what the commit log says the driver had planned to commit and did not finish -- the same recovery
 the driver's pre-flight runs before the next write of the prefix (:func:`~spark_kafka_sink.spark.commit.recover_write`)
@@ -50,6 +52,9 @@ class TransactionRow:
     producer_epoch: int
     open_seconds: float | None  # how long its open transaction has run; None when none is open
     partitions: tuple[str, ...]  # "topic[partition]" of the open transaction
+    # "topic[partition]" -> the offset where the open transaction begins there (DescribeProducers): read_committed
+    # consumers of that partition wait at it
+    holds_back_from: dict[str, int]
     commit_log: str  # e.g. "writeId 11: planned", or "-" when the log's latest write does not name this id
     action: str  # commit, abort or "-"
 
@@ -91,10 +96,13 @@ def inspect_prefix(options: SinkOptions, now_s: float | None = None) -> tuple[li
                 action = NOTHING  # ended, or the coordinator is writing its markers now
             else:
                 action = COMMIT if to_commit and same else ABORT
+            starts = (session.transaction_start_offsets(described.producer_id, described.partitions, timeout_s)
+                      if described.open else {})
             rows.append(TransactionRow(
                 listed.transactional_id, described.state, described.producer_id, described.producer_epoch,
                 (now_ms - described.start_time_ms) / 1000 if described.open and described.start_time_ms >= 0 else None,
-                tuple(f"{t}[{p}]" for t, p in described.partitions), status, action))
+                tuple(f"{t}[{p}]" for t, p in described.partitions),
+                {f"{t}[{p}]": offset for (t, p), offset in sorted(starts.items())}, status, action))
     return rows, logged
 
 
@@ -171,11 +179,16 @@ def _table(rows: Sequence[TransactionRow], outcomes: dict[str, str] | None, out:
               "ACTION" if outcomes is None else "RESULT"]
     lines = [[r.transactional_id, r.state, f"{r.producer_id}/{r.producer_epoch}",
               NOTHING if r.open_seconds is None else f"{r.open_seconds:.0f} s",
-              ", ".join(r.partitions) or NOTHING, r.commit_log,
+              ", ".join(_held(r, p) for p in r.partitions) or NOTHING, r.commit_log,
               r.action if outcomes is None else outcomes.get(r.transactional_id, NOTHING)] for r in rows]
     widths = [max(len(str(x)) for x in column) for column in zip(header, *lines, strict=False)]
     for line in [header, *lines]:
         out.write("  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True)).rstrip() + "\n")
+
+
+def _held(row: TransactionRow, partition: str) -> str:
+    start = row.holds_back_from.get(partition)
+    return partition if start is None else f"{partition} from offset {start}"
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:

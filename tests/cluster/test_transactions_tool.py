@@ -62,8 +62,14 @@ def test_the_tool_lists_and_ends_a_driver_crash_leftover(
     assert listed[committed[0]]["state"] == "CompleteCommit" and listed[committed[0]]["action"] == "-"
     assert listed[f"{prefix}-7"]["commit_log"] == "-" and listed[f"{prefix}-7"]["action"] == "abort"
     assert listed[f"{prefix}-7"]["partitions"] == [f"{topic}[0]"]
+    # Where each open transaction begins (DescribeProducers): what read_committed consumers wait at.
+    for tid in [*planned, f"{prefix}-7"]:
+        held = listed[tid]["holds_back_from"]
+        assert sorted(held) == sorted(listed[tid]["partitions"]) and all(o >= 0 for o in held.values()), listed
+    stray_start = listed[f"{prefix}-7"]["holds_back_from"][f"{topic}[0]"]
     table = _tool("list", *common).stdout  # the readable table names every id and its action
     assert table.startswith("TRANSACTIONAL ID") and all(t in table for t in listed), table
+    assert f"{topic}[0] from offset {stray_start}" in table, table
 
     dry = _tool("end", *common).stdout
     assert "dry run: 3 transaction(s) to end" in dry, dry

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -54,6 +54,7 @@ from spark_kafka_sink.producer.transactions._handlers import end_txn_body, end_t
 from spark_kafka_sink.producer.transactions._sequences import ProducerIdAndEpoch
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import (
+    DESCRIBE_PRODUCERS,
     DESCRIBE_TRANSACTIONS,
     END_TXN,
     FIND_COORDINATOR,
@@ -135,7 +136,8 @@ def fence_transactional_id(config: Mapping[str, Any], transactional_id: str, tim
 
 
 class CoordinatorSession:
-    """Connections for many coordinator calls (:meth:`end_transaction`, :meth:`fence_transactional_id`) made by
+    """Connections for many coordinator calls (:meth:`end_transaction`, :meth:`fence_transactional_id`, and the
+    KIP-664 views :meth:`list_transactions`, :meth:`describe_transaction`, :meth:`transaction_start_offsets`) made by
     one thread at a time: the bootstrap, ApiVersions and Metadata round trips are paid once, and each
     transactional id's coordinator is looked up once (again after NOT_COORDINATOR or a connection failure).
     ``config`` as for :func:`end_transaction`. Not thread-safe: one session per thread. Close it (or use
@@ -234,6 +236,42 @@ class CoordinatorSession:
                 int(entry["producer_epoch"]), int(entry["transaction_timeout_ms"]),
                 int(entry["transaction_start_time_ms"]),
                 tuple(sorted((str(t["topic"]), int(p)) for t in entry.get("topics", []) for p in t["partitions"])))
+
+    def transaction_start_offsets(self, producer_id: int, partitions: Sequence[tuple[str, int]],
+                                  timeout_s: float) -> dict[tuple[str, int], int]:
+        """Where producer ``producer_id``'s open transaction begins in each of ``partitions`` (DescribeProducers to
+        their leaders): read_committed consumers of a partition wait at that offset until the transaction ends.
+        A partition whose leader no longer holds an open transaction of that producer is left out."""
+        client = self._client
+        deadline = time.monotonic() + timeout_s
+        request_timeout_ms = client.config.request_timeout_ms
+
+        def remaining_ms() -> int:
+            return max(1, min(request_timeout_ms, int((deadline - time.monotonic()) * 1000)))
+
+        if not partitions:
+            return {}
+        client.fetch_metadata(sorted({t for t, _ in partitions}), remaining_ms())
+        by_leader: dict[int, dict[str, list[int]]] = {}
+        for topic, partition in partitions:
+            info = client.metadata.topic(topic)
+            leader = None if info is None or partition not in info.partitions else info.partitions[partition].leader_id
+            if leader is not None:
+                by_leader.setdefault(leader, {}).setdefault(topic, []).append(partition)
+        found: dict[tuple[str, int], int] = {}
+        for leader, topics in sorted(by_leader.items()):
+            body = {"topics": [{"name": t, "partition_indexes": sorted(ps)} for t, ps in sorted(topics.items())]}
+            answer = self._retry_busy(partial(client.request, leader, DESCRIBE_PRODUCERS, body, remaining_ms(),
+                                              raise_on_error=False), deadline, f"DescribeProducers to node {leader}")
+            for topic_answer in answer.get("topics", []):
+                for partition_answer in topic_answer["partitions"]:
+                    if int(partition_answer.get("error_code", NO_ERROR)) != NO_ERROR:
+                        continue  # leadership moved meanwhile: the partition is left out
+                    for producer in partition_answer["active_producers"]:
+                        start = int(producer["current_txn_start_offset"])
+                        if int(producer["producer_id"]) == producer_id and start >= 0:
+                            found[(str(topic_answer["name"]), int(partition_answer["partition_index"]))] = start
+        return found
 
     def _retry_busy(self, call: Callable[[], dict[str, Any]], deadline: float, what: str) -> dict[str, Any]:
         """``call()`` again after retry.backoff.ms while it fails retriably or answers a busy coordinator."""
