@@ -153,14 +153,44 @@ def summarize(options: SinkOptions, messages: Sequence[KafkaCommitMessage], batc
     )
 
 
+class _SummaryHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The summary's own handler: the process's stderr, which Spark forwards to the driver's log."""
+
+
+def _is_pyspark_capture(handler: logging.Handler) -> bool:
+    """True for the root handler pyspark 4.1+ adds while ``spark.sql.pyspark.worker.logging.enabled`` is true: it
+    feeds ``python_worker_logs()``, it is not the application's logging configuration."""
+    try:
+        from pyspark.logger.worker_io import JSONFormatterWithMarker
+    except ImportError:  # pyspark 4.0 has no worker logging
+        return False
+    return isinstance(handler.formatter, JSONFormatterWithMarker)
+
+
+def _configured_elsewhere() -> bool:
+    """True when the application configured logging for this logger or an ancestor (pyspark's capture aside)."""
+    logger: logging.Logger | None = _log
+    while logger is not None:
+        if any(not _is_pyspark_capture(h) and not isinstance(h, _SummaryHandler) for h in logger.handlers):
+            return True
+        logger = logger.parent if logger.propagate else None
+    return False
+
+
 def _log_summary(line: str) -> None:
-    # Spark's Python workers configure no logging: without a handler an INFO line would vanish, so the summary gets
-    # a stderr handler (which Spark forwards to the driver's log) unless the application configured its own.
-    if not _log.hasHandlers():
-        handler = logging.StreamHandler(sys.stderr)
+    # Spark's Python workers configure no logging, and pyspark 4.1+'s worker logging adds only a root handler under
+    # root's WARNING level: an INFO line would vanish in both. Unless the application configured logging itself,
+    # the summary logger gets INFO and a stderr handler (stderr reaches the driver's log) and still propagates, so
+    # pyspark's capture handler, when present, puts the same record in python_worker_logs().
+    if not any(isinstance(h, _SummaryHandler) for h in _log.handlers) and not _configured_elsewhere():
+        # sys.__stderr__, not sys.stderr: while pyspark captures, sys.stderr is its wrapper, which would also turn
+        # the line into a second, ERROR-level record; and the wrapper is gone after the commit while the handler
+        # stays for the next commit of a reused worker.
+        handler = _SummaryHandler(sys.__stderr__ or sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         _log.addHandler(handler)
-        _log.setLevel(logging.INFO)
+        if _log.level == logging.NOTSET:
+            _log.setLevel(logging.INFO)
     _log.info(line)
 
 

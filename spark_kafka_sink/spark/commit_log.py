@@ -52,8 +52,8 @@ from spark_kafka_sink.protocol.murmur2 import murmur2, partition_for_key
 if TYPE_CHECKING:
     from spark_kafka_sink.producer import KafkaProducer, RecordMetadata
 
-__all__ = ["CommitLog", "CommitLogAccessError", "Committed", "CommittedWrite", "LoggedWrite", "PlannedTransaction",
-           "COMMIT_LOG_PARTITIONS"]
+__all__ = ["CommitLog", "CommitLogAccessError", "Committed", "CommittedWrite", "LogEntry", "LoggedWrite",
+           "PlannedTransaction", "COMMIT_LOG_PARTITIONS"]
 
 #: Partitions of the commit log topic when this sink creates it (as __consumer_offsets has 50).
 COMMIT_LOG_PARTITIONS = 50
@@ -115,6 +115,16 @@ class CommittedWrite:
     partitions: Mapping[int, Committed]
 
 
+@dataclass(frozen=True)
+class LogEntry:
+    """One record of a prefix: ``kind`` is its key after ``<prefix>/``; ``value`` None for a tombstone."""
+
+    offset: int
+    timestamp_ms: int  # the writer's clock when it appended the record
+    kind: str
+    value: dict[str, Any] | None
+
+
 @dataclass
 class _Reading:
     plan: dict[str, Any] | None = None
@@ -148,31 +158,40 @@ class CommitLog:
 
     def read(self) -> LoggedWrite | None:
         """The latest write of this prefix (None if the log has none). Creates the topic on first use."""
+        reading = _Reading()
+        for entry in self.entries():
+            if entry.value is None:
+                continue
+            if entry.kind == "plan":
+                reading.plan = entry.value
+            elif entry.kind == "complete":
+                reading.complete = entry.value
+            elif entry.kind.startswith("commit/"):
+                reading.commits[int(entry.kind[len("commit/"):])] = int(entry.value["writeId"])
+        return _assemble(reading)
+
+    def entries(self, start_offset: int | None = None) -> list[LogEntry]:
+        """This prefix's records in log order, from ``start_offset`` (default: the log start) to the current end.
+        Creates the topic on first use."""
         with self._client() as client:
             partition = self._ensure(client)
             try:
-                records = read_partition(client, self.topic, partition, isolation="read_uncommitted",
-                                         timeout_ms=int(self._timeout_s * 1000))
+                records = read_partition(client, self.topic, partition, start_offset=start_offset,
+                                         isolation="read_uncommitted", timeout_ms=int(self._timeout_s * 1000))
             except KafkaError as exc:
                 raise _access_error(exc, self.topic, "Read") from exc
-        reading = _Reading()
         own = f"{self.prefix}/"
+        found = []
         for record in records:
             key = record.key.decode("utf-8", "replace") if record.key is not None else ""
-            if not key.startswith(own) or record.value is None:
-                continue
-            value = json.loads(record.value)
-            if value.get("v", 0) > _FORMAT:
+            if not key.startswith(own):
+                continue  # another prefix whose records hash to the same partition
+            value = None if record.value is None else json.loads(record.value)
+            if value is not None and value.get("v", 0) > _FORMAT:
                 raise ConfigError(f"commit log {self.topic!r} holds a record of a newer format ({value.get('v')}) "
                                   f"for prefix {self.prefix!r}: upgrade spark-kafka-sink", key="commitLogTopic")
-            kind = key[len(own):]
-            if kind == "plan":
-                reading.plan = value
-            elif kind == "complete":
-                reading.complete = value
-            elif kind.startswith("commit/"):
-                reading.commits[int(kind[len("commit/"):])] = int(value["writeId"])
-        return _assemble(reading)
+            found.append(LogEntry(record.offset, record.timestamp_ms, key[len(own):], value))
+        return found
 
     # ------------------------------------------------------------------------------------------ appending
 
@@ -203,12 +222,16 @@ class CommitLog:
             except KafkaError as exc:
                 raise _access_error(exc, self.topic, "Write") from exc
 
-    def _append_acknowledged(self, kind: str, value: dict[str, Any]) -> None:
+    def append_entry(self, kind: str, value: dict[str, Any]) -> int:
+        """Append ``<prefix>/<kind>`` and wait for the brokers' acknowledgement; returns the record's offset."""
+        return self._append_acknowledged(kind, value)
+
+    def _append_acknowledged(self, kind: str, value: dict[str, Any]) -> int:
         """Append and wait for the brokers' acknowledgement; raises if the record was not written."""
         future = self._append(kind, value)
         self.flush()
         try:
-            future.result(0)  # done: flush waited for it
+            return future.result(0).offset  # done: flush waited for it
         except KafkaError as exc:
             raise _access_error(exc, self.topic, "Write") from exc
 
@@ -303,7 +326,8 @@ def _access_error(exc: KafkaError, topic: str, operation: str) -> KafkaError:
     if isinstance(exc, (TopicAuthorizationFailedError, ClusterAuthorizationFailedError)):
         where = f"topic {topic!r} (or on the cluster)" if operation == "Create" else f"topic {topic!r}"
         return CommitLogAccessError(
-            f"exactly_once with a stable writeId keeps its commit log in topic {topic!r}, but this principal may not "
+            f"exactly_once keeps its commit log (writeIds, and the claims of transactional id prefixes for writes "
+            f"without transactionalIdPrefix) in topic {topic!r}, but this principal may not "
             f"{operation.lower()} it ({type(exc).__name__}): allow {operation} on {where} for the sink's principal "
             f"(it needs Describe, Read and Write on that topic, and Create once unless the topic exists: create it "
             f"yourself with cleanup.policy=compact), or name a topic it may use with the commitLogTopic option",

@@ -20,6 +20,7 @@ from pyspark.sql.types import StructType
 from spark_kafka_sink.errors import ConfigError, KafkaError
 from spark_kafka_sink.spark.commit import recover_write
 from spark_kafka_sink.spark.commit_log import CommittedWrite
+from spark_kafka_sink.spark.id_pool import claim_prefix
 from spark_kafka_sink.spark.options import SinkOptions
 from spark_kafka_sink.spark.schema import plan_columns
 from spark_kafka_sink.spark.writer import KafkaBatchWriter, KafkaStreamWriter
@@ -47,7 +48,8 @@ class KafkaSinkDataSource(DataSource):
         options = SinkOptions.parse(self.options, streaming=False)
         plan = plan_columns(schema, options.topic, options.timestamp_column)
         _preflight(options)
-        return KafkaBatchWriter(options, plan, _resume(options))
+        options, claim = claim_prefix(options)
+        return KafkaBatchWriter(options, plan, _resume(options), claim)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
         # overwrite is the "complete" output mode: like Spark's Kafka sink, each micro-batch's rows are appended.

@@ -19,6 +19,8 @@ Decisions beyond Spark's own sink:
   with either format.
 * Streaming with exactly_once takes its default ``transactionalIdPrefix`` from the checkpoint location, so the
   ids are stable across micro-batches and restarts (a restart then fences the crashed run's open transactions).
+* A batch exactly_once write without ``transactionalIdPrefix`` draws its prefix from a pool (``spark.id_pool``),
+  so the ids a deployment leaves on the coordinators stay bounded by what runs at once.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from spark_kafka_sink.errors import ConfigError, KafkaError
 from spark_kafka_sink.producer.config import ProducerConfig
 
 __all__ = ["DeliveryGuarantee", "SinkOptions", "DEFAULT_TRANSACTION_TIMEOUT_MS", "DEFAULT_BATCH_SIZE",
-           "DEFAULT_COMMIT_LOG_TOPIC", "DEFAULT_PRODUCER_IDLE_TIMEOUT_MS"]
+           "DEFAULT_COMMIT_LOG_TOPIC", "DEFAULT_PRODUCER_IDLE_TIMEOUT_MS", "DEFAULT_ID_POOL_LEASE_MS"]
 
 #: The broker's default transaction.max.timeout.ms: the longest a transaction may stay open (see README).
 DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
@@ -56,7 +58,10 @@ _CONNECTOR_OPTIONS = {
     "producerreuse": "producerReuse",
     "produceridletimeoutms": "producerIdleTimeoutMs",
     "workergcfreeze": "workerGcFreeze",
+    "idpoolleasems": "idPoolLeaseMs",
 }
+#: How long a pooled transactional id prefix stays claimed by a write that never released it (see spark.id_pool).
+DEFAULT_ID_POOL_LEASE_MS = 86_400_000
 #: How long a Python worker keeps an idle producer for the next task (as Spark's spark.kafka.producer.cache.timeout).
 DEFAULT_PRODUCER_IDLE_TIMEOUT_MS = 600_000
 #: Where exactly_once writes with a stable writeId (streaming, or the writeId option) record their commits.
@@ -92,6 +97,10 @@ class SinkOptions:
     producer_reuse: bool = True  # at_least_once tasks take a producer an earlier task of the worker left
     producer_idle_timeout_ms: int = DEFAULT_PRODUCER_IDLE_TIMEOUT_MS
     worker_gc_freeze: bool = True  # the worker's long-lived objects leave the per-task gc.collect() (worker_heap)
+    # A batch exactly_once write without transactionalIdPrefix: its prefix is claimed from the pool (spark.id_pool)
+    # when Spark asks for the writer; until then transactional_id_prefix is a unique placeholder.
+    id_pool: bool = False
+    id_pool_lease_ms: int = DEFAULT_ID_POOL_LEASE_MS
     # Options not used: passed through by Spark, unknown ones, and kafka.* keys that are no producer setting
     # (ProducerConfig.ignored, e.g. a consumer's kafka.group.id)
     ignored: tuple[str, ...] = field(default=())
@@ -182,9 +191,12 @@ class SinkOptions:
         if not commit_log_topic:
             raise ConfigError("option commitLogTopic is empty: name a topic, or drop the option for the default "
                               f"{DEFAULT_COMMIT_LOG_TOPIC!r}", key="commitLogTopic")
+        id_pool = (guarantee is DeliveryGuarantee.EXACTLY_ONCE and not streaming
+                   and _option(lowered, "transactionalidprefix") is None)
         return cls(producer_options, topic, guarantee, prefix, write_id, _timestamp_column(lowered), commit_log_topic,
                    _flag(lowered, "producerreuse"), _producer_idle_timeout_ms(lowered),
-                   _flag(lowered, "workergcfreeze"), tuple(sorted(ignored)),
+                   _flag(lowered, "workergcfreeze"), id_pool, _id_pool_lease_ms(lowered, id_pool),
+                   tuple(sorted(ignored)),
                    bootstrap_servers=",".join(config.bootstrap_servers), batch_size=config.batch_size,
                    delivery_timeout_ms=config.delivery_timeout_ms, request_timeout_ms=config.request_timeout_ms,
                    transaction_timeout_ms=config.transaction_timeout_ms)
@@ -249,6 +261,24 @@ def _producer_idle_timeout_ms(lowered: Mapping[str, tuple[str, str]]) -> int:
     return value
 
 
+def _id_pool_lease_ms(lowered: Mapping[str, tuple[str, str]], id_pool: bool) -> int:
+    raw = _option(lowered, "idpoolleasems")
+    if raw is None:
+        return DEFAULT_ID_POOL_LEASE_MS
+    if not id_pool:
+        raise ConfigError("option idPoolLeaseMs applies only to batch exactly_once writes without "
+                          "transactionalIdPrefix (their prefix comes from the pool): drop it", key="idPoolLeaseMs")
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ConfigError(f"option idPoolLeaseMs={raw!r} is not valid: milliseconds > 0 (how long a write may hold "
+                          "its pooled transactional id prefix before another write may take it over)",
+                          key="idPoolLeaseMs")
+    return value
+
+
 def _guarantee(lowered: Mapping[str, tuple[str, str]]) -> DeliveryGuarantee:
     raw = _option(lowered, "deliveryguarantee")
     if raw is None:
@@ -281,7 +311,8 @@ def _prefix(lowered: Mapping[str, tuple[str, str]], guarantee: DeliveryGuarantee
                               "checkpointLocation option of writeStream, or transactionalIdPrefix",
                               key="transactionalIdPrefix")
         return "sks-" + hashlib.sha256(checkpoint.encode()).hexdigest()[:16]
-    return "sks-" + uuid.uuid4().hex[:16]  # unique per write: two concurrent writes never fence each other
+    # A placeholder, unique per write: the driver replaces it with a prefix claimed from the pool (spark.id_pool).
+    return "sks-" + uuid.uuid4().hex[:16]
 
 
 def _write_id(lowered: Mapping[str, tuple[str, str]], guarantee: DeliveryGuarantee) -> int | None:

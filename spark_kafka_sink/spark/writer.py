@@ -39,6 +39,7 @@ from spark_kafka_sink.producer.arrow_send import BatchSendResult, PartitionWrite
 from spark_kafka_sink.spark.commit import KafkaCommitMessage, abort_write, commit_write
 from spark_kafka_sink.spark.commit_log import CommittedWrite
 from spark_kafka_sink.spark.digest import RowDigest
+from spark_kafka_sink.spark.id_pool import PoolClaim, release_prefix
 from spark_kafka_sink.spark.options import SinkOptions
 from spark_kafka_sink.spark.producer_cache import Lease, close_failed, worker_cache
 from spark_kafka_sink.spark.row_batches import row_batches
@@ -345,19 +346,27 @@ def _abort_quietly(producer: SinkProducer[PreparedT], transactional_id: str) -> 
 class KafkaBatchWriter(DataSourceArrowWriter):
     """``df.write.format("pykafka-sink")``: one task per Spark partition, committed by the driver."""
 
-    def __init__(self, options: SinkOptions, plan: ColumnPlan, resume: CommittedWrite | None = None) -> None:
+    def __init__(self, options: SinkOptions, plan: ColumnPlan, resume: CommittedWrite | None = None,
+                 claim: PoolClaim | None = None) -> None:
         self.options = options
         self.plan = plan
         self.resume = resume  # the prefix's latest complete write, from the driver's pre-flight
+        self.claim = claim  # the pooled transactional id prefix this write holds (id_pool), given back at the end
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
         return write_partition(self.options, self.plan, iterator, self.resume)
 
     def commit(self, messages: list[Any]) -> None:
-        commit_write(self.options, messages)
+        try:
+            commit_write(self.options, messages)
+        finally:
+            release_prefix(self.options, self.claim)
 
     def abort(self, messages: list[Any]) -> None:
-        abort_write(self.options, messages)
+        try:
+            abort_write(self.options, messages)
+        finally:
+            release_prefix(self.options, self.claim)
 
     def __repr__(self) -> str:
         return f"KafkaBatchWriter({self.options!r})"

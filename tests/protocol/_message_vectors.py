@@ -254,6 +254,51 @@ SAMPLES: dict[int, dict[str, dict[str, dict[str, Any]]]] = {
                  "leader_epoch": -1}]}]},
         },
     },
+    66: {
+        "req": {
+            "a": {"state_filters": ["Ongoing", "PrepareCommit"], "producer_id_filters": [7, 1 << 40],
+                  "duration_filter": 60000, "transactional_id_pattern": "sks-pool-.*"},
+            "b": {"state_filters": [], "producer_id_filters": [], "duration_filter": -1,
+                  "transactional_id_pattern": None},
+        },
+        "resp": {
+            "a": {"throttle_time_ms": 2, "error_code": 0, "unknown_state_filters": ["Bogus"], "transaction_states": [
+                {"transactional_id": "sks-pool-0-1", "producer_id": 1000, "transaction_state": "Ongoing"},
+                {"transactional_id": "t", "producer_id": 3, "transaction_state": "CompleteCommit"}]},
+            "b": {"throttle_time_ms": 0, "error_code": 14, "unknown_state_filters": [], "transaction_states": []},
+        },
+    },
+    65: {
+        "req": {
+            "a": {"transactional_ids": ["sks-pool-0-1", "x"]},
+            "b": {"transactional_ids": []},
+        },
+        "resp": {
+            "a": {"throttle_time_ms": 1, "transaction_states": [
+                {"error_code": 0, "transactional_id": "sks-pool-0-1", "transaction_state": "Ongoing",
+                 "transaction_timeout_ms": 900000, "transaction_start_time_ms": 1700000000000,
+                 "producer_id": 1000, "producer_epoch": 3,
+                 "topics": [{"topic": "events", "partitions": [0, 2]}]},
+                {"error_code": 105, "transactional_id": "x", "transaction_state": "", "transaction_timeout_ms": 0,
+                 "transaction_start_time_ms": -1, "producer_id": -1, "producer_epoch": -1, "topics": []}]},
+            "b": {"throttle_time_ms": 0, "transaction_states": []},
+        },
+    },
+    61: {
+        "req": {
+            "a": {"topics": [{"name": "events", "partition_indexes": [0, 1, 2]},
+                             {"name": "t", "partition_indexes": []}]},
+            "b": {"topics": []},
+        },
+        "resp": {
+            "a": {"throttle_time_ms": 0, "topics": [{"name": "events", "partitions": [
+                {"partition_index": 0, "error_code": 0, "error_message": None, "active_producers": [
+                    {"producer_id": 1000, "producer_epoch": 3, "last_sequence": 41, "last_timestamp": 1700000000000,
+                     "coordinator_epoch": 2, "current_txn_start_offset": 120}]},
+                {"partition_index": 1, "error_code": 6, "error_message": "not leader", "active_producers": []}]}]},
+            "b": {"throttle_time_ms": 5, "topics": []},
+        },
+    },
 }
 
 GOLDEN: dict[tuple[int, int, str, str], str | None] = {
@@ -1033,4 +1078,44 @@ GOLDEN: dict[tuple[int, int, str, str], str | None] = {
     (2, 9, 'resp', 'b'): "00000000020274020000000100060000018bcfe568000000000000000037ffffffff000000",
     (2, 10, 'resp', 'b'): "00000000020274020000000100060000018bcfe568000000000000000037ffffffff000000",
     (2, 11, 'resp', 'b'): "00000000020274020000000100060000018bcfe568000000000000000037ffffffff000000",
+    (66, 0, 'req', 'a'): "03084f6e676f696e670e50726570617265436f6d6d6974030000000000000007000001000000000000",
+    (66, 1, 'req', 'a'): (
+        "03084f6e676f696e670e50726570617265436f6d6d69740300000000000000070000010000000000000000000000ea6000"
+    ),
+    (66, 2, 'req', 'a'): (
+        "03084f6e676f696e670e50726570617265436f6d6d69740300000000000000070000010000000000000000000000ea600c736b732d70"
+        "6f6f6c2d2e2a00"
+    ),
+    (66, 0, 'req', 'b'): "010100",
+    (66, 1, 'req', 'b'): "0101ffffffffffffffff00",
+    (66, 2, 'req', 'b'): "0101ffffffffffffffff0000",
+    (66, 0, 'resp', 'a'): (
+        "0000000200000206426f677573030d736b732d706f6f6c2d302d3100000000000003e8084f6e676f696e670002740000000000000003"
+        "0f436f6d706c657465436f6d6d69740000"
+    ),
+    (66, 1, 'resp', 'a'): (
+        "0000000200000206426f677573030d736b732d706f6f6c2d302d3100000000000003e8084f6e676f696e670002740000000000000003"
+        "0f436f6d706c657465436f6d6d69740000"
+    ),
+    (66, 2, 'resp', 'a'): (
+        "0000000200000206426f677573030d736b732d706f6f6c2d302d3100000000000003e8084f6e676f696e670002740000000000000003"
+        "0f436f6d706c657465436f6d6d69740000"
+    ),
+    (66, 0, 'resp', 'b'): "00000000000e010100",
+    (66, 1, 'resp', 'b'): "00000000000e010100",
+    (66, 2, 'resp', 'b'): "00000000000e010100",
+    (65, 0, 'req', 'a'): "030d736b732d706f6f6c2d302d31027800",
+    (65, 0, 'req', 'b'): "0100",
+    (65, 0, 'resp', 'a'): (
+        "000000010300000d736b732d706f6f6c2d302d31084f6e676f696e67000dbba00000018bcfe5680000000000000003e8000302076576"
+        "656e74730300000000000000020000006902780100000000ffffffffffffffffffffffffffffffffffff010000"
+    ),
+    (65, 0, 'resp', 'b'): "000000000100",
+    (61, 0, 'req', 'a'): "03076576656e747304000000000000000100000002000274010000",
+    (61, 0, 'req', 'b'): "0100",
+    (61, 0, 'resp', 'a'): (
+        "0000000002076576656e747303000000000000000200000000000003e800000003000000290000018bcfe56800000000020000000000"
+        "00007800000000000100060b6e6f74206c656164657201000000"
+    ),
+    (61, 0, 'resp', 'b'): "000000050100",
 }

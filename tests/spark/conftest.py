@@ -65,3 +65,19 @@ def sent_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(KafkaProducer, "send_batch", recording)
     return sent
+
+
+def kafka_transactions(kafka: Any, prefix: str) -> dict[str, str]:
+    """Transactional id -> coordinator state of every id starting with ``prefix``, as Kafka's own TransactionsCommand
+    lists them (the Java admin client's ListTransactions, not ours)."""
+    import subprocess
+
+    from spark_kafka_sink.testing.broker_jars import require_java, tools_lib
+
+    proc = subprocess.run(
+        [require_java(), "-cp", f"{tools_lib(kafka.version)}/*", "org.apache.kafka.tools.TransactionsCommand",
+         "--bootstrap-server", kafka.bootstrap_servers, "list"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines() if line.strip()]
+    assert rows and rows[0][0] == "TransactionalId" and rows[0][3] == "TransactionState", proc.stdout
+    return {row[0]: row[3] for row in rows[1:] if row[0].startswith(prefix)}

@@ -94,13 +94,14 @@ def test_the_same_rows_in_another_order_are_the_same_input(spark: Any, bootstrap
     assert len(readback(topic)) == 300
 
 
-def test_batch_writes_without_write_id_touch_no_commit_log(spark: Any, bootstrap: str,
-                                                           topic_factory: Callable[..., str]) -> None:
+def test_batch_writes_with_a_prefix_and_no_write_id_touch_no_commit_log(spark: Any, bootstrap: str,
+                                                                        topic_factory: Callable[..., str]) -> None:
     from confluent_kafka.admin import AdminClient
 
     log_topic = f"log-{uuid.uuid4().hex[:8]}"
+    # (Without transactionalIdPrefix the write claims a pooled prefix in the log: tests/spark/test_id_pool.py.)
     write_df(rows(spark, 50), bootstrap, topic=topic_factory(), deliveryGuarantee="exactly_once",
-             commitLogTopic=log_topic)
+             transactionalIdPrefix=f"np-{uuid.uuid4().hex[:6]}", commitLogTopic=log_topic)
     write_df(rows(spark, 50), bootstrap, topic=topic_factory(), commitLogTopic=log_topic)  # at_least_once
     assert log_topic not in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
 

@@ -16,7 +16,8 @@ answer of every batch. Its parts:
   :class:`OffsetAndMetadata`, the AddOffsetsToTxn and TxnOffsetCommit handlers, sent to the group's coordinator);
 * the ``SequenceBook`` -- every partition's sequences and the rules that keep a partition's batches in order;
 * :func:`end_transaction`, :func:`fence_transactional_id`, :class:`TransactionIdentity` -- ending or fencing a
-  transaction from a process that did not write it (the Spark driver); :class:`CoordinatorSession` for many.
+  transaction from a process that did not write it (the Spark driver); :class:`CoordinatorSession` for many,
+  which also lists (ListTransactions) and describes (DescribeTransactions) the transactions of an id prefix.
 
 Idempotence: sequences are assigned when a batch is drained, retried batches keep them, and draining a partition
 stops while an earlier batch of it awaits a retry, so a partition never has its batches reordered.
@@ -53,7 +54,10 @@ sequence book and request queue included (see ``_manager``).
 """
 
 from spark_kafka_sink.producer.transactions._admin import (
+    OPEN_STATES,
     CoordinatorSession,
+    ListedTransaction,
+    TransactionDescription,
     TransactionIdentity,
     end_transaction,
     fence_transactional_id,
@@ -89,6 +93,9 @@ __all__ = [
     "CoordinatorSession",
     "end_transaction",
     "fence_transactional_id",
+    "ListedTransaction",
+    "TransactionDescription",
+    "OPEN_STATES",
     "ConsumerGroupMetadata",
     "OffsetAndMetadata",
     "offsets_to_commit",

@@ -29,9 +29,11 @@ Outcomes of :func:`end_transaction`:
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from spark_kafka_sink.errors import (
@@ -42,6 +44,7 @@ from spark_kafka_sink.errors import (
     KafkaError,
     KafkaTimeoutError,
     ProducerFencedError,
+    TransactionalIdNotFoundError,
     error_for_code,
 )
 from spark_kafka_sink.net.client import NetworkClient
@@ -50,10 +53,49 @@ from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.transactions._handlers import end_txn_body, end_txn_version_range, find_coordinator_body
 from spark_kafka_sink.producer.transactions._sequences import ProducerIdAndEpoch
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
-from spark_kafka_sink.protocol.messages import END_TXN, FIND_COORDINATOR, INIT_PRODUCER_ID, ApiSpec
+from spark_kafka_sink.protocol.messages import (
+    DESCRIBE_PRODUCERS,
+    DESCRIBE_TRANSACTIONS,
+    END_TXN,
+    FIND_COORDINATOR,
+    INIT_PRODUCER_ID,
+    LIST_TRANSACTIONS,
+    ApiSpec,
+)
 
-__all__ = ["TransactionIdentity", "CoordinatorSession", "end_transaction", "fence_transactional_id"]
+__all__ = ["TransactionIdentity", "CoordinatorSession", "end_transaction", "fence_transactional_id",
+           "ListedTransaction", "TransactionDescription", "OPEN_STATES"]
 
+
+
+@dataclass(frozen=True)
+class ListedTransaction:
+    """One transactional id as ListTransactions lists it."""
+
+    transactional_id: str
+    producer_id: int
+    state: str  # the coordinator's: Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort ...
+
+
+#: The coordinator states of a transaction that holds records back from read_committed consumers.
+OPEN_STATES = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
+
+
+@dataclass(frozen=True)
+class TransactionDescription:
+    """One transactional id as DescribeTransactions tells it."""
+
+    transactional_id: str
+    state: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int  # the writer's transaction.timeout.ms
+    start_time_ms: int  # wall clock when the open transaction began; -1 when none is open
+    partitions: tuple[tuple[str, int], ...]  # (topic, partition) of the open transaction
+
+    @property
+    def open(self) -> bool:
+        return self.state in OPEN_STATES
 
 
 @dataclass(frozen=True)
@@ -94,7 +136,8 @@ def fence_transactional_id(config: Mapping[str, Any], transactional_id: str, tim
 
 
 class CoordinatorSession:
-    """Connections for many coordinator calls (:meth:`end_transaction`, :meth:`fence_transactional_id`) made by
+    """Connections for many coordinator calls (:meth:`end_transaction`, :meth:`fence_transactional_id`, and the
+    KIP-664 views :meth:`list_transactions`, :meth:`describe_transaction`, :meth:`transaction_start_offsets`) made by
     one thread at a time: the bootstrap, ApiVersions and Metadata round trips are paid once, and each
     transactional id's coordinator is looked up once (again after NOT_COORDINATOR or a connection failure).
     ``config`` as for :func:`end_transaction`. Not thread-safe: one session per thread. Close it (or use
@@ -139,6 +182,112 @@ class CoordinatorSession:
         self._call_coordinator(transactional_id, f"fence transactional.id {transactional_id!r}", INIT_PRODUCER_ID,
                                build, outcome, timeout_s)
 
+    def list_transactions(self, prefix: str, timeout_s: float) -> list[ListedTransaction]:
+        """Every transactional id starting with ``prefix`` the coordinators know (ListTransactions to every broker:
+        each answers for the transaction log partitions it leads), in id order. Ids stay listed, in a Complete* or
+        Empty state, until transactional.id.expiration.ms after their last use."""
+        client = self._client
+        deadline = time.monotonic() + timeout_s
+        request_timeout_ms = client.config.request_timeout_ms
+
+        def remaining_ms() -> int:
+            return max(1, min(request_timeout_ms, int((deadline - time.monotonic()) * 1000)))
+
+        def build(version: int) -> dict[str, Any]:
+            body: dict[str, Any] = {"state_filters": [], "producer_id_filters": []}
+            if version >= 2:  # let the broker filter (the prefix holds letters, digits, '.', '_' and '-' only)
+                body["transactional_id_pattern"] = re.escape(prefix) + ".*"
+            return body
+
+        client.fetch_metadata([], remaining_ms())
+        found: dict[str, ListedTransaction] = {}
+        for node_id in sorted(client.metadata.brokers()):
+            body = self._retry_busy(partial(client.request, node_id, LIST_TRANSACTIONS, build, remaining_ms(),
+                                            raise_on_error=False), deadline, f"ListTransactions to node {node_id}")
+            for entry in body.get("transaction_states", []):
+                tid = str(entry["transactional_id"])
+                if tid.startswith(prefix):
+                    found[tid] = ListedTransaction(tid, int(entry["producer_id"]), str(entry["transaction_state"]))
+        return [found[t] for t in sorted(found)]
+
+    def describe_transaction(self, transactional_id: str, timeout_s: float) -> TransactionDescription | None:
+        """DescribeTransactions at the id's coordinator; None when the coordinator does not know the id."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            body = self._call_coordinator(
+                transactional_id, f"describe transactional.id {transactional_id!r}", DESCRIBE_TRANSACTIONS,
+                lambda version: {"transactional_ids": [transactional_id]},
+                lambda code: error_for_code(code)(context=f"DescribeTransactions {transactional_id!r}"),
+                max(0.001, deadline - time.monotonic()))
+            entry = body["transaction_states"][0]
+            code = int(entry.get("error_code", NO_ERROR))
+            if code == TransactionalIdNotFoundError.code:
+                return None
+            if code in COORDINATOR_MOVED_CODES or code in COORDINATOR_BUSY_CODES:
+                self._coordinators.pop(transactional_id, None)
+                if time.monotonic() + self._backoff_s >= deadline:
+                    raise error_for_code(code)(context=f"DescribeTransactions {transactional_id!r}")
+                time.sleep(self._backoff_s)  # retry.backoff.ms, as for every coordinator answer
+                continue
+            if code != NO_ERROR:
+                raise error_for_code(code)(context=f"DescribeTransactions {transactional_id!r}")
+            return TransactionDescription(
+                transactional_id, str(entry["transaction_state"]), int(entry["producer_id"]),
+                int(entry["producer_epoch"]), int(entry["transaction_timeout_ms"]),
+                int(entry["transaction_start_time_ms"]),
+                tuple(sorted((str(t["topic"]), int(p)) for t in entry.get("topics", []) for p in t["partitions"])))
+
+    def transaction_start_offsets(self, producer_id: int, partitions: Sequence[tuple[str, int]],
+                                  timeout_s: float) -> dict[tuple[str, int], int]:
+        """Where producer ``producer_id``'s open transaction begins in each of ``partitions`` (DescribeProducers to
+        their leaders): read_committed consumers of a partition wait at that offset until the transaction ends.
+        A partition whose leader no longer holds an open transaction of that producer is left out."""
+        client = self._client
+        deadline = time.monotonic() + timeout_s
+        request_timeout_ms = client.config.request_timeout_ms
+
+        def remaining_ms() -> int:
+            return max(1, min(request_timeout_ms, int((deadline - time.monotonic()) * 1000)))
+
+        if not partitions:
+            return {}
+        client.fetch_metadata(sorted({t for t, _ in partitions}), remaining_ms())
+        by_leader: dict[int, dict[str, list[int]]] = {}
+        for topic, partition in partitions:
+            info = client.metadata.topic(topic)
+            leader = None if info is None or partition not in info.partitions else info.partitions[partition].leader_id
+            if leader is not None:
+                by_leader.setdefault(leader, {}).setdefault(topic, []).append(partition)
+        found: dict[tuple[str, int], int] = {}
+        for leader, topics in sorted(by_leader.items()):
+            body = {"topics": [{"name": t, "partition_indexes": sorted(ps)} for t, ps in sorted(topics.items())]}
+            answer = self._retry_busy(partial(client.request, leader, DESCRIBE_PRODUCERS, body, remaining_ms(),
+                                              raise_on_error=False), deadline, f"DescribeProducers to node {leader}")
+            for topic_answer in answer.get("topics", []):
+                for partition_answer in topic_answer["partitions"]:
+                    if int(partition_answer.get("error_code", NO_ERROR)) != NO_ERROR:
+                        continue  # leadership moved meanwhile: the partition is left out
+                    for producer in partition_answer["active_producers"]:
+                        start = int(producer["current_txn_start_offset"])
+                        if int(producer["producer_id"]) == producer_id and start >= 0:
+                            found[(str(topic_answer["name"]), int(partition_answer["partition_index"]))] = start
+        return found
+
+    def _retry_busy(self, call: Callable[[], dict[str, Any]], deadline: float, what: str) -> dict[str, Any]:
+        """``call()`` again after retry.backoff.ms while it fails retriably or answers a busy coordinator."""
+        while True:
+            try:
+                body = call()
+                code = _answer_code(body)
+                if code == NO_ERROR:
+                    return body
+                error: KafkaError = error_for_code(code)(context=what)
+            except KafkaError as exc:
+                error = exc
+            if not error.retriable or time.monotonic() + self._backoff_s >= deadline:
+                raise error
+            time.sleep(self._backoff_s)  # retry.backoff.ms, as for every coordinator answer
+
     def close(self) -> None:
         self._client.close()
 
@@ -151,8 +300,9 @@ class CoordinatorSession:
     def _call_coordinator(self, transactional_id: str, what: str, api: ApiSpec,
                           build: Callable[[int], dict[str, Any]], outcome: Callable[[int], KafkaError | None],
                           timeout_s: float, *, min_version: int | None = None,
-                          max_version: int | None = None) -> None:
-        """FindCoordinator (unless known), then ``api`` to it; retry retriable answers until ``timeout_s``."""
+                          max_version: int | None = None) -> dict[str, Any]:
+        """FindCoordinator (unless known), then ``api`` to it; retry retriable answers until ``timeout_s``.
+        Returns the answer (a top-level error_code NONE, or none at all)."""
         client = self._client
         deadline = time.monotonic() + timeout_s
         last_error: BaseException | None = None
@@ -183,9 +333,9 @@ class CoordinatorSession:
                 last_error = exc
                 self._coordinators.pop(transactional_id, None)
                 continue
-            code = int(body.get("error_code", NO_ERROR))
+            code = _answer_code(body)
             if code == NO_ERROR:
-                return
+                return body
             if code in COORDINATOR_MOVED_CODES or code in COORDINATOR_BUSY_CODES:
                 last_error = error_for_code(code)(context=f"{api.name} for {transactional_id!r}")
                 if code in COORDINATOR_MOVED_CODES:
@@ -194,6 +344,10 @@ class CoordinatorSession:
             error = outcome(code)
             if error is not None:
                 raise error
+
+
+def _answer_code(body: Mapping[str, Any]) -> int:
+    return int(body.get("error_code", NO_ERROR))
 
 
 def _end_txn_error(code: int, identity: TransactionIdentity, commit: bool, timeout_ms: int) -> KafkaError:

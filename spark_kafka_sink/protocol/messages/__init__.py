@@ -27,6 +27,7 @@ from spark_kafka_sink.protocol.messages.transactions import (
     OFFSET_FETCH,
     TXN_OFFSET_COMMIT,
 )
+from spark_kafka_sink.protocol.messages.txn_admin import DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS
 
 __all__ = [
     "ApiSpec",
@@ -49,6 +50,9 @@ __all__ = [
     "END_TXN",
     "TXN_OFFSET_COMMIT",
     "SASL_AUTHENTICATE",
+    "LIST_TRANSACTIONS",
+    "DESCRIBE_TRANSACTIONS",
+    "DESCRIBE_PRODUCERS",
     "API_SPECS",
     "encode_request_body",
     "write_request_body",
@@ -76,6 +80,9 @@ API_SPECS: dict[int, ApiSpec] = {
         END_TXN,
         TXN_OFFSET_COMMIT,
         SASL_AUTHENTICATE,
+        LIST_TRANSACTIONS,
+        DESCRIBE_TRANSACTIONS,
+        DESCRIBE_PRODUCERS,
     )
 }
 
