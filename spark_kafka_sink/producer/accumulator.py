@@ -165,9 +165,15 @@ class RecordAccumulator:
             self._check_open()
         queue = self._queues.get(tp) or self._queue(tp)
         with queue.lock:
-            result = self._try_append(queue, timestamp_ms, key, value, headers, now_ms, callback)
-            if result is not None:
-                return result
+            # _try_append inline: this runs once per record sent.
+            batches = queue.batches
+            if batches:
+                last = batches[-1]
+                if last.is_open:
+                    future = last.try_append(timestamp_ms, key, value, headers, now_ms, callback)
+                    if future is not None:
+                        return AppendResult(future, len(batches) > 1 or last.is_full(), False)
+                    self._close(last)  # full: the next record opens a new batch, this one can go
         # A new batch is needed: reserve its memory without holding any lock (this may block). It holds its records
         # uncompressed until it is built: reserve what it may hold (batch.size, more with a codec that compresses).
         limit = self.compression_ratio.records_limit(tp.topic)

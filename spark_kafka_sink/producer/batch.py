@@ -54,6 +54,7 @@ from spark_kafka_sink.producer.record_metadata import (
     RecordMetadata,
     TopicPartition,
 )
+from spark_kafka_sink.producer.record_outcomes import LazyRecordFuture, RecordOutcomes
 from spark_kafka_sink.producer.record_stage import RecordStage
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch
 from spark_kafka_sink.protocol.record_batch import (
@@ -137,9 +138,9 @@ class ProducerBatch:
         self._records = records  # a RecordStage while open; a split part's BatchBuilder, built
         self._encoded = encoded
         self._built: bytes | None = None if encoded is None else encoded.data
-        # Per record, in append order: its future, its timestamp, and (None until one record has one) its callback.
-        self._record_futures: list[Future[RecordMetadata]] = []
-        self._record_timestamps: list[int] = []
+        # Per-record batches: what their records' futures read once the batch completes (record_outcomes.py),
+        # and per record, in append order, its callback (None until one record has one).
+        self._outcomes: RecordOutcomes | None = None
         self._record_callbacks: list[RecordCallback | None] | None = None
         self.batch_future: Future[BatchMetadata] | None = None if encoded is None else _uncancellable()
         self.last_append_ms = created_ms
@@ -180,7 +181,7 @@ class ProducerBatch:
         stage = RecordStage(batch_size, compression, transactional=transactional,
                             compression_level=compression_level)
         batch = cls(tp, created_ms, records=stage, allocated_bytes=allocated_bytes)
-        batch._record_timestamps = stage.timestamps  # one list for both: the stage keeps it past its build
+        batch._outcomes = RecordOutcomes(tp, stage.timestamps)  # one list for both: kept past the build
         return batch
 
     @classmethod
@@ -237,14 +238,15 @@ class ProducerBatch:
                                     f"{self.tp}")
         if not records.try_append(timestamp_ms, key, value, headers):
             return None
-        future: Future[RecordMetadata] = _uncancellable()
-        self._record_futures.append(future)
+        outcomes = self._outcomes
+        assert outcomes is not None  # made with the stage
+        index = len(outcomes.timestamps) - 1
         if callback is not None or self._record_callbacks is not None:
             if self._record_callbacks is None:
-                self._record_callbacks = [None] * (len(self._record_futures) - 1)
+                self._record_callbacks = [None] * index
             self._record_callbacks.append(callback)
         self.last_append_ms = now_ms
-        return future
+        return LazyRecordFuture(outcomes, index)
 
     @property
     def is_open(self) -> bool:
@@ -422,7 +424,7 @@ class ProducerBatch:
             built, transactional = b"".join(self._parts()), self._transactional
         records = decode_batch(built).records
         parts: list[ProducerBatch] = []
-        futures, timestamps, callbacks = self._record_futures, self._record_timestamps, self._record_callbacks
+        outcomes, callbacks = self._outcomes, self._record_callbacks
         start = 0
         while start < len(records):
             builder = BatchBuilder(max_bytes, compression, transactional=transactional,
@@ -434,13 +436,15 @@ class ProducerBatch:
                     break
                 end += 1
             part = ProducerBatch._part(self, builder, start, end - start)
-            if futures:
-                part._record_futures = futures[start:end]
-                part._record_timestamps = timestamps[start:end]
+            if outcomes is not None:
+                part._outcomes = RecordOutcomes(self.tp, outcomes.timestamps[start:end])
                 part._record_callbacks = None if callbacks is None else callbacks[start:end]
             parts.append(part)
             start = end
-        self._record_futures, self._record_timestamps, self._record_callbacks = [], [], None
+        if outcomes is not None:  # the records' futures now complete with the parts
+            outcomes.redirect([p._outcomes for p in parts if p._outcomes is not None],
+                              [p.record_count for p in parts])
+        self._outcomes, self._record_callbacks = None, None
         if self.batch_future is not None:
             self._complete_when_parts_do(parts)
         return parts
@@ -537,29 +541,17 @@ class ProducerBatch:
                                                            self.first_row, log_append_time_ms))
             else:
                 self.batch_future.set_exception(error)
-        futures, timestamps, callbacks = self._record_futures, self._record_timestamps, self._record_callbacks
-        self._record_futures, self._record_timestamps, self._record_callbacks = [], [], None  # let them go
-        metadata: list[RecordMetadata | None]
-        if error is not None:
-            for future in futures:
-                future.set_exception(error)
-            metadata = [None] * len(futures)
-        else:
-            if base_offset == NO_OFFSET:
-                offsets: Sequence[int] = [NO_OFFSET] * len(futures)
-            else:
-                offsets = range(base_offset, base_offset + len(futures))
-            stamps = timestamps if log_append_time_ms == NO_TIMESTAMP else [log_append_time_ms] * len(futures)
-            done = [RecordMetadata(topic, partition, offset, ts) for offset, ts in zip(offsets, stamps, strict=True)]
-            for future, record in zip(futures, done, strict=True):
-                future.set_result(record)
-            metadata = list(done) if callbacks is not None else []
+        outcomes, callbacks = self._outcomes, self._record_callbacks
+        self._record_callbacks = None  # let them go
+        if outcomes is None:
+            return
+        outcomes.complete(base_offset, log_append_time_ms, error)  # every record's future at once
         if callbacks is not None:
             # Per batch, after every future is set: one pass instead of a done-callback per future.
-            for callback, md in zip(callbacks, metadata, strict=True):
+            for index, callback in enumerate(callbacks):
                 if callback is not None:
                     try:
-                        callback(md, error)
+                        callback(None if error is not None else outcomes.metadata(index), error)
                     except Exception:  # a user callback must not break the sender thread or its batch-mates
                         _log.exception("producer callback raised")
 

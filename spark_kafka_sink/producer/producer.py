@@ -156,6 +156,7 @@ class KafkaProducer:
         net_config = cfg.net_config()
         check_security(net_config)  # TLS files and key password: a ConfigError naming the option, now
         self._interceptors = InterceptorChain(cfg.interceptor_classes)
+        self._intercepted = bool(self._interceptors)  # read per record: the chain is immutable
         self._partitioner = Partitioner.from_config(cfg)
         self._pool = BufferPool(cfg.buffer_memory)
         self._accumulator = RecordAccumulator.from_config(cfg, self._pool)
@@ -214,7 +215,7 @@ class KafkaProducer:
             pairs = headers.items() if isinstance(headers, Mapping) else headers  # a dict, as confluent-kafka's
             header_t = tuple((_header_key(k), _to_bytes(v, f"header {k!r}")) for k, v in pairs)
         record: ProducerRecord | None = None
-        if self._interceptors:
+        if self._intercepted:
             record = self._interceptors.on_send(ProducerRecord(topic, value_b, key_b, header_t, partition,
                                                                timestamp_ms))
             topic, value_b, key_b, partition, timestamp_ms = (record.topic, record.value, record.key,
@@ -255,10 +256,10 @@ class KafkaProducer:
                 tm.maybe_add_partition(tp)
             timestamp = timestamp_ms if timestamp_ms is not None else time.time_ns() // 1_000_000
             remaining = max(0, self._max_block_ms - (now - started))
-            on_done = callback if not self._interceptors else self._completion(callback, tp)
+            on_done = callback if not self._intercepted else self._completion(callback, tp)
             result = self._accumulator.append(tp, timestamp, key_b, value_b, header_t, now, remaining, on_done)
         except KafkaError as exc:
-            if self._interceptors:
+            if self._intercepted:
                 failed = record or ProducerRecord(topic, value_b, key_b, header_t, partition, timestamp_ms)
                 self._interceptors.on_send_error(failed, tp, exc)
             raise

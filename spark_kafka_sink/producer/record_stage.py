@@ -38,16 +38,6 @@ _ONE_BATCH = 1 << 40
 _HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
-def _length_field(n: int) -> int:
-    """The size of a non-negative length ``n`` as a zigzag varint, plus ``n``."""
-    z = n << 1
-    if z < 0x80:
-        return 1 + n
-    if z < 0x4000:
-        return 2 + n
-    return (z.bit_length() + 6) // 7 + n
-
-
 def _signed_varint_size(v: int) -> int:
     z = v << 1 if v >= 0 else ~(v << 1)
     if z < 0x80:
@@ -96,10 +86,21 @@ class RecordStage:
             size = record_size(count, timestamp_ms - self.base_timestamp, key, value, headers)
         else:
             # attributes, timestampDelta, offsetDelta, key, value, headerCount (0: one byte), then the length.
-            body = (2 + _signed_varint_size(timestamp_ms - self.base_timestamp) + _signed_varint_size(count)
-                    + (1 if key is None else _length_field(len(key)))
-                    + (1 if value is None else _length_field(len(value))))
-            size = _signed_varint_size(body) + body
+            # Small fields inline (zigzag varints: one byte below 64, two below 8192), the rest by the helpers.
+            delta = timestamp_ms - self.base_timestamp
+            body = (2 + (1 if 0 <= delta < 64 else _signed_varint_size(delta))
+                    + (1 if count < 64 else 2 if count < 8192 else _signed_varint_size(count)))
+            if key is not None:
+                n = len(key)
+                body += n + (1 if n < 64 else 2 if n < 8192 else _signed_varint_size(n))
+            else:
+                body += 1
+            if value is not None:
+                n = len(value)
+                body += n + (1 if n < 64 else 2 if n < 8192 else _signed_varint_size(n))
+            else:
+                body += 1
+            size = body + (1 if body < 64 else 2 if body < 8192 else _signed_varint_size(body))
         if count and self.estimated_size + size > self.max_bytes:
             return False
         self.estimated_size += size
