@@ -43,16 +43,18 @@ def test_a_failed_batch_fails_every_future_and_wakes_waiters_on_other_threads() 
     error = NotLeaderOrFollowerError()
     waiting = cf.ThreadPoolExecutor(2)
     try:
-        waited = [waiting.submit(futures[0].exception, 30), waiting.submit(futures[3].result, 30)]
+        failure = waiting.submit(futures[0].exception, 30)
+        result = waiting.submit(futures[3].result, 30)
         pending = cf.wait(futures, timeout=0.01)
         assert not pending.done
         threading.Thread(target=outcomes.complete, args=(-1, -1, error)).start()
-        assert waited[0].result(30) is error
-        assert isinstance(waited[1].exception(30), NotLeaderOrFollowerError)
+        assert failure.result(30) is error
+        assert isinstance(result.exception(30), NotLeaderOrFollowerError)
     finally:
         waiting.shutdown()
     assert cf.wait(futures, timeout=10).done == set(futures)
-    assert set(cf.as_completed(futures, timeout=10)) == set(futures)
+    plain: list[cf.Future[RecordMetadata]] = list(futures)
+    assert set(cf.as_completed(plain, timeout=10)) == set(futures)
 
 
 def test_after_a_split_each_future_completes_with_its_part() -> None:
