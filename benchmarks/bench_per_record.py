@@ -136,7 +136,7 @@ def _kafka_python(ctx: Context, w: Workload, records: list[tuple[bytes | None, b
 
 def _aiokafka(ctx: Context, w: Workload, records: list[tuple[bytes | None, bytes]], callbacks: bool) -> Contender:
     try:
-        from aiokafka import AIOKafkaProducer  # type: ignore[import-not-found, unused-ignore]
+        from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except ImportError:
         return Contender(AIOKAFKA_LOOP, lambda: Sample(), unavailable=f"aiokafka missing: {PEER_HINT}")
 
