@@ -12,15 +12,15 @@ from spark_kafka_sink.producer.record_stage import VECTORIZED_MIN_ROWS, RecordSt
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, BatchBuilder, decode_batch
 
 
-@pytest.mark.parametrize("rows", [1, 7, VECTORIZED_MIN_ROWS - 1, VECTORIZED_MIN_ROWS, 3 * VECTORIZED_MIN_ROWS])
+@pytest.mark.parametrize("rows", [1, 7, 64, 9000, VECTORIZED_MIN_ROWS - 1, VECTORIZED_MIN_ROWS])
 @pytest.mark.parametrize("codec", ["none", "lz4", "gzip"])
 def test_staged_records_build_the_bytes_the_builder_builds(rows: int, codec: str) -> None:
     rnd = random.Random(rows)
-    stage, builder = RecordStage(1 << 22, codec, transactional=True), BatchBuilder(1 << 22, codec, transactional=True)
+    stage, builder = RecordStage(1 << 26, codec, transactional=True), BatchBuilder(1 << 26, codec, transactional=True)
     for i in range(rows):
         ts = 1_700_000_000_000 + rnd.randrange(-9000, 90_000)  # deltas of every varint width, negative ones too
-        key = None if i % 4 == 0 else bytes(rnd.randrange(256) for _ in range(rnd.randrange(200)))
-        value = None if i % 9 == 0 else bytes(rnd.randrange(256) for _ in range(rnd.choice([0, 60, 100, 9000])))
+        key = None if i % 4 == 0 else rnd.randbytes(rnd.randrange(200))
+        value = None if i % 9 == 0 else rnd.randbytes(rnd.choice([0, 60, 100, 9000]))
         headers = [("h", b"x"), ("n", None)] if i % 5 == 0 else []
         assert stage.try_append(ts, key, value, headers) is builder.try_append(ts, key, value, headers) is True
         assert stage.estimated_size == builder.estimated_size  # exact, not a bound

@@ -15,6 +15,7 @@ import pytest
 
 from spark_kafka_sink import KafkaProducer, RecordMetadata
 from spark_kafka_sink.errors import BufferExhaustedError
+from spark_kafka_sink.producer.record_stage import VECTORIZED_MIN_ROWS
 from spark_kafka_sink.testing.broker import KafkaCluster
 from spark_kafka_sink.testing.broker_jars import fetch_jars
 from tests.conftest import ConsumedRecord, create_topic, pause_process
@@ -73,14 +74,16 @@ def test_a_commit_sends_the_staged_records_first_and_they_are_visible_in_order(
     with KafkaProducer(config) as p:
         p.init_transactions(30)
         p.begin_transaction()
-        futures = [p.send(topic, b"%d" % i, partition=i % 2) for i in range(600)]  # both build paths
+        # Partition 0 gets enough records for the vectorized build, partition 1 fewer: both build paths.
+        rows = 2 * VECTORIZED_MIN_ROWS
+        futures = [p.send(topic, b"%d" % i, partition=0 if i % 4 else 1) for i in range(rows)]
         assert not any(f.done() for f in futures)  # staged, not encoded: linger.ms has not passed
         p.commit_transaction(60)
         assert all(f.done() and f.exception() is None for f in futures)
     records = readback(topic, "read_committed")
-    for partition in (0, 1):
+    for partition, expected in ((0, [i for i in range(rows) if i % 4]), (1, list(range(0, rows, 4)))):
         got = [int(r.value or b"") for r in sorted(records, key=lambda r: r.offset) if r.partition == partition]
-        assert got == list(range(partition, 600, 2))
+        assert got == expected
 
 
 def test_a_callback_that_raises_is_logged_and_its_batch_mates_still_get_theirs(
