@@ -1,4 +1,5 @@
-"""``RecordFuture``: the ``concurrent.futures.Future`` handed out per record, without a per-instance Condition.
+"""``RecordFuture``: a ``concurrent.futures.Future`` without a per-instance Condition, for futures made by the
+thousand (a bulk batch's; a per-record batch's records get ``record_outcomes.LazyRecordFuture``, lighter still).
 
 A standard Future builds a ``threading.Condition`` (with its RLock and waiter deque) in ``__init__``: about 1.6 KB
 per pending future, more than a typical record and never counted in buffer.memory -- 300,000 pending 100-byte
