@@ -27,7 +27,7 @@ from benchmarks.targets import targets as all_targets
 from benchmarks.workload import Workload
 from spark_kafka_sink.testing.broker_jars import REPO_ROOT
 
-GROUPS = ("encoder", "producer", "spark", "memory")
+GROUPS = ("encoder", "producer", "per-record", "spark", "memory")
 SPARK_SETS = ("main", "two", "small", "micro", "json", "sweep")  # bench_spark.run
 VALUE_SIZES = (10, 1000, 10_000)  # plus the base 100 B
 CODECS = ("none", "gzip", "snappy", "zstd")  # plus the base lz4
@@ -43,6 +43,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rows", type=int, help="rows of the main encoder and Spark workload (default 10,000,000)")
     p.add_argument("--producer-rows", type=int,
                    help="rows of the main producer workload (default: --rows / 10, see README)")
+    p.add_argument("--per-record-rows", type=int, help="rows of each per-record loop comparison (default 100,000)")
     p.add_argument("--sweep-rows", type=int, help="max rows per encoder sweep point (default 1,000,000)")
     p.add_argument("--sweep-mb", type=int, help="max MB per encoder sweep point (default 256)")
     p.add_argument("--producer-sweep-rows", type=int, help="max rows per producer sweep point (default 100,000)")
@@ -67,6 +68,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     a.rounds = a.rounds or 3
     a.rows = a.rows or (20_000 if quick else 10_000_000)
     a.producer_rows = a.producer_rows or (a.rows if quick else max(1, a.rows // 10))
+    a.per_record_rows = a.per_record_rows or (1_000 if quick else 100_000)
     a.sweep_rows = a.sweep_rows or (5_000 if quick else 1_000_000)
     a.sweep_mb = a.sweep_mb or (4 if quick else 256)
     a.producer_sweep_rows = a.producer_sweep_rows or (5_000 if quick else 100_000)
@@ -120,6 +122,9 @@ def _run_group(group: str, ctx: Context, a: argparse.Namespace, sweeps: set[str]
         pbase = base.with_(rows=a.producer_rows)
         psweep = sweep_points(base, a.producer_sweep_rows, a.producer_sweep_mb << 20) if group in sweeps else []
         return bench_producer.run(ctx, pbase, psweep, a.buffer_memory_mb)
+    if group == "per-record":
+        from benchmarks import bench_per_record
+        return bench_per_record.run(ctx, base.with_(rows=a.per_record_rows))
     if group == "spark":
         from benchmarks import bench_spark
         return bench_spark.run(ctx, base, sweep, with_send=a.spark_send, sets=a.spark_sets)

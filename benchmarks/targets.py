@@ -9,7 +9,7 @@ from benchmarks.harness import Target
 __all__ = ["targets", "missing_components", "producer_class", "sink_available",
            "SPARK_BUILTIN", "NOOP_WRITER", "SINK_ALO", "SINK_EOS", "SINK_EOS_LOGGED", "SEND_BATCH", "SEND", "CONFLUENT",
            "SEND_BATCH_SLICES", "SEND_BATCH_ONE_TABLE",
-           "KAFKA_PYTHON",
+           "KAFKA_PYTHON", "SEND_LOOP", "KAFKA_PYTHON_LOOP", "AIOKAFKA_LOOP", "per_record_title",
            "JAVA_PERF", "ENC_SPARK_SLICES", "MEMORY_SINK", "MICRO_BATCH_TITLE", "small_tasks_title",
            "two_tasks_title"]
 
@@ -26,6 +26,9 @@ SEND = "send"
 CONFLUENT = "confluent-kafka produce loop"
 KAFKA_PYTHON = "kafka-python"
 JAVA_PERF = "Java ProducerPerformance"
+SEND_LOOP = "send loop"
+KAFKA_PYTHON_LOOP = "kafka-python send loop"
+AIOKAFKA_LOOP = "aiokafka send loop"
 ENC_SPARK_SLICES = "arrow_encoder 10k-row batches"
 MEMORY_SINK = "pykafka-sink worker above baseline"
 
@@ -53,6 +56,23 @@ _TARGETS = [
 
 
 MICRO_BATCH_TITLE = "spark micro-batches of 50 tasks x 100 rows"
+
+
+def per_record_title(value_size: int, keys: bool, callbacks: bool) -> str:
+    return (f"per-record {value_size} B, {'16 B keys' if keys else 'no keys'}, "
+            f"{'callbacks' if callbacks else 'no callbacks'}")
+
+
+# Per-record loops (issue 54), at 100 B, with and without keys (median of the run's rounds).
+_TARGETS += [
+    Target("per-record", f"send loop >= 0.3x confluent-kafka produce loop ({what})", per_record_title(100, keys, False),
+           SEND_LOOP, CONFLUENT, at_least=0.3)
+    for keys, what in ((False, "no keys"), (True, "keys"))
+] + [
+    Target("per-record", f"send loop >= 3x kafka-python send loop ({what})", per_record_title(100, keys, False),
+           SEND_LOOP, KAFKA_PYTHON_LOOP, at_least=3.0)
+    for keys, what in ((False, "no keys"), (True, "keys"))
+]
 
 
 def two_tasks_title(value_size: int, codec: str) -> str:

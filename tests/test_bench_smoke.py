@@ -141,7 +141,8 @@ def test_make_bench_quick_runs_every_group(bootstrap: str, tmp_path: Path) -> No
     (result,) = tmp_path.glob("*.json")
     data = json.loads(result.read_text())
     groups = {c["group"] for c in data["comparisons"]}
-    assert groups == {"encoder", "producer", "spark", "memory"}, tail
+    assert groups == {"encoder", "producer", "per-record", "spark", "memory"}, tail
+    assert len([c for c in data["comparisons"] if c["group"] == "per-record"]) == 12  # 3 sizes x keys x callbacks
     assert len([c for c in data["comparisons"] if c["group"] == "encoder"]) == 8  # base + 7 sweep points
     for comp in data["comparisons"]:
         for contender in comp["contenders"]:

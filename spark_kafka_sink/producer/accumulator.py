@@ -2,7 +2,7 @@
 
 Appending side (user threads)::
 
-    append(tp, timestamp_ms, key, value, headers, now_ms, max_block_ms) -> AppendResult
+    append(tp, timestamp_ms, key, value, headers, now_ms, max_block_ms, callback=None) -> AppendResult
     append_encoded(tp, encoded_batches, now_ms, max_block_ms) -> list[Future[BatchMetadata]]   # the Arrow path
     begin_flush() / await_flush_completion(timeout_s) -> bool
     abort_incomplete_batches(error)       abort_undrained_batches(error)       close()
@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from spark_kafka_sink.errors import DeliveryTimeoutError, ProducerClosedError
-from spark_kafka_sink.producer.batch import BatchState, ProducerBatch
+from spark_kafka_sink.producer.batch import BatchState, ProducerBatch, RecordCallback
 from spark_kafka_sink.producer.buffer_pool import BufferPool
 from spark_kafka_sink.producer.compression_ratio import CompressionRatioEstimator
 from spark_kafka_sink.producer.config import ProducerConfig
@@ -157,15 +157,23 @@ class RecordAccumulator:
             raise ProducerClosedError("the producer is closed: no more records can be sent")
 
     def append(self, tp: TopicPartition, timestamp_ms: int, key: bytes | None, value: bytes | None,
-               headers: Sequence[Header], now_ms: int, max_block_ms: int) -> AppendResult:
+               headers: Sequence[Header], now_ms: int, max_block_ms: int, callback: RecordCallback | None = None
+               ) -> AppendResult:
         """Append one record to ``tp``'s open batch, or to a new one (blocking up to ``max_block_ms`` for memory).
-        The returned future completes when the batch does."""
-        self._check_open()
-        queue = self._queue(tp)
+        The returned future completes when the batch does; then ``callback`` runs (see ``ProducerBatch``)."""
+        if self._closed:
+            self._check_open()
+        queue = self._queues.get(tp) or self._queue(tp)
         with queue.lock:
-            result = self._try_append(queue, timestamp_ms, key, value, headers, now_ms)
-            if result is not None:
-                return result
+            # _try_append inline: this runs once per record sent.
+            batches = queue.batches
+            if batches:
+                last = batches[-1]
+                if last.is_open:
+                    future = last.try_append(timestamp_ms, key, value, headers, now_ms, callback)
+                    if future is not None:
+                        return AppendResult(future, len(batches) > 1 or last.is_full(), False)
+                    self._close(last)  # full: the next record opens a new batch, this one can go
         # A new batch is needed: reserve its memory without holding any lock (this may block). It holds its records
         # uncompressed until it is built: reserve what it may hold (batch.size, more with a codec that compresses).
         limit = self.compression_ratio.records_limit(tp.topic)
@@ -174,13 +182,13 @@ class RecordAccumulator:
         try:
             with queue.lock:
                 self._check_open()
-                result = self._try_append(queue, timestamp_ms, key, value, headers, now_ms)
+                result = self._try_append(queue, timestamp_ms, key, value, headers, now_ms, callback)
                 if result is not None:  # another thread opened a batch while we waited for memory
                     return result
                 batch = ProducerBatch.for_records(tp, limit, self.compression, now_ms,
                                                   allocated_bytes=size, transactional=self.transactional,
                                                   compression_level=self.compression_level)
-                future = batch.try_append(timestamp_ms, key, value, headers, now_ms)
+                future = batch.try_append(timestamp_ms, key, value, headers, now_ms, callback)
                 assert future is not None  # the first record always fits
                 self._track(batch)
                 size = 0  # owned by the batch now
@@ -192,18 +200,21 @@ class RecordAccumulator:
                 self.pool.deallocate(size)
 
     def _try_append(self, queue: _PartitionQueue, timestamp_ms: int, key: bytes | None, value: bytes | None,
-                    headers: Sequence[Header], now_ms: int) -> AppendResult | None:
-        # Caller holds queue.lock.
-        if not queue.batches:
+                    headers: Sequence[Header], now_ms: int, callback: RecordCallback | None
+                    ) -> AppendResult | None:
+        # Caller holds queue.lock. The batch's state is read without its lock: OPEN -> CLOSED happens only under
+        # queue.lock (held here), so an OPEN read stays true until this append returns.
+        batches = queue.batches
+        if not batches:
             return None
-        last = queue.batches[-1]
-        if last.state is not BatchState.OPEN:
+        last = batches[-1]
+        if not last.is_open:
             return None
-        future = last.try_append(timestamp_ms, key, value, headers, now_ms)
+        future = last.try_append(timestamp_ms, key, value, headers, now_ms, callback)
         if future is None:
             self._close(last)  # full: the next record opens a new batch, this one can go
             return None
-        return AppendResult(future, len(queue.batches) > 1 or last.is_full(), False)
+        return AppendResult(future, len(batches) > 1 or last.is_full(), False)
 
     def _close(self, batch: ProducerBatch) -> None:
         """Close a per-record batch (caller holds its partition's lock); the first close builds it, and its

@@ -2,8 +2,9 @@
 
 Two ways to fill one:
 
-* per record: ``ProducerBatch.for_records(...)`` wraps a ``BatchBuilder``; ``try_append`` returns a
-  ``Future[RecordMetadata]`` per record (or None when full);
+* per record: ``ProducerBatch.for_records(...)`` stages records as columns (``RecordStage``), encoded all at once
+  when the batch closes; ``try_append`` returns a ``Future[RecordMetadata]`` per record (or None when full), and
+  takes an optional completion callback per record, run when the batch completes, after all of its futures;
 * bulk: ``ProducerBatch.from_encoded(...)`` holds one batch already encoded by ``protocol.arrow_encoder``; it is
   closed from the start and has ONE ``Future[BatchMetadata]``.
 
@@ -38,6 +39,7 @@ callbacks may call back into the producer).
 from __future__ import annotations
 
 import enum
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -52,6 +54,8 @@ from spark_kafka_sink.producer.record_metadata import (
     RecordMetadata,
     TopicPartition,
 )
+from spark_kafka_sink.producer.record_outcomes import LazyRecordFuture, RecordOutcomes
+from spark_kafka_sink.producer.record_stage import RecordStage
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch
 from spark_kafka_sink.protocol.record_batch import (
     HEADER_SIZE,
@@ -62,9 +66,13 @@ from spark_kafka_sink.protocol.record_batch import (
     producer_state_header,
 )
 
-__all__ = ["BatchState", "ProducerBatch", "NO_PRODUCER_ID", "NO_SEQUENCE", "gather_batch_futures"]
+__all__ = ["BatchState", "ProducerBatch", "NO_PRODUCER_ID", "NO_SEQUENCE", "gather_batch_futures",
+           "RecordCallback"]
 
+_log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+#: Called once per record when its batch completes: ``(metadata, None)`` or ``(None, error)``.
+RecordCallback = Callable[[RecordMetadata | None, BaseException | None], object]
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 
@@ -118,19 +126,22 @@ class ProducerBatch:
         tp: TopicPartition,
         created_ms: int,
         *,
-        builder: BatchBuilder | None = None,
+        records: RecordStage | BatchBuilder | None = None,
         encoded: EncodedBatch | None = None,
         allocated_bytes: int = 0,
     ) -> None:
-        if (builder is None) == (encoded is None):
-            raise ValueError("a ProducerBatch wraps either a BatchBuilder or an EncodedBatch")
+        if (records is None) == (encoded is None):
+            raise ValueError("a ProducerBatch wraps either staged records or an EncodedBatch")
         self.tp = tp
         self.created_ms = created_ms
         self.allocated_bytes = allocated_bytes  # buffer-pool bytes to give back when the batch completes
-        self._builder = builder
+        self._records = records  # a RecordStage while open; a split part's BatchBuilder, built
         self._encoded = encoded
         self._built: bytes | None = None if encoded is None else encoded.data
-        self._record_futures: list[tuple[Future[RecordMetadata], int]] = []  # (future, timestamp), append order
+        # Per-record batches: what their records' futures read once the batch completes (record_outcomes.py),
+        # and per record, in append order, its callback (None until one record has one).
+        self._outcomes: RecordOutcomes | None = None
+        self._record_callbacks: list[RecordCallback | None] | None = None
         self.batch_future: Future[BatchMetadata] | None = None if encoded is None else _uncancellable()
         self.last_append_ms = created_ms
         # Owned by the sender thread (accumulator drain/reenqueue run on it):
@@ -167,9 +178,11 @@ class ProducerBatch:
         cls, tp: TopicPartition, batch_size: int, compression: int | str, created_ms: int, *,
         allocated_bytes: int = 0, transactional: bool = False, compression_level: int | None = None,
     ) -> ProducerBatch:
-        builder = BatchBuilder(batch_size, compression, transactional=transactional,
-                               compression_level=compression_level)
-        return cls(tp, created_ms, builder=builder, allocated_bytes=allocated_bytes)
+        stage = RecordStage(batch_size, compression, transactional=transactional,
+                            compression_level=compression_level)
+        batch = cls(tp, created_ms, records=stage, allocated_bytes=allocated_bytes)
+        batch._outcomes = RecordOutcomes(tp, stage.timestamps)  # one list for both: kept past the build
+        return batch
 
     @classmethod
     def from_encoded(cls, tp: TopicPartition, encoded: EncodedBatch, created_ms: int, *,
@@ -195,44 +208,57 @@ class ProducerBatch:
     def record_count(self) -> int:
         if self._encoded is not None:
             return self._encoded.record_count
-        assert self._builder is not None
-        return self._builder.record_count
+        assert self._records is not None
+        return self._records.record_count
 
     @property
     def uncompressed_size(self) -> int:
         """Header + uncompressed records: what counts against batch.size (and a split's ``max_bytes``)."""
         if self._encoded is not None:
             return self._encoded.uncompressed_size
-        assert self._builder is not None
-        return self._builder.estimated_size
+        assert self._records is not None
+        return self._records.estimated_size
 
     @property
     def size_in_bytes(self) -> int:
         """Exact size once closed; before, the builder's upper bound (header + uncompressed records)."""
         if self._built is not None:
             return len(self._built)
-        assert self._builder is not None
-        return self._builder.estimated_size
+        assert self._records is not None
+        return self._records.estimated_size
 
     def try_append(self, timestamp_ms: int, key: bytes | None, value: bytes | None,
-                   headers: Sequence[Header], now_ms: int) -> Future[RecordMetadata] | None:
-        """Append one record; None when it does not fit (the batch is full). Caller holds the deque lock."""
-        if self._builder is None or self._state is not BatchState.OPEN:
+                   headers: Sequence[Header], now_ms: int, callback: RecordCallback | None = None
+                   ) -> Future[RecordMetadata] | None:
+        """Append one record; None when it does not fit (the batch is full). Caller holds the deque lock.
+        ``callback``: run on completion, after every future of the batch is set (see ``_fire``)."""
+        records = self._records
+        if records is None or self._state is not BatchState.OPEN:
             raise IllegalStateError(f"append to a {self._state.name} {'bulk ' if self.is_bulk else ''}batch of "
                                     f"{self.tp}")
-        if not self._builder.try_append(timestamp_ms, key, value, headers):
+        if not records.try_append(timestamp_ms, key, value, headers):
             return None
-        future: Future[RecordMetadata] = _uncancellable()
-        self._record_futures.append((future, timestamp_ms))
+        outcomes = self._outcomes
+        assert outcomes is not None  # made with the stage
+        index = len(outcomes.timestamps) - 1
+        if callback is not None or self._record_callbacks is not None:
+            if self._record_callbacks is None:
+                self._record_callbacks = [None] * index
+            self._record_callbacks.append(callback)
         self.last_append_ms = now_ms
-        return future
+        return LazyRecordFuture(outcomes, index)
+
+    @property
+    def is_open(self) -> bool:
+        """Still taking appends (read without the lock: see ``RecordAccumulator._try_append``)."""
+        return self._state is BatchState.OPEN
 
     def is_full(self) -> bool:
         """Closed, or its records reached the batch's limit (``batch_size`` of ``for_records``)."""
         if self._state is not BatchState.OPEN:
             return True
-        assert self._builder is not None  # only per-record batches start OPEN
-        return self._builder.estimated_size >= self._builder.max_bytes
+        assert self._records is not None  # only per-record batches start OPEN
+        return self._records.estimated_size >= self._records.max_bytes
 
     def close(self) -> None:
         """No more appends; build the bytes (compressing them). Closing a closed batch does nothing.
@@ -243,9 +269,9 @@ class ProducerBatch:
         with self._lock:
             if self._state is not BatchState.OPEN:
                 return
-            assert self._builder is not None  # only per-record batches start OPEN
+            assert self._records is not None  # only per-record batches start OPEN
             try:
-                self._built = self._builder.build()
+                self._built = self._records.build()
             except Exception as exc:  # noqa: BLE001 -- any failure: the sender fails the batch with it
                 self._build_error = exc
             self._transition(BatchState.CLOSED)
@@ -398,7 +424,7 @@ class ProducerBatch:
             built, transactional = b"".join(self._parts()), self._transactional
         records = decode_batch(built).records
         parts: list[ProducerBatch] = []
-        futures = self._record_futures
+        outcomes, callbacks = self._outcomes, self._record_callbacks
         start = 0
         while start < len(records):
             builder = BatchBuilder(max_bytes, compression, transactional=transactional,
@@ -410,11 +436,15 @@ class ProducerBatch:
                     break
                 end += 1
             part = ProducerBatch._part(self, builder, start, end - start)
-            if futures:
-                part._record_futures = futures[start:end]
+            if outcomes is not None:
+                part._outcomes = RecordOutcomes(self.tp, outcomes.timestamps[start:end])
+                part._record_callbacks = None if callbacks is None else callbacks[start:end]
             parts.append(part)
             start = end
-        self._record_futures = []
+        if outcomes is not None:  # the records' futures now complete with the parts
+            outcomes.redirect([p._outcomes for p in parts if p._outcomes is not None],
+                              [p.record_count for p in parts])
+        self._outcomes, self._record_callbacks = None, None
         if self.batch_future is not None:
             self._complete_when_parts_do(parts)
         return parts
@@ -423,7 +453,7 @@ class ProducerBatch:
     def _part(cls, whole: ProducerBatch, builder: BatchBuilder, start: int, count: int) -> ProducerBatch:
         data = builder.build()
         if whole._encoded is None:
-            part = cls(whole.tp, whole.created_ms, builder=builder)
+            part = cls(whole.tp, whole.created_ms, records=builder)
             part._built = data
             part._state = BatchState.CLOSED
             return part
@@ -511,14 +541,19 @@ class ProducerBatch:
                                                            self.first_row, log_append_time_ms))
             else:
                 self.batch_future.set_exception(error)
-        for index, (future, timestamp_ms) in enumerate(self._record_futures):
-            if error is not None:
-                future.set_exception(error)
-                continue
-            offset = NO_OFFSET if base_offset == NO_OFFSET else base_offset + index
-            ts = timestamp_ms if log_append_time_ms == NO_TIMESTAMP else log_append_time_ms
-            future.set_result(RecordMetadata(topic, partition, offset, ts))
-        self._record_futures = []  # completed: let the futures go with their callers
+        outcomes, callbacks = self._outcomes, self._record_callbacks
+        self._record_callbacks = None  # let them go
+        if outcomes is None:
+            return
+        outcomes.complete(base_offset, log_append_time_ms, error)  # every record's future at once
+        if callbacks is not None:
+            # Per batch, after every future is set: one pass instead of a done-callback per future.
+            for index, callback in enumerate(callbacks):
+                if callback is not None:
+                    try:
+                        callback(None if error is not None else outcomes.metadata(index), error)
+                    except Exception:  # a user callback must not break the sender thread or its batch-mates
+                        _log.exception("producer callback raised")
 
 
 def gather_batch_futures(futures: Sequence[Future[BatchMetadata]]) -> Future[list[BatchMetadata]]:

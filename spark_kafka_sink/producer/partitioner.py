@@ -94,6 +94,11 @@ class StickyPartitioner:
 
     def current(self, topic: str, num_partitions: int, available: Sequence[int] | None = None) -> int:
         """The topic's sticky partition, drawing one if there is none (or it no longer exists)."""
+        # Per record: read without the lock first (a dict read and an int read are atomic). A switch racing
+        # this read only sends the record to the partition being left, which is still a valid partition.
+        state = self._topics.get(topic)
+        if state is not None and 0 <= state.current < num_partitions:
+            return state.current
         with self._lock:
             state = self._state(topic)
             if not 0 <= state.current < num_partitions:
@@ -104,7 +109,7 @@ class StickyPartitioner:
     def on_append(self, topic: str, partition: int, appended_bytes: int, batch_is_full: bool) -> None:
         """Count bytes appended to the sticky partition; switch per the Java rule (module docstring)."""
         with self._lock:
-            state = self._state(topic)
+            state = self._topics.get(topic) or self._state(topic)
             if partition != state.current:
                 return  # the partition changed meanwhile (another thread switched): nothing to count
             state.produced_bytes += appended_bytes

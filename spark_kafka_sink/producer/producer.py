@@ -94,7 +94,7 @@ from spark_kafka_sink.producer.transactions import (
     TransactionManager,
     offsets_to_commit,
 )
-from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, record_size, record_size_bound
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, RECORD_OVERHEAD_BOUND, record_size, record_size_bound
 
 __all__ = ["KafkaProducer", "RecordMetadata", "BatchSendResult", "PartitionWrite"]
 
@@ -111,6 +111,7 @@ class _CachedPartitionInfo:
     metadata_version: int
     unavailable: frozenset[int]  # the node-availability set, compared by identity (replaced whole on change)
     info: PartitionInfo
+    partitions: tuple[TopicPartition, ...]  # TopicPartition(topic, p) for p in 0..count-1, made once
 
 
 def _to_bytes(value: _Bytes, what: str) -> bytes | None:
@@ -155,6 +156,7 @@ class KafkaProducer:
         net_config = cfg.net_config()
         check_security(net_config)  # TLS files and key password: a ConfigError naming the option, now
         self._interceptors = InterceptorChain(cfg.interceptor_classes)
+        self._intercepted = bool(self._interceptors)  # read per record: the chain is immutable
         self._partitioner = Partitioner.from_config(cfg)
         self._pool = BufferPool(cfg.buffer_memory)
         self._accumulator = RecordAccumulator.from_config(cfg, self._pool)
@@ -213,7 +215,7 @@ class KafkaProducer:
             pairs = headers.items() if isinstance(headers, Mapping) else headers  # a dict, as confluent-kafka's
             header_t = tuple((_header_key(k), _to_bytes(v, f"header {k!r}")) for k, v in pairs)
         record: ProducerRecord | None = None
-        if self._interceptors:
+        if self._intercepted:
             record = self._interceptors.on_send(ProducerRecord(topic, value_b, key_b, header_t, partition,
                                                                timestamp_ms))
             topic, value_b, key_b, partition, timestamp_ms = (record.topic, record.value, record.key,
@@ -227,20 +229,37 @@ class KafkaProducer:
                                      "wire's timestamp field); record timestamps are epoch milliseconds")
         tp: TopicPartition | None = None
         try:
-            started = monotonic_ms()
-            num_partitions, available = self._partition_info(topic, self._max_block_ms,
-                                                             0 if partition is None else partition + 1)
-            size = self._record_size(key_b, value_b, header_t)
+            started = now = monotonic_ms()
+            # The common case read inline: the topic's partitions cached for the current metadata and availability.
+            cached = self._partition_cache.get(topic) if type(topic) is str else None
+            if (cached is not None and cached.metadata_version == self._metadata.version
+                    and cached.unavailable is self._availability.unavailable
+                    and (partition is None or partition < cached.info.partition_count)):
+                self._metadata.touch_topic(topic, now)  # metadata.max.idle.ms counts from the last send
+                num_partitions, available = cached.info
+            else:
+                num_partitions, available = self._partition_info(topic, self._max_block_ms,
+                                                                 0 if partition is None else partition + 1)
+                cached = self._partition_cache.get(topic)
+                now = monotonic_ms()
+            if header_t:
+                size = self._record_size(key_b, value_b, header_t)
+            else:  # the bound of record_size_bound, inline; near a limit, the exact size decides
+                size = (HEADER_SIZE + RECORD_OVERHEAD_BOUND + (len(key_b) if key_b is not None else 0)
+                        + (len(value_b) if value_b is not None else 0))
+                if size > self._size_limit:
+                    size = self._record_size(key_b, value_b, header_t)
             choice = self._partitioner.partition(topic, key_b, num_partitions, partition, available)
-            tp = TopicPartition(topic, choice.partition)
+            tps = cached.partitions if cached is not None else ()
+            tp = tps[choice.partition] if choice.partition < len(tps) else TopicPartition(topic, choice.partition)
             if tm is not None and tm.is_transactional:
                 tm.maybe_add_partition(tp)
-            now = monotonic_ms()
             timestamp = timestamp_ms if timestamp_ms is not None else time.time_ns() // 1_000_000
             remaining = max(0, self._max_block_ms - (now - started))
-            result = self._accumulator.append(tp, timestamp, key_b, value_b, header_t, now, remaining)
+            on_done = callback if not self._intercepted else self._completion(callback, tp)
+            result = self._accumulator.append(tp, timestamp, key_b, value_b, header_t, now, remaining, on_done)
         except KafkaError as exc:
-            if self._interceptors:
+            if self._intercepted:
                 failed = record or ProducerRecord(topic, value_b, key_b, header_t, partition, timestamp_ms)
                 self._interceptors.on_send_error(failed, tp, exc)
             raise
@@ -252,24 +271,17 @@ class KafkaProducer:
             self._partitioner.on_sticky_append(topic, tp.partition, size, result.batch_is_full)
         if result.batch_is_full or result.new_batch_created:
             self._thread.wakeup()
-        future = result.future
-        if callback is not None or self._interceptors:
-            future.add_done_callback(self._completion(callback, tp))
-        return future
+        return result.future
 
-    def _completion(self, callback: Callback | None, tp: TopicPartition) -> Callable[[Future[RecordMetadata]], None]:
+    def _completion(self, callback: Callback | None, tp: TopicPartition) -> Callback:
+        """The interceptors' on_acknowledgement, then ``callback``: run by the batch when it completes (a
+        callback that raises is logged there)."""
         interceptors = self._interceptors
 
-        def done(future: Future[RecordMetadata]) -> None:
-            error = future.exception()
-            metadata = None if error is not None else future.result()
-            if interceptors:
-                interceptors.on_acknowledgement(metadata or RecordMetadata(tp.topic, tp.partition, -1, -1), error)
+        def done(metadata: RecordMetadata | None, error: BaseException | None) -> None:
+            interceptors.on_acknowledgement(metadata or RecordMetadata(tp.topic, tp.partition, -1, -1), error)
             if callback is not None:
-                try:
-                    callback(metadata, error)
-                except Exception:  # a user callback must not break the sender thread
-                    _log.exception("producer callback raised")
+                callback(metadata, error)
 
         return done
 
@@ -371,7 +383,8 @@ class KafkaProducer:
         parts = self._metadata.partitions_for(topic) or []
         leaders = {p: self._metadata.leader_for(topic, p) for p in parts}
         info = PartitionInfo(count, sticky_candidates(parts, leaders, unavailable))
-        self._partition_cache[topic] = _CachedPartitionInfo(version, unavailable, info)
+        partitions = tuple(TopicPartition(topic, p) for p in range(count))
+        self._partition_cache[topic] = _CachedPartitionInfo(version, unavailable, info, partitions)
         return info
 
     def _wait_on_metadata(self, topic: str, max_block_ms: int) -> int:

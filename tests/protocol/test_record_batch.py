@@ -201,6 +201,19 @@ def test_builder_respects_max_bytes() -> None:
         BatchBuilder(100).build()
 
 
+def test_a_builder_of_records_joined_elsewhere_builds_the_same_batch_and_takes_more() -> None:
+    records = [encode_record(i, 5 * i, b"k", b"v%d" % i, []) for i in range(3)]
+    joined = BatchBuilder.of_records(b"".join(records), 3, 100, 110, "gzip", transactional=True)
+    appended = BatchBuilder(1 << 20, "gzip", transactional=True)
+    for i in range(3):
+        assert appended.try_append(100 + 5 * i, b"k", b"v%d" % i)
+    assert (joined.record_count, joined.estimated_size) == (3, appended.estimated_size)
+    assert joined.build() == appended.build()
+    more = BatchBuilder.of_records(b"".join(records), 3, 100, 110)
+    assert not more.try_append(120, b"k", b"v3")  # its limit is what it holds
+    assert decode_batch(more.build()).records[2].value == b"v2"
+
+
 def test_concatenated_batches_and_truncated_tail() -> None:
     batches = [GOLDEN, java_batch(Codec.LZ4), encode_batch(RECORDS, compression="zstd", base_offset=2)]
     data = b"".join(batches)

@@ -276,12 +276,27 @@ class BatchBuilder:
         self._compression = codec_id(compression)
         self._level = compression_level
         self._transactional = transactional
-        self._section = bytearray()
+        self._section: bytearray | bytes = bytearray()
         self._size = HEADER_SIZE  # stays valid after build() releases the section
         self._count = 0
         self._base_ts = 0
         self._max_ts = 0
         self._built: bytes | None = None
+
+    @classmethod
+    def of_records(cls, section: bytes, record_count: int, base_timestamp: int, max_timestamp: int,
+                   compression: int | str = Codec.NONE, *, transactional: bool = False,
+                   compression_level: int | None = None) -> BatchBuilder:
+        """A builder already holding ``record_count`` records encoded back to back in ``section`` (offsetDeltas
+        from 0, timestampDeltas from ``base_timestamp``), e.g. joined by a caller in one pass: ``build()`` next.
+        It is full: its limit is what it holds."""
+        builder = cls(HEADER_SIZE + len(section), compression, transactional=transactional,
+                      compression_level=compression_level)
+        builder._section = section
+        builder._size += len(section)
+        builder._count = record_count
+        builder._base_ts, builder._max_ts = base_timestamp, max_timestamp
+        return builder
 
     @property
     def record_count(self) -> int:
