@@ -1,0 +1,15 @@
+"""Avro: schemas derived from Arrow (Spark) types or given as JSON, and a vectorized Arrow -> Avro binary encoder.
+
+    derive_schema(arrow_type, *, column, record_name="topLevelRecord", namespace="") -> JSON-ready schema
+    parse_schema(json_text_or_data, *, where="Avro schema") -> AvroSchema      # .root (typed tree), .json
+    AvroWriter(arrow_type, schema, *, column).encode(array, prefix=b"") -> pa.Array   # one body per row
+
+Pure (no I/O); the bodies equal fastavro's ``schemaless_writer`` output byte for byte.
+"""
+
+from __future__ import annotations
+
+from spark_kafka_sink.avro._encoder import AvroWriter
+from spark_kafka_sink.avro._schema import AvroSchema, decimal_fixed_size, derive_schema, parse_schema
+
+__all__ = ["AvroSchema", "AvroWriter", "decimal_fixed_size", "derive_schema", "parse_schema"]
