@@ -19,6 +19,7 @@ import pytest
 
 from spark_kafka_sink.testing.broker import KafkaCluster
 from spark_kafka_sink.testing.broker_jars import fetch_jars, spark_connector_jars
+from spark_kafka_sink.testing.registry import TestRegistry
 
 
 def _unwind_on_sigterm() -> None:
@@ -57,6 +58,8 @@ def _group_for_xdist(items: list[pytest.Item]) -> None:
             group = "secure-broker"
         elif module in spark_modules:
             group = f"spark-{spark_modules.index(module) % SPARK_PROCESSES}"
+        elif "schema_registry" in getattr(item, "fixturenames", ()):
+            group = "schema-registry"  # one registry JVM for all of them
         else:
             group = module
         item.add_marker(pytest.mark.xdist_group(group))
@@ -81,6 +84,19 @@ def kafka() -> Iterator[KafkaCluster]:
 @pytest.fixture(scope="session")
 def bootstrap(kafka: KafkaCluster) -> str:
     return kafka.bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[TestRegistry]:
+    """A real schema registry (Apicurio Registry, Confluent-compatible API) for the session, on free ports; started
+    only when a test asks for it. Its compatibility level is NONE until a test sets one (Confluent's default is
+    BACKWARD); tests use subjects of their own (their own topics)."""
+    _unwind_on_sigterm()
+    registry = TestRegistry().start()
+    try:
+        yield registry
+    finally:
+        registry.stop(keep_files=False)
 
 
 def create_topic(bootstrap_servers: str, name: str, partitions: int = 3, replication: int = 1,

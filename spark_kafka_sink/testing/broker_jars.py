@@ -9,7 +9,8 @@ version a test session runs is :func:`selected_kafka_version` (the ``KAFKA_VERSI
 :data:`DEFAULT_KAFKA_VERSION`), and the transaction version its cluster is formatted with is
 :func:`selected_transaction_version` (``KAFKA_TRANSACTION_VERSION``, else the release's default). Spark's connector
 matches the installed pyspark (:func:`spark_connector_version`) and lives in ``.kafka/spark-jars-<version>``. The
-test KDC's (Apache Kerby, for the Kerberos tests) live in ``.kafka/kdc``.
+test KDC's (Apache Kerby, for the Kerberos tests) live in ``.kafka/kdc``, the schema registry's (Apicurio Registry,
+for the schema tests) in ``.kafka/apicurio-registry-<version>``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ __all__ = [
     "spark_connector_jars",
     "fetch_jars",
     "kdc_jars",
+    "REGISTRY_VERSION",
+    "registry_app",
     "require_java",
 ]
 
@@ -207,3 +210,31 @@ def kdc_jars() -> list[Path]:
     dest = kafka_home() / "kdc"
     _copy_dependencies(CONF_DIR / "kerberos" / "pom.xml", dest)
     return sorted(dest.glob("*.jar"))
+
+
+# Apicurio Registry: a Confluent-compatible schema registry published on Maven Central as a ready-built application
+# (Confluent's own is not there). The 2.6 line runs on Java 17, the suite's minimum; 3.x needs Java 21.
+REGISTRY_VERSION = "2.6.13.Final"
+_REGISTRY_ARTIFACT = f"io.apicurio:apicurio-registry-app:{REGISTRY_VERSION}:tar.gz:all"
+
+
+def registry_app() -> Path:
+    """The schema registry's runnable jar (its ``lib/`` beside it), unpacked from Maven Central on first use."""
+    require_java()
+    dest = kafka_home() / f"apicurio-registry-{REGISTRY_VERSION}"
+    jar = dest / f"apicurio-registry-app-{REGISTRY_VERSION}-runner.jar"
+    if jar.is_file():
+        return jar
+    mvn = _require_maven()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=dest.name + "-", dir=dest.parent))
+    proc = subprocess.run([mvn, "-q", "-B", "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:unpack",
+                           f"-Dartifact={_REGISTRY_ARTIFACT}", f"-DoutputDirectory={staging}"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0 or not (staging / jar.name).is_file():
+        shutil.rmtree(staging, ignore_errors=True)
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise ToolMissingError(f"Maven could not fetch the schema registry {_REGISTRY_ARTIFACT}:\n{tail}")
+    shutil.rmtree(dest, ignore_errors=True)
+    staging.rename(dest)  # atomic: a half-unpacked folder is never mistaken for a complete one
+    return jar
