@@ -577,19 +577,30 @@ class AvroWriter:
         self.arrow_type = arrow_type
         self.schema = schema
         self.column = column
-        self._plan = _plan(arrow_type, schema.root, column)
+        # One plan per Arrow type met: Spark may hand the column with other string or list widths than expected.
+        self._plans = {arrow_type: _plan(arrow_type, schema.root, column)}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AvroWriter) and (self.schema.json, self.column, self.arrow_type) == (
+            other.schema.json, other.column, other.arrow_type)
+
+    def __hash__(self) -> int:
+        return hash((self.schema.json, self.column))
+
+    def __repr__(self) -> str:
+        return f"AvroWriter(column={self.column!r}, schema={self.schema.json})"
 
     def encode(self, array: pa.Array | pa.ChunkedArray, *, prefix: bytes = b"") -> pa.Array:
         """A large_binary array: ``prefix`` then the Avro body, for each row; null where the row is null (at the
         top level a null is no Avro value: a Kafka tombstone)."""
         if isinstance(array, pa.ChunkedArray):
             array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
-        if array.type != self.arrow_type:
-            raise SerializationError(f"column {self.column!r} is {array.type}, the writer was built for "
-                                     f"{self.arrow_type}")
+        plan = self._plans.get(array.type)
+        if plan is None:
+            plan = self._plans[array.type] = _plan(array.type, self.schema.root, self.column)
         n = len(array)
         present = _validity(array)
-        pieces = self._plan.pieces(array, present, lambda i: i)
+        pieces = plan.pieces(array, present, lambda i: i)
         if prefix:
             pieces.insert(0, (np.frombuffer(prefix, np.uint8)[None, :].repeat(n, 0), _sized(present, len(prefix))))
         body = _join(pieces, n)
