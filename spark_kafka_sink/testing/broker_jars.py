@@ -228,9 +228,14 @@ def registry_app() -> Path:
     mvn = _require_maven()
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=dest.name + "-", dir=dest.parent))
+    # The plugin's "already unpacked" markers go in the staging folder too (by default it leaves them under the
+    # working directory, and a marker left there would make a later unpack skip its work).
+    markers = staging / ".markers"
     proc = subprocess.run([mvn, "-q", "-B", "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:unpack",
-                           f"-Dartifact={_REGISTRY_ARTIFACT}", f"-DoutputDirectory={staging}"],
-                          capture_output=True, text=True)
+                           f"-Dartifact={_REGISTRY_ARTIFACT}", f"-DoutputDirectory={staging}",
+                           f"-DmarkersDirectory={markers}"],
+                          capture_output=True, text=True, cwd=staging)
+    shutil.rmtree(markers, ignore_errors=True)
     if proc.returncode != 0 or not (staging / jar.name).is_file():
         shutil.rmtree(staging, ignore_errors=True)
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
