@@ -7,11 +7,13 @@
     frame_prefix(id) -> bytes                              # magic 0 + the id: before each Avro or JSON body
     protobuf_frame_prefix(id, message_indexes=(0,))        # ... + the message-index path
     subject_name(SubjectNameStrategy.TOPIC, topic, is_key=False, record_name=None) -> "<topic>-value"
+    AvroSerializer(settings_or_client, schema=None).encode_table(topic, table) / (topic, dict) -> framed Avro
 """
 
 from __future__ import annotations
 
 from spark_kafka_sink.schema_registry._client import RegisteredSchema, SchemaRegistryClient
+from spark_kafka_sink.schema_registry._serializer import AvroSerializer
 from spark_kafka_sink.schema_registry._settings import REGISTRY_SETTING_NAMES, RegistrySettings
 from spark_kafka_sink.schema_registry._wire import (
     MAGIC,
@@ -22,6 +24,6 @@ from spark_kafka_sink.schema_registry._wire import (
 )
 
 __all__ = [
-    "MAGIC", "REGISTRY_SETTING_NAMES", "RegisteredSchema", "RegistrySettings", "SchemaRegistryClient",
+    "AvroSerializer", "MAGIC", "REGISTRY_SETTING_NAMES", "RegisteredSchema", "RegistrySettings", "SchemaRegistryClient",
     "SubjectNameStrategy", "frame_prefix", "protobuf_frame_prefix", "subject_name",
 ]

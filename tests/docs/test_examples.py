@@ -50,6 +50,22 @@ def test_producer_quickstart(bootstrap: str, topic_factory: Callable[..., str], 
 
 
 @pytest.mark.broker
+def test_producer_avro(bootstrap: str, topic_factory: Callable[..., str], readback: Readback,
+                       schema_registry: TestRegistry) -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    topic = topic_factory(partitions=1)
+    load("producer_avro").main(bootstrap, topic, schema_registry.url)
+    with SchemaRegistryClient({"url": schema_registry.url}) as client:
+        deserializer = AvroDeserializer(client)
+        read = {r.key: deserializer(r.value, SerializationContext(topic, MessageField.VALUE)) for r in readback(topic)}
+    assert read == {b"a": {"id": 1, "customer": "alice"}, b"b": {"id": 2, "customer": None},
+                    b"c": {"id": 3, "customer": "carol"}}
+
+
+@pytest.mark.broker
 def test_producer_transactions(bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
     topic, input_topic = topic_factory(partitions=2), topic_factory(partitions=1)
     load("producer_transactions").main(bootstrap, topic, input_topic=input_topic, group=f"group-{topic}")
