@@ -7,8 +7,10 @@ fits it: an incompatible schema, a type Avro cannot hold or a registry that stay
 before anything is sent. The tasks get the ids inside the :class:`ColumnSerializer` objects of the column plan and
 never call the registry, so a registry that goes down mid-job does not fail them.
 
-The subject depends on the topic under the topic and topic_record strategies, so those need the ``topic``
-option; with a ``topic`` column use the record strategy.
+The subject depends on the topic under the topic and topic_record strategies. With the ``topic`` option the
+driver settles it; with a ``topic`` column (rows of any topic) the driver still settles the schema and checks the
+column's type, and a task asks the registry for the id of each topic it meets, once per Python worker
+(``_topic_ids``): the one case where tasks call the registry.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pyspark.sql.types import BinaryType, DataType, StringType, StructType
 from spark_kafka_sink.avro import AvroSchema, AvroWriter, derive_schema, parse_schema
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.schema_registry import (
+    RegistrySettings,
     SchemaRegistryClient,
     SubjectNameStrategy,
     frame_prefix,
@@ -39,27 +42,82 @@ _SCHEMA_TYPES = {RecordFormat.AVRO: "AVRO", RecordFormat.PROTOBUF: "PROTOBUF", R
 
 
 @dataclass(frozen=True)
+class PerTopicSchema:
+    """What a task needs to settle a schema's id for a topic it meets (a topic column under a topic strategy)."""
+
+    registry: RegistrySettings
+    strategy: SubjectNameStrategy
+    schema: str
+    schema_type: str
+    record_name: str | None
+    auto_register: bool
+
+
+@dataclass(frozen=True)
 class ColumnSerializer:
     """Turns one key or value column into framed record bytes, with the id the driver settled. Picklable."""
 
     column: str
     format: RecordFormat
-    subject: str | None  # None: written with a given id, no subject involved
-    schema_id: int
-    prefix: bytes  # magic byte + id (+ Protobuf's message indexes)
+    subject: str | None  # None: written with a given id, or per topic (``per_topic``)
+    schema_id: int  # -1 with ``per_topic``
+    prefix: bytes  # magic byte + id (+ Protobuf's message indexes); empty with ``per_topic``
     avro: AvroWriter | None  # the Avro format's encoder
+    per_topic: PerTopicSchema | None = None  # the id depends on each row's topic
 
-    def encode(self, array: pa.Array) -> pa.Array:
-        """Each row's record bytes; a null row stays null (a null key, or a tombstone)."""
+    def encode(self, array: pa.Array, topics: pa.Array | None = None) -> pa.Array:
+        """Each row's record bytes; a null row stays null (a null key, or a tombstone). ``topics``: each row's
+        topic (non-null), for a serializer whose id depends on it."""
         if self.avro is not None:
-            return self.avro.encode(array, prefix=self.prefix)
-        if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
-            array = array.view(pa.binary() if pa.types.is_string(array.type) else pa.large_binary())
-        return pc.binary_join_element_wise(pa.scalar(self.prefix, array.type), array, pa.scalar(b"", array.type))
+            body = self.avro.encode(array, prefix=self.prefix)
+        else:
+            if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+                array = array.view(pa.binary() if pa.types.is_string(array.type) else pa.large_binary())
+            body = pc.binary_join_element_wise(pa.scalar(self.prefix, array.type), array,
+                                               pa.scalar(b"", array.type))
+        if self.per_topic is None:
+            return body
+        if topics is None:
+            raise ConfigError(f"the {self.column} schema's id depends on the topic, and the rows have none",
+                              key="topic")
+        return self._with_topic_frames(body, topics)
+
+    def _with_topic_frames(self, body: pa.Array, topics: pa.Array) -> pa.Array:
+        assert self.per_topic is not None
+        encoded = pc.dictionary_encode(topics)
+        prefixes = [self._prefix(self._topic_id(str(topic))) for topic in encoded.dictionary.to_pylist()]
+        per_row = pa.array(prefixes, body.type).take(encoded.indices)  # one prefix per row, by its topic
+        return pc.binary_join_element_wise(per_row, body, pa.scalar(b"", body.type))
+
+    def _prefix(self, schema_id: int) -> bytes:
+        return protobuf_frame_prefix(schema_id) if self.format is RecordFormat.PROTOBUF else frame_prefix(schema_id)
+
+    def _topic_id(self, topic: str) -> int:
+        spec = self.per_topic
+        assert spec is not None
+        subject = subject_name(spec.strategy, topic, is_key=self.column == "key", record_name=spec.record_name)
+        cache_key = (spec.registry.urls, subject, spec.schema)
+        with _settled_lock:
+            if cache_key in _settled:
+                return _settled[cache_key]
+        client = SchemaRegistryClient(spec.registry)
+        if spec.auto_register:
+            schema_id = client.register(subject, spec.schema, spec.schema_type)
+        else:
+            found = client.lookup(subject, spec.schema, spec.schema_type)
+            if found is None:
+                raise ConfigError(f"the {self.column} schema is not registered under subject {subject!r} (topic "
+                                  f"{topic!r}) and autoRegisterSchemas=false: register it first",
+                                  key="autoRegisterSchemas")
+            schema_id = found.schema_id
+        with _settled_lock:
+            _settled[cache_key] = schema_id
+        return schema_id
 
 
-# The ids this driver process settled, by (registry URLs, subject, schema): a streaming query asks for its
-# serializers every micro-batch, and registering again would cost a round trip each time.
+# The ids this process settled, by (registry URLs, subject, schema): on the driver, a streaming query asks for its
+# serializers every micro-batch, and registering again would cost a round trip each time; in a Python worker, the
+# ids of the topics its tasks met (a topic column under a topic strategy).
 _settled: dict[tuple[tuple[str, ...], str, str], int] = {}
 _settled_lock = threading.Lock()  # guards _settled
 
@@ -137,6 +195,11 @@ def _resolve(options: SinkOptions, fmt: ColumnFormat, dt: DataType,
         record_name = parsed.full_name
     else:
         record_name = None
+    if schema_id < 0 and options.topic is None and options.subject_name_strategy is not SubjectNameStrategy.RECORD:
+        assert options.registry is not None
+        per_topic = PerTopicSchema(options.registry, options.subject_name_strategy, text, schema_type, record_name,
+                                   options.auto_register_schemas)
+        return ColumnSerializer(column, fmt.format, None, -1, b"", avro, per_topic)
     if schema_id < 0:
         subject = _subject(options, fmt, record_name)
         schema_id = _settle_id(client, options, subject, text, schema_type, fmt)

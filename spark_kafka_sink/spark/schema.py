@@ -228,12 +228,7 @@ def to_producer_batch(batch: pa.RecordBatch, plan: ColumnPlan,
     timestamp before 1970, so a bad batch is refused whole, before any of its rows is sent.
     ``partition_count(topic, needed)`` gives a topic's partitions, refreshed first if fewer than ``needed``.
     """
-    value = batch.column("value")
-    columns: dict[str, pa.Array] = {
-        "value": _as_binary(value) if plan.value_serializer is None else plan.value_serializer.encode(value)}
-    if plan.has_key:
-        key = batch.column("key")
-        columns["key"] = _as_binary(key) if plan.key_serializer is None else plan.key_serializer.encode(key)
+    columns: dict[str, pa.Array] = {}
     topics: pa.Array | None = None
     if plan.topic_column:
         topics = batch.column("topic")
@@ -246,6 +241,14 @@ def to_producer_batch(batch: pa.RecordBatch, plan: ColumnPlan,
             raise InvalidColumnError(
                 f"column 'topic' holds an empty string in {empty} row(s), and a Kafka topic name has 1 to 249 "
                 "characters: fill the column or set the topic option", key="topic")
+    # value (and key) first in the batch, as they were; a framed column's id may depend on the row's topic
+    value = batch.column("value")
+    columns["value"] = (_as_binary(value) if plan.value_serializer is None
+                        else plan.value_serializer.encode(value, topics))
+    if plan.has_key:
+        key = batch.column("key")
+        columns["key"] = _as_binary(key) if plan.key_serializer is None else plan.key_serializer.encode(key, topics)
+    if topics is not None:
         columns["topic"] = topics
     if plan.has_partition:
         partitions = batch.column("partition")

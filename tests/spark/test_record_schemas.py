@@ -56,8 +56,8 @@ def test_bad_format_options_are_named(extra: dict[str, str], message: str) -> No
         _options(**extra)
 
 
-def test_a_topic_column_needs_the_record_strategy(schema_registry: TestRegistry) -> None:
-    opts = _options(valueFormat="avro", **{"schema.registry.url": schema_registry.url})
+def test_latest_with_a_topic_column_needs_the_record_strategy(schema_registry: TestRegistry) -> None:
+    opts = _options(valueFormat="avro", valueSchemaId="latest", **{"schema.registry.url": schema_registry.url})
     with pytest.raises(ConfigError, match=r"needs the topic option .* subjectNameStrategy=record"):
         resolve_serializers(opts, SCHEMA)
 

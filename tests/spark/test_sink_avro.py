@@ -64,7 +64,7 @@ def deserialize(url: str, records: list[ConsumedRecord]) -> list[tuple[Any, Any]
         deserializer = AvroDeserializer(client)
         out = []
         for r in records:
-            key = deserializer(r.key, SerializationContext(r.topic, MessageField.KEY))
+            key = None if r.key is None else deserializer(r.key, SerializationContext(r.topic, MessageField.KEY))
             value = deserializer(r.value, SerializationContext(r.topic, MessageField.VALUE))
             out.append((key, value))
         return out
@@ -127,6 +127,22 @@ def test_a_new_optional_column_evolves_the_schema_and_an_incompatible_one_is_ref
     assert f"subject '{topic}-value' under its BACKWARD compatibility" in text and "code" in text, text[:3000]
     assert end_offsets(bootstrap, topic) == before  # nothing written, not even an aborted transaction
     assert client.latest(f"{topic}-value").version == 2
+
+
+def test_a_topic_column_writing_two_topics_registers_two_subjects(
+        spark: Any, bootstrap: str, topic_factory: Callable[..., str], schema_registry: TestRegistry,
+        readback: Callable[..., list[ConsumedRecord]]) -> None:
+    topics = [topic_factory(partitions=1), topic_factory(partitions=1)]
+    rows = [(topics[i % 2], {"id": i, "name": f"n{i}"}) for i in range(10)]
+    df = spark.createDataFrame(rows, "topic string, value struct<id: bigint not null, name: string>").repartition(2)
+    write_df(df, bootstrap, valueFormat="avro", **{"schema.registry.url": schema_registry.url})
+    client = SchemaRegistryClient(RegistrySettings.from_config({"url": schema_registry.url}))
+    ids = [client.latest(f"{topic}-value").schema_id for topic in topics]
+    for n, topic in enumerate(topics):
+        records = readback(topic)
+        assert {r.value[1:5] for r in records if r.value} == {ids[n].to_bytes(4, "big")}
+        read = sorted((v for _, v in deserialize(schema_registry.url, records)), key=lambda v: v["id"])
+        assert read == [{"id": i, "name": f"n{i}"} for i in range(n, 10, 2)]
 
 
 def test_a_registry_that_is_down_fails_the_write_on_the_driver(spark: Any, bootstrap: str,
