@@ -21,6 +21,7 @@ from spark_kafka_sink.testing.broker import free_port
 from spark_kafka_sink.testing.registry import TestRegistry
 from tests.conftest import ConsumedRecord
 from tests.spark.conftest import end_offsets, write_df
+from tests.spark.test_sink_guarantees import small_batches  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
@@ -183,3 +184,22 @@ def test_tasks_hold_the_ids_and_need_no_registry(spark: Any, bootstrap: str, top
     values = [r.value for r in readback(topic)]
     # the frame, then the record: id's union branch 1 (["null", "int"]), then the int
     assert values == [b"\x00" + subject_id.to_bytes(4, "big") + bytes([2, 2 * i]) for i in range(3)]
+
+
+@pytest.mark.usefixtures("small_batches")
+def test_exactly_once_with_avro_survives_a_retried_task(
+        spark: Any, bootstrap: str, topic_factory: Callable[..., str], schema_registry: TestRegistry,
+        readback: Callable[..., list[ConsumedRecord]]) -> None:
+    from collections import Counter
+
+    from pyspark.sql import functions as F
+
+    from tests.spark.test_sink_guarantees import EXPECTED, ROWS, failing_values
+
+    topic = topic_factory(partitions=3)
+    rows = failing_values(spark, bootstrap, topic, always=False).select(F.struct("value").alias("value"))
+    write_df(rows, bootstrap, topic=topic, deliveryGuarantee="exactly_once", valueFormat="avro",
+             **{"schema.registry.url": schema_registry.url})
+    read = deserialize(schema_registry.url, readback(topic, "read_committed"))
+    assert Counter(v["value"].encode() for _, v in read) == EXPECTED  # every row exactly once
+    assert len(readback(topic, "read_uncommitted")) > ROWS  # the failed attempt had sent rows, since aborted
