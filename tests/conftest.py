@@ -18,7 +18,7 @@ from typing import Any, cast
 import pytest
 
 from spark_kafka_sink.testing.broker import KafkaCluster
-from spark_kafka_sink.testing.broker_jars import fetch_jars, spark_connector_jars
+from spark_kafka_sink.testing.broker_jars import fetch_jars, spark_avro_jars, spark_connector_jars
 from spark_kafka_sink.testing.registry import TestRegistry
 
 
@@ -237,8 +237,8 @@ def readback(bootstrap: str) -> Callable[..., list[ConsumedRecord]]:
 
 
 def local_spark(app_name: str, driver_memory: str, conf: dict[str, str] | None = None) -> Iterator[Any]:
-    """A real local Spark session (2 threads, up to 3 attempts per task) with Spark's Kafka connector on the
-    classpath, stopped when the generator closes; ``conf``: further Spark settings."""
+    """A real local Spark session (2 threads, up to 3 attempts per task) with Spark's Kafka connector and its Avro
+    functions (from_avro) on the classpath, stopped when the generator closes; ``conf``: further Spark settings."""
     from pyspark.sql import SparkSession
 
     # Python workers must run this interpreter (the venv's), which has pyarrow and the package.
@@ -247,7 +247,7 @@ def local_spark(app_name: str, driver_memory: str, conf: dict[str, str] | None =
     builder = (
         SparkSession.builder.master("local[2,3]")
         .appName(app_name)
-        .config("spark.jars", ",".join(str(p) for p in spark_connector_jars()))
+        .config("spark.jars", ",".join(str(p) for p in [*spark_connector_jars(), *spark_avro_jars()]))
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", driver_memory)
         .config("spark.sql.session.timeZone", "UTC")

@@ -40,6 +40,7 @@ __all__ = [
     "selected_kafka_version",
     "selected_transaction_version",
     "spark_connector_jars",
+    "spark_avro_jars",
     "fetch_jars",
     "kdc_jars",
     "REGISTRY_VERSION",
@@ -135,6 +136,15 @@ def spark_connector_jars() -> list[Path]:
     return sorted(_spark_connector_dir().glob("*.jar"))
 
 
+def _spark_avro_dir() -> Path:
+    return kafka_home() / f"spark-avro-{spark_connector_version()}"
+
+
+def spark_avro_jars() -> list[Path]:
+    """Spark's own Avro functions (``from_avro``), for ``spark.jars``: read back what the sink wrote as Avro."""
+    return sorted(_spark_avro_dir().glob("*.jar"))
+
+
 def require_java() -> str:
     java = shutil.which("java")
     if java is None:
@@ -201,6 +211,8 @@ def fetch_jars(kafka_versions: Sequence[str] = ()) -> None:
         _copy_dependencies(CONF_DIR / "kafka" / "pom.xml", broker_lib(version), exclude=("slf4j-reload4j",),
                            properties=properties)
     _copy_dependencies(CONF_DIR / "spark" / "pom.xml", _spark_connector_dir(), SPARK_CONNECTOR_ARTIFACTS,
+                       properties={"spark.version": spark_connector_version()})
+    _copy_dependencies(CONF_DIR / "spark" / "avro-pom.xml", _spark_avro_dir(), ("spark-avro_2.13",),
                        properties={"spark.version": spark_connector_version()})
 
 

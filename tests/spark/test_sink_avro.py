@@ -1,5 +1,6 @@
 """Avro keys and values through ``format("pykafka-sink")`` and a real schema registry, read back with
-confluent-kafka's AvroDeserializer against the same registry and compared with the source DataFrame (chispa);
+confluent-kafka's AvroDeserializer against the same registry and with Spark's own from_avro, and compared with
+the source DataFrame (chispa);
 schema evolution under BACKWARD; an incompatible schema refused on the driver with nothing written."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from spark_kafka_sink.schema_registry import RegistrySettings, SchemaRegistryClient
 from spark_kafka_sink.testing.broker import free_port
 from spark_kafka_sink.testing.registry import TestRegistry
-from tests.conftest import ConsumedRecord
+from tests.conftest import ConsumedRecord, spark_read_topic
 from tests.spark.conftest import end_offsets, write_df
 from tests.spark.test_sink_guarantees import small_batches  # noqa: F401 (a fixture)
 
@@ -83,6 +84,20 @@ def test_a_wide_dataframe_as_avro_reads_back_with_confluent_s_deserializer(
     back = spark.createDataFrame(deserialize(schema_registry.url, records), WIDE)
     # (ordered by the key: chispa's ignore_row_order hashes rows, and Spark cannot hash maps)
     assert_df_equality(df.orderBy("key.id"), back.orderBy("key.id"), ignore_nullable=True)
+    # Spark's own from_avro reads the bodies (the frame stripped) with the registered schemas.
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    with ConfluentClient({"url": schema_registry.url}) as confluent:
+        key_schema = confluent.get_latest_version(f"{topic}-key").schema.schema_str
+        value_schema = confluent.get_latest_version(f"{topic}-value").schema.schema_str
+    spark_read = spark_read_topic(spark, bootstrap, topic).select(
+        from_avro(F.expr("substring(key, 6)"), key_schema).alias("key"),
+        from_avro(F.expr("substring(value, 6)"), value_schema).alias("value"))
+    # (Avro has no 8- or 16-bit ints: from_avro gives tinyint and smallint back as int, as with Spark's to_avro)
+    widened = df.withColumn("value", F.col("value").withField("tiny", F.col("value.tiny").cast("int"))
+                            .withField("small", F.col("value.small").cast("int")))
+    assert_df_equality(widened.orderBy("key.id"), spark_read.orderBy("key.id"), ignore_nullable=True)
     # The registered value schema: Spark's names, nullable fields as ["null", T] with a null default.
     client = SchemaRegistryClient(RegistrySettings.from_config({"url": schema_registry.url}))
     schema = json.loads(client.latest(f"{topic}-value").schema)
