@@ -8,7 +8,9 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -205,8 +207,6 @@ def test_tasks_hold_the_ids_and_need_no_registry(spark: Any, bootstrap: str, top
 def test_exactly_once_with_avro_survives_a_retried_task(
         spark: Any, bootstrap: str, topic_factory: Callable[..., str], schema_registry: TestRegistry,
         readback: Callable[..., list[ConsumedRecord]]) -> None:
-    from collections import Counter
-
     from pyspark.sql import functions as F
 
     from tests.spark.test_sink_guarantees import EXPECTED, ROWS, failing_values
@@ -218,3 +218,37 @@ def test_exactly_once_with_avro_survives_a_retried_task(
     read = deserialize(schema_registry.url, readback(topic, "read_committed"))
     assert Counter(v["value"].encode() for _, v in read) == EXPECTED  # every row exactly once
     assert len(readback(topic, "read_uncommitted")) > ROWS  # the failed attempt had sent rows, since aborted
+
+
+def test_a_streaming_query_writes_avro_under_one_registered_schema(
+        spark: Any, bootstrap: str, topic_factory: Callable[..., str], schema_registry: TestRegistry,
+        readback: Callable[..., list[ConsumedRecord]], tmp_path: Path) -> None:
+    """Every micro-batch asks for its serializers on the driver; the schema is registered once (one version, one
+    id in every record) and each committed batch's rows are there once."""
+    import time
+
+    from pyspark.sql import functions as F
+
+    topic = topic_factory(partitions=2)
+    checkpoint = tmp_path / "checkpoint"
+    rows = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 100).option("numPartitions", 2)
+            .load().select(F.struct("value", "timestamp").alias("value")))
+    query = (rows.writeStream.format("pykafka-sink").option("kafka.bootstrap.servers", bootstrap)
+             .option("topic", topic).option("deliveryGuarantee", "exactly_once").option("valueFormat", "avro")
+             .option("schema.registry.url", schema_registry.url).option("checkpointLocation", str(checkpoint))
+             .start())
+    deadline = time.monotonic() + 120
+    try:
+        while len([p for p in (checkpoint / "commits").glob("[0-9]*")]) < 3:
+            assert time.monotonic() < deadline, "three micro-batches were not committed within 120 s"
+            assert not query.awaitTermination(0.2), query.exception()
+    finally:
+        query.stop()
+    records = readback(topic)
+    client = SchemaRegistryClient(RegistrySettings.from_config({"url": schema_registry.url}))
+    latest = client.latest(f"{topic}-value")
+    assert latest.version == 1
+    assert {r.value[:5] for r in records if r.value} == {b"\x00" + latest.schema_id.to_bytes(4, "big")}
+    values = Counter(v["value"] for _, v in deserialize(schema_registry.url, records))
+    # The three committed micro-batches' rows all there, and no row twice (the stop may cut a later batch short)
+    assert set(range(300)) <= set(values) and set(values.values()) == {1}
