@@ -252,3 +252,30 @@ def test_a_streaming_query_writes_avro_under_one_registered_schema(
     values = Counter(v["value"] for _, v in deserialize(schema_registry.url, records))
     # The three committed micro-batches' rows all there, and no row twice (the stop may cut a later batch short)
     assert set(range(300)) <= set(values) and set(values.values()) == {1}
+
+
+STATUS_SCHEMA = json.dumps({"type": "record", "name": "Order", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID"]}}]})
+
+
+@pytest.mark.parametrize(("schema", "ddl", "rows", "words"), [
+    (STATUS_SCHEMA, "id bigint not null, status string", [(1, "NEW"), (2, "LOST")],
+     ("column 'value.status', row 1: 'LOST' is not one of the enum's symbols",)),
+    (None, "id bigint, codes map<int, string>", [(1, {1: "a"})],
+     ("column 'value.codes' is a map with int32 keys; Avro maps have string keys",)),
+])
+def test_a_row_or_type_avro_cannot_write_fails_with_nothing_visible(
+        spark: Any, bootstrap: str, topic_factory: Callable[..., str], schema_registry: TestRegistry,
+        readback: Callable[..., list[ConsumedRecord]], schema: str | None, ddl: str, rows: list[tuple[Any, ...]],
+        words: tuple[str, ...]) -> None:
+    from pyspark.sql import functions as F
+
+    topic = topic_factory(partitions=1)
+    df = spark.createDataFrame(rows, ddl).coalesce(1)
+    with pytest.raises(Exception) as failed:
+        write_df(df.select(F.struct(*df.columns).alias("value")), bootstrap, topic=topic, valueFormat="avro",
+                 valueSchema=schema, deliveryGuarantee="exactly_once", **{"schema.registry.url": schema_registry.url})
+    for word in words:
+        assert word in str(failed.value), str(failed.value)[:3000]
+    assert readback(topic) == []  # read_committed: nothing of the failed write
