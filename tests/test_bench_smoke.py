@@ -140,7 +140,8 @@ def test_make_bench_quick_runs_every_group(bootstrap: str, tmp_path: Path) -> No
     data = json.loads(result.read_text())
     groups = {c["group"] for c in data["comparisons"]}
     assert groups == {"encoder", "producer", "spark", "memory"}, tail
-    assert len([c for c in data["comparisons"] if c["group"] == "encoder"]) == 8  # base + 7 sweep points
+    # base + 7 sweep points + the Avro encoder
+    assert len([c for c in data["comparisons"] if c["group"] == "encoder"]) == 9
     for comp in data["comparisons"]:
         for contender in comp["contenders"]:
             assert "error" not in contender, (comp["title"], contender)
