@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: venv jars deps test test-cluster test-kerberos test-versions test-pyspark test-bench run bench kafka-up kafka-down clean
+.PHONY: venv jars deps test test-cluster test-kerberos test-versions test-pyspark test-bench run run-avro bench kafka-up kafka-down clean
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -129,6 +129,11 @@ $(addprefix pyspark-version-,$(PYSPARK_OLDER)): pyspark-version-%:
 
 run: venv jars
 	@$(PY) -m spark_kafka_sink.testing run-demo $(if $(ROWS),--rows $(ROWS))
+
+# The same with Avro values through a schema registry (Apicurio Registry from Maven Central, started and stopped
+# here): jobs/avro_to_kafka.py, read back with confluent-kafka's AvroDeserializer.
+run-avro: venv jars
+	@$(PY) -m spark_kafka_sink.testing run-avro-demo
 
 # Peer libraries (kafka-python, matplotlib, ...) for the benchmarks only: not runtime dependencies.
 BENCH_STAMP := $(VENV)/.bench-installed

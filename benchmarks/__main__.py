@@ -115,8 +115,8 @@ def _run_group(group: str, ctx: Context, a: argparse.Namespace, sweeps: set[str]
     base = Workload(rows=a.rows, batch_size=a.batch_size)
     sweep = sweep_points(base, a.sweep_rows, a.sweep_mb << 20) if group in sweeps else []
     if group == "encoder":
-        from benchmarks import bench_encoder
-        return bench_encoder.run(ctx, base, sweep)
+        from benchmarks import bench_avro, bench_encoder
+        return bench_encoder.run(ctx, base, sweep) + bench_avro.run(ctx, min(a.rows, 200_000))
     if group == "producer":
         from benchmarks import bench_producer
         pbase = base.with_(rows=a.producer_rows)

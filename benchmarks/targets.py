@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib
 
+from benchmarks.bench_avro import BASELINE as AVRO_BASELINE
+from benchmarks.bench_avro import SUBJECT as AVRO_SUBJECT
+from benchmarks.bench_avro import TITLE as AVRO_TITLE
 from benchmarks.harness import Target
 
 __all__ = ["targets", "missing_components", "producer_class", "sink_available",
@@ -52,6 +55,8 @@ _TARGETS = [
            at_least_abs=5e6),
     Target("encoder", "encoder >= 5 M records/s on one core (no codec)", "encoder 100 B none", ENC_SPARK_SLICES,
            at_least_abs=5e6),
+    Target("encoder", "Avro encoder >= 10x fastavro per record on one core", AVRO_TITLE, AVRO_SUBJECT, AVRO_BASELINE,
+           at_least=10.0),
 ]
 
 

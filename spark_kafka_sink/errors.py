@@ -26,6 +26,9 @@ Local failures::
     ├── PartitionOutOfRangeError (also ValueError)   a record's partition is not in [0, partitions)
     ├── RecordTooLargeError (also ValueError)  a record larger than max.request.size or buffer.memory
     ├── TransactionAbortedError         the record's transaction was aborted before it was sent
+    ├── SchemaRegistryError             the schema registry refused a request (.status, .error_code, .subject)
+    │   ├── IncompatibleSchemaError         a schema its subject's compatibility level refuses (409)
+    │   └── SchemaRegistryUnavailableError  the registry did not answer, after retries (retriable)
     └── BrokerError                     a broker answered with an error code (.code, .error_name)
 
 Broker errors: one class per code of :data:`spark_kafka_sink.protocol.error_codes.ERROR_CODES`, named by
@@ -53,7 +56,7 @@ __all__ = [
     "KafkaConnectionError", "SecuritySetupError", "UntrustedCertificateError", "HostnameMismatchError",
     "TlsHandshakeError", "SecurityProtocolMismatchError", "BufferExhaustedError", "DeliveryTimeoutError",
     "ProducerClosedError", "IllegalStateError", "SerializationError", "PartitionOutOfRangeError", "RecordTooLargeError",
-    "TransactionAbortedError",
+    "TransactionAbortedError", "SchemaRegistryError", "IncompatibleSchemaError", "SchemaRegistryUnavailableError",
     "BrokerError", "UnknownBrokerError", "error_for_code", "raise_for_code", "broker_error_classes",
     "UnknownServerError", "OffsetOutOfRangeError", "CorruptMessageError", "UnknownTopicOrPartitionError",
     "InvalidFetchSizeError", "LeaderNotAvailableError", "NotLeaderOrFollowerError", "RequestTimedOutError",
@@ -231,6 +234,30 @@ class RecordTooLargeError(KafkaError, ValueError):
 
 class TransactionAbortedError(KafkaError):
     """The record was never sent: its transaction was aborted (``abort_transaction()``, or after an error)."""
+
+
+class SchemaRegistryError(KafkaError):
+    """The schema registry refused a request: ``.status`` (HTTP), ``.error_code`` (the registry's), ``.subject``.
+    The message carries the registry's own; fix the schema, the subject or the registry settings it names."""
+
+    def __init__(self, message: str, *, status: int | None = None, error_code: int | None = None,
+                 subject: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error_code = error_code
+        self.subject = subject
+
+
+class IncompatibleSchemaError(SchemaRegistryError):
+    """The subject's compatibility level refuses the schema (HTTP 409): the message gives the level and the
+    registry's reason. Make the change compatible (e.g. a new field with a default) or register under another
+    subject; nothing was written."""
+
+
+class SchemaRegistryUnavailableError(SchemaRegistryError):
+    """The registry did not answer (connection refused, timeout, 5xx) after the retries; try again later."""
+
+    retriable = True
 
 
 # Broker errors ----------------------------------------------------------------------------------------------------

@@ -18,7 +18,8 @@ from typing import Any, cast
 import pytest
 
 from spark_kafka_sink.testing.broker import KafkaCluster
-from spark_kafka_sink.testing.broker_jars import fetch_jars, spark_connector_jars
+from spark_kafka_sink.testing.broker_jars import fetch_jars, spark_avro_jars, spark_connector_jars
+from spark_kafka_sink.testing.registry import TestRegistry
 
 
 def _unwind_on_sigterm() -> None:
@@ -68,6 +69,8 @@ def _group_for_xdist(items: list[pytest.Item]) -> None:
             group = "secure-broker"
         elif module in spark_modules:
             group = f"spark-{spark_modules.index(module) % SPARK_PROCESSES}"
+        elif "schema_registry" in getattr(item, "fixturenames", ()):
+            group = "schema-registry"  # one registry JVM for all of them
         else:
             group = module
         item.add_marker(pytest.mark.xdist_group(group))
@@ -92,6 +95,19 @@ def kafka() -> Iterator[KafkaCluster]:
 @pytest.fixture(scope="session")
 def bootstrap(kafka: KafkaCluster) -> str:
     return kafka.bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[TestRegistry]:
+    """A real schema registry (Apicurio Registry, Confluent-compatible API) for the session, on free ports; started
+    only when a test asks for it. Its compatibility level is NONE until a test sets one (Confluent's default is
+    BACKWARD); tests use subjects of their own (their own topics)."""
+    _unwind_on_sigterm()
+    registry = TestRegistry().start()
+    try:
+        yield registry
+    finally:
+        registry.stop(keep_files=False)
 
 
 def create_topic(bootstrap_servers: str, name: str, partitions: int = 3, replication: int = 1,
@@ -232,8 +248,8 @@ def readback(bootstrap: str) -> Callable[..., list[ConsumedRecord]]:
 
 
 def local_spark(app_name: str, driver_memory: str, conf: dict[str, str] | None = None) -> Iterator[Any]:
-    """A real local Spark session (2 threads, up to 3 attempts per task) with Spark's Kafka connector on the
-    classpath, stopped when the generator closes; ``conf``: further Spark settings."""
+    """A real local Spark session (2 threads, up to 3 attempts per task) with Spark's Kafka connector and its Avro
+    functions (from_avro) on the classpath, stopped when the generator closes; ``conf``: further Spark settings."""
     from pyspark.sql import SparkSession
 
     # Python workers must run this interpreter (the venv's), which has pyarrow and the package.
@@ -242,7 +258,7 @@ def local_spark(app_name: str, driver_memory: str, conf: dict[str, str] | None =
     builder = (
         SparkSession.builder.master("local[2,3]")
         .appName(app_name)
-        .config("spark.jars", ",".join(str(p) for p in spark_connector_jars()))
+        .config("spark.jars", ",".join(str(p) for p in [*spark_connector_jars(), *spark_avro_jars()]))
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", driver_memory)
         .config("spark.sql.session.timeZone", "UTC")

@@ -143,7 +143,8 @@ def test_make_bench_quick_runs_every_group(bootstrap: str, tmp_path: Path) -> No
     groups = {c["group"] for c in data["comparisons"]}
     assert groups == {"encoder", "producer", "per-record", "spark", "memory"}, tail
     assert len([c for c in data["comparisons"] if c["group"] == "per-record"]) == 12  # 3 sizes x keys x callbacks
-    assert len([c for c in data["comparisons"] if c["group"] == "encoder"]) == 8  # base + 7 sweep points
+    # base + 7 sweep points + the Avro encoder
+    assert len([c for c in data["comparisons"] if c["group"] == "encoder"]) == 9
     for comp in data["comparisons"]:
         for contender in comp["contenders"]:
             assert "error" not in contender, (comp["title"], contender)

@@ -111,8 +111,11 @@ def test_no_module_only_re_exports(name: str) -> None:
     assert own, f"{name} only imports and re-exports"
 
 
-# The modules that read the user's Java-named options: the producer's config and its table of options.
-CONFIG_MODULES = {"spark_kafka_sink.producer.config", "spark_kafka_sink.producer.config_options"}
+# The modules that read the user's Java-named options: the producer's config and its table of options. The schema
+# registry's settings are parsed once too, in their own module, from names that Confluent's clients share with
+# the producer's TLS options (ssl.ca.location, ssl.key.password ...).
+CONFIG_MODULES = {"spark_kafka_sink.producer.config", "spark_kafka_sink.producer.config_options",
+                  "spark_kafka_sink.schema_registry._settings"}
 # protocol/ holds the wire messages, whose field names can be spelled as an option is (Produce's "acks"); it is
 # below the config and never sees an option.
 WIRE_PACKAGE = "spark_kafka_sink.protocol"

@@ -46,11 +46,10 @@ import pyarrow.compute as pc
 from spark_kafka_sink.protocol.compression import Codec, codec_id
 from spark_kafka_sink.protocol.murmur2 import binary_buffers
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, RECORD_OVERHEAD_BOUND, assemble_batches
+from spark_kafka_sink.protocol.varint_arrays import I64, U64, glue, varint_sizes, zigzag, zigzag_positive
 
 __all__ = ["EncodedBatch", "batch_starts", "encode_arrow_batch_groups", "encode_arrow_batches"]
 
-I64 = npt.NDArray[np.int64]
-U64 = npt.NDArray[np.uint64]
 _P = ParamSpec("_P")
 
 # One join covers at most this many output bytes: bounds the temporary buffer and keeps int32 offsets valid.
@@ -61,8 +60,6 @@ _CONCAT_BYTES = 4 << 20
 _TAKE_GROUP_BYTES = 1 << 20
 _MIN_RECORD_BYTES = 7  # length, attributes, timestampDelta, offsetDelta, keyLength, valueLength, headerCount
 _INT32_MAX = (1 << 31) - 1
-# uvarint size = 1 + number of these thresholds <= value
-_VARINT_LIMITS = np.array([1 << (7 * i) for i in range(1, 10)], dtype=np.uint64)
 
 
 class EncodedBatch(NamedTuple):
@@ -76,93 +73,6 @@ class EncodedBatch(NamedTuple):
     max_timestamp: int
     uncompressed_size: int  # header + uncompressed records: what counted against max_batch_bytes
     has_crc: bool = True  # False: encoded with checksum=False, the CRC is 0 until with_producer_state sets it
-
-
-# ------------------------------------------------------------------------------------------- varint helpers
-
-
-def _zigzag(v: I64) -> U64:
-    zz: U64 = ((v << 1) ^ (v >> 63)).view(np.uint64)
-    return zz
-
-
-def _zigzag_positive(v: I64) -> U64:
-    """``_zigzag`` of values known to be >= 0 (lengths, offset deltas): one shift."""
-    zz: U64 = (v << 1).view(np.uint64)
-    return zz
-
-
-def _sizes(u: U64) -> I64:
-    """Bytes of the unsigned LEB128 encoding of each value."""
-    if len(u) == 0:
-        return np.ones(0, np.int64)
-    lo, hi = int(u.min()), int(u.max())
-    if hi < 0x80 or lo == hi:  # one size for all (the common case): no per-value search
-        return np.full(len(u), int(np.searchsorted(_VARINT_LIMITS, np.uint64(hi), side="right")) + 1, np.int64)
-    # 1 + the thresholds each value reaches, one comparison pass per threshold up to the largest value's: cheaper
-    # than a per-value searchsorted for the usual one or two passes (offset deltas are never uniform).
-    sizes = np.ones(len(u), np.int64)
-    for limit in _VARINT_LIMITS[: int(np.searchsorted(_VARINT_LIMITS, np.uint64(hi), side="right"))]:
-        sizes += u >= limit
-    return sizes
-
-
-def _put(buf: npt.NDArray[np.uint8], pos: I64, u: U64, sizes: I64, least: int, width: int) -> None:
-    """Write each value's LEB128 bytes at buf[pos]: byte j carries bits 7j.. and a continuation bit if more follow.
-    Every value takes at least ``least`` and at most ``width`` bytes."""
-    for j in range(width):
-        byte = ((u >> np.uint64(7 * j)) & np.uint64(0x7F)).astype(np.uint8)
-        if j + 1 < least:
-            byte |= 0x80
-        elif j + 1 < width:
-            byte[sizes > j + 1] |= 0x80
-        if j < least:  # every value has this byte: no selection
-            buf[pos + j] = byte
-        else:
-            sel = sizes > j
-            buf[pos[sel] + j] = byte[sel]
-
-
-def _put_column(mat: npt.NDArray[np.uint8], col: int, u: U64, width: int) -> None:
-    """Write equally sized LEB128 values into columns col..col+width-1 of a row-per-record matrix."""
-    for j in range(width):
-        byte = (u >> np.uint64(7 * j)) & np.uint64(0x7F)
-        mat[:, col + j] = byte | np.uint64(0x80) if j + 1 < width else byte
-
-
-# A glue field: (zigzagged values or None for zero bytes, their varint sizes).
-_Field = tuple["U64 | None", I64]
-
-
-def _glue(fields: list[_Field], n: int, binary_type: pa.DataType) -> pa.Array:
-    """A binary array whose row i is the concatenated varints fields[0][i], fields[1][i], ..."""
-    off_type = np.int64 if binary_type == pa.large_binary() else np.int32
-    ranges = [(int(s.min()), int(s.max())) if n else (1, 1) for _, s in fields]
-    if all(lo == hi for lo, hi in ranges):
-        # Every row has the same layout: write whole columns of an (n, width) matrix, no scatter.
-        width = sum(hi for _, hi in ranges)
-        buf = np.zeros(n * width, np.uint8)
-        mat = buf.reshape(n, width)
-        col = 0
-        for (u, _), (_, w) in zip(fields, ranges, strict=True):
-            if u is not None:
-                _put_column(mat, col, u, w)
-            col += w
-        offsets = np.arange(0, (n + 1) * width, width, dtype=off_type)
-    else:
-        row_size = np.zeros(n, np.int64)
-        for _, s in fields:
-            row_size += s
-        offsets64 = np.zeros(n + 1, np.int64)
-        np.cumsum(row_size, out=offsets64[1:])
-        buf = np.zeros(int(offsets64[-1]), np.uint8)
-        pos = offsets64[:-1].copy()
-        for (u, s), (lo, hi) in zip(fields, ranges, strict=True):
-            if u is not None:
-                _put(buf, pos, u, s, lo, hi)
-            pos += s
-        offsets = offsets64.astype(off_type)
-    return pa.Array.from_buffers(binary_type, n, [None, pa.py_buffer(offsets), pa.py_buffer(buf)])
 
 
 # ---------------------------------------------------------------------------------------------- inputs
@@ -217,10 +127,10 @@ def _as(arr: pa.Array | pa.ChunkedArray, binary_type: pa.DataType) -> pa.Array |
 def _field(lengths: I64, nulls: bool) -> tuple[U64, I64, I64]:
     """(zigzag varint of each length, its size, payload bytes) for a length-prefixed field, -1 = null."""
     if not nulls:
-        u = _zigzag_positive(lengths)
-        return u, _sizes(u), lengths
-    u = _zigzag(lengths)
-    return u, _sizes(u), np.maximum(lengths, 0)
+        u = zigzag_positive(lengths)
+        return u, varint_sizes(u), lengths
+    u = zigzag(lengths)
+    return u, varint_sizes(u), np.maximum(lengths, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,8 +170,8 @@ def _encode_headers(headers: pa.Array | pa.ChunkedArray | None, n: int, binary_t
     payload = cum[row_off[1:]] - cum[row_off[:-1]]
     joined = None
     if m:
-        g_key = _glue([(k_u, k_s)], m, binary_type)
-        g_value = _glue([(v_u, v_s)], m, binary_type)
+        g_key = glue([(k_u, k_s)], m, binary_type)
+        g_value = glue([(v_u, v_s)], m, binary_type)
         sep = pa.scalar(b"", binary_type)
         encoded = pc.binary_join_element_wise(
             g_key, _as(h_key, binary_type), g_value, _as(h_value, binary_type), sep, null_handling="skip"
@@ -271,8 +181,8 @@ def _encode_headers(headers: pa.Array | pa.ChunkedArray | None, n: int, binary_t
         else:
             rows = pa.ListArray.from_arrays(pa.array(row_off, pa.int32()), encoded)
         joined = pc.binary_join(rows, sep)
-    count_u = _zigzag(counts)
-    return _Headers(count_u, _sizes(count_u), payload, joined)
+    count_u = zigzag(counts)
+    return _Headers(count_u, varint_sizes(count_u), payload, joined)
 
 
 def _timestamps(ts: pa.Array | pa.ChunkedArray | npt.NDArray[Any], n: int) -> I64:
@@ -417,36 +327,36 @@ def encode_arrow_batch_groups(
     # At least one byte: a batch.size below the header (Java's 0 turns batching off) gives one record a batch.
     budget = max(1, max_batch_bytes - HEADER_SIZE)
     max_delta = min(n - 1, budget // _MIN_RECORD_BYTES)
-    ts_bound = int(_sizes(np.array([2 * span], np.uint64))[0])
-    od_bound = int(_sizes(np.array([2 * max_delta], np.uint64))[0])
+    ts_bound = int(varint_sizes(np.array([2 * span], np.uint64))[0])
+    od_bound = int(varint_sizes(np.array([2 * max_delta], np.uint64))[0])
     body_ub = fixed + ts_bound + od_bound
     segments = np.unique(np.asarray([] if segment_starts is None else segment_starts, dtype=np.int64))
     if len(segments) and (segments[0] < 0 or segments[-1] >= n):
         raise ValueError(f"segment_starts must lie in 0..{n - 1}")
-    starts = batch_starts(_sizes(_zigzag(body_ub)) + body_ub, budget, segments)
+    starts = batch_starts(varint_sizes(zigzag(body_ub)) + body_ub, budget, segments)
 
     # Exact deltas now that each row's batch is known.
     counts = np.diff(np.append(starts, n))
     first = np.repeat(starts, counts)
-    od_u = _zigzag_positive(np.arange(n, dtype=np.int64) - first)
-    ts_u = _zigzag(ts - ts[first])
-    od_s, ts_s = _sizes(od_u), _sizes(ts_u)
+    od_u = zigzag_positive(np.arange(n, dtype=np.int64) - first)
+    ts_u = zigzag(ts - ts[first])
+    od_s, ts_s = varint_sizes(od_u), varint_sizes(ts_u)
     body = fixed + ts_s + od_s
-    body_u = _zigzag_positive(body)
-    body_s = _sizes(body_u)
+    body_u = zigzag_positive(body)
+    body_s = varint_sizes(body_u)
     zero_byte = (None, np.ones(n, np.int64))  # attributes, or a header count of 0
     glue_a_fields = [(body_u, body_s), zero_byte, (ts_u, ts_s), (od_u, od_s), (k_u, k_s)]
-    glue_b = _glue([(v_u, v_s)], n, binary_type)
+    glue_b = glue([(v_u, v_s)], n, binary_type)
     key_b, value_b = _as(key_b, binary_type), _as(value_b, binary_type)
     if hdr.joined is None:
         # No headers: every record ends in the same zero byte (headerCount 0), which is read as the first byte of
         # the next row's glue A instead of as a fifth piece per row -- a fifth fewer elements for ``take`` to copy.
         # Each group then starts one byte early (skipped below) and ends with ``tail``, its last record's count.
-        glue_a = _glue([zero_byte, *glue_a_fields], n, binary_type)
+        glue_a = glue([zero_byte, *glue_a_fields], n, binary_type)
         parts = [glue_a, key_b, glue_b, value_b]
     else:
-        glue_a = _glue(glue_a_fields, n, binary_type)
-        glue_c = _glue([(hdr.count_u, hdr.count_s)], n, binary_type)
+        glue_a = glue(glue_a_fields, n, binary_type)
+        glue_c = glue([(hdr.count_u, hdr.count_s)], n, binary_type)
         parts = [glue_a, key_b, glue_b, value_b, glue_c, hdr.joined]
     tail = hdr.joined is None
     lead = 1 if tail else 0  # bytes before the group's first record

@@ -22,7 +22,8 @@ from spark_kafka_sink.spark.commit import recover_write
 from spark_kafka_sink.spark.commit_log import CommittedWrite
 from spark_kafka_sink.spark.id_pool import claim_prefix
 from spark_kafka_sink.spark.options import SinkOptions
-from spark_kafka_sink.spark.schema import plan_columns
+from spark_kafka_sink.spark.record_schemas import resolve_serializers, with_serializers
+from spark_kafka_sink.spark.schema import ColumnPlan, plan_columns
 from spark_kafka_sink.spark.writer import KafkaBatchWriter, KafkaStreamWriter
 
 __all__ = ["KafkaSinkDataSource", "FORMAT_NAME"]
@@ -46,7 +47,7 @@ class KafkaSinkDataSource(DataSource):
             raise ConfigError(
                 f"{FORMAT_NAME} cannot overwrite: Kafka topics are append-only. Use .mode(\"append\")", key="mode")
         options = SinkOptions.parse(self.options, streaming=False)
-        plan = plan_columns(schema, options.topic, options.timestamp_column)
+        plan = _plan(options, schema)
         _preflight(options)
         options, claim = claim_prefix(options)
         return KafkaBatchWriter(options, plan, _resume(options), claim)
@@ -56,8 +57,15 @@ class KafkaSinkDataSource(DataSource):
         # Spark calls this for every micro-batch: with exactly_once it reads the prefix's commit log (one partition)
         # and finishes a commit a dead driver left unfinished; a replayed batch then skips what was committed.
         options = SinkOptions.parse(self.options, streaming=True)
-        plan = plan_columns(schema, options.topic, options.timestamp_column)
+        plan = _plan(options, schema)
         return KafkaStreamWriter(options, plan, _resume(options, streaming=True), schema=schema)
+
+
+def _plan(options: SinkOptions, schema: StructType) -> ColumnPlan:
+    """The columns checked, and schema'd keys and values settled with the schema registry, on the driver."""
+    typed = frozenset(f.column for f in (options.key_format, options.value_format) if f.framed)
+    plan = plan_columns(schema, options.topic, options.timestamp_column, typed)
+    return with_serializers(plan, resolve_serializers(options, schema)) if typed else plan
 
 
 def _resume(options: SinkOptions, *, streaming: bool = False) -> CommittedWrite | None:

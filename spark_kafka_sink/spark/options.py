@@ -17,6 +17,10 @@ Decisions beyond Spark's own sink:
   epoch milliseconds). Spark's sink ignores every column but key, value, topic, partition and headers, one named
   ``timestamp`` included, so by default records get the send time here too and a Kafka -> Kafka copy behaves the same
   with either format.
+* ``keyFormat`` / ``valueFormat`` (``bytes``, the default, as Spark; ``avro``; ``protobuf`` and ``json`` for bytes
+  already serialized) with the ``schema.registry.*`` options (Confluent's client setting names) write the
+  registry's wire format; ``keySchema``/``valueSchema``, ``keySchemaId``/``valueSchemaId`` (an id or ``latest``),
+  ``subjectNameStrategy``, ``autoRegisterSchemas``, ``avroRecordName``/``avroRecordNamespace`` say which schema.
 * Streaming with exactly_once takes its default ``transactionalIdPrefix`` from the checkpoint location, so the
   ids are stable across micro-batches and restarts (a restart then fences the crashed run's open transactions).
 * A batch exactly_once write without ``transactionalIdPrefix`` draws its prefix from a pool (``spark.id_pool``),
@@ -35,9 +39,11 @@ from typing import Any
 
 from spark_kafka_sink.errors import ConfigError, KafkaError
 from spark_kafka_sink.producer.config import ProducerConfig
+from spark_kafka_sink.schema_registry import RegistrySettings, SubjectNameStrategy
 
-__all__ = ["DeliveryGuarantee", "SinkOptions", "DEFAULT_TRANSACTION_TIMEOUT_MS", "DEFAULT_BATCH_SIZE",
-           "DEFAULT_COMMIT_LOG_TOPIC", "DEFAULT_PRODUCER_IDLE_TIMEOUT_MS", "DEFAULT_ID_POOL_LEASE_MS"]
+__all__ = ["DeliveryGuarantee", "RecordFormat", "ColumnFormat", "SinkOptions", "DEFAULT_TRANSACTION_TIMEOUT_MS",
+           "DEFAULT_BATCH_SIZE", "DEFAULT_COMMIT_LOG_TOPIC", "DEFAULT_PRODUCER_IDLE_TIMEOUT_MS",
+           "DEFAULT_ID_POOL_LEASE_MS"]
 
 #: The broker's default transaction.max.timeout.ms: the longest a transaction may stay open (see README).
 DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
@@ -59,9 +65,20 @@ _CONNECTOR_OPTIONS = {
     "produceridletimeoutms": "producerIdleTimeoutMs",
     "workergcfreeze": "workerGcFreeze",
     "idpoolleasems": "idPoolLeaseMs",
+    "keyformat": "keyFormat",
+    "valueformat": "valueFormat",
+    "keyschema": "keySchema",
+    "valueschema": "valueSchema",
+    "keyschemaid": "keySchemaId",
+    "valueschemaid": "valueSchemaId",
+    "subjectnamestrategy": "subjectNameStrategy",
+    "autoregisterschemas": "autoRegisterSchemas",
+    "avrorecordname": "avroRecordName",
+    "avrorecordnamespace": "avroRecordNamespace",
 }
 #: How long a pooled transactional id prefix stays claimed by a write that never released it (see spark.id_pool).
 DEFAULT_ID_POOL_LEASE_MS = 86_400_000
+_REGISTRY_PREFIX = "schema.registry."
 #: How long a Python worker keeps an idle producer for the next task (as Spark's spark.kafka.producer.cache.timeout).
 DEFAULT_PRODUCER_IDLE_TIMEOUT_MS = 600_000
 #: Where exactly_once writes with a stable writeId (streaming, or the writeId option) record their commits.
@@ -81,6 +98,34 @@ _PREFIX_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0
 class DeliveryGuarantee(str, enum.Enum):
     AT_LEAST_ONCE = "at_least_once"
     EXACTLY_ONCE = "exactly_once"
+
+
+class RecordFormat(str, enum.Enum):
+    """How a key or value column becomes record bytes."""
+
+    BYTES = "bytes"  # the column's bytes (strings as UTF-8), as Spark's sink
+    AVRO = "avro"  # the column (any type) encoded as Avro, in the registry's frame
+    PROTOBUF = "protobuf"  # bytes already Protobuf (to_protobuf), framed with the given schema's id
+    JSON = "json"  # a JSON document (to_json), framed with the given JSON Schema's id
+
+
+@dataclass(frozen=True)
+class ColumnFormat:
+    """The key's or the value's format options."""
+
+    column: str  # "key" or "value"
+    format: RecordFormat = RecordFormat.BYTES
+    schema: str | None = None  # keySchema / valueSchema: the schema to write with (Avro: else derived)
+    schema_id: int | None = None  # keySchemaId / valueSchemaId: a registered id to write with
+    use_latest: bool = False  # keySchemaId=latest: the subject's latest version
+
+    @property
+    def framed(self) -> bool:
+        return self.format is not RecordFormat.BYTES
+
+    @property
+    def option_prefix(self) -> str:
+        return self.column  # keyFormat, valueSchema ...
 
 
 @dataclass(frozen=True)
@@ -111,6 +156,14 @@ class SinkOptions:
     delivery_timeout_ms: int = field(kw_only=True)
     request_timeout_ms: int = field(kw_only=True)
     transaction_timeout_ms: int = field(kw_only=True)
+    # Schema'd keys and values (keyFormat / valueFormat and the schema registry's settings)
+    key_format: ColumnFormat = field(kw_only=True, default=ColumnFormat("key"))
+    value_format: ColumnFormat = field(kw_only=True, default=ColumnFormat("value"))
+    registry: RegistrySettings | None = field(kw_only=True, default=None)
+    subject_name_strategy: SubjectNameStrategy = field(kw_only=True, default=SubjectNameStrategy.TOPIC)
+    auto_register_schemas: bool = field(kw_only=True, default=True)
+    avro_record_name: str = field(kw_only=True, default="topLevelRecord")  # Spark's to_avro default
+    avro_record_namespace: str = field(kw_only=True, default="")
 
     @property
     def exactly_once(self) -> bool:
@@ -157,9 +210,12 @@ class SinkOptions:
             lowered[key] = (raw_key, value)
 
         producer_raw: dict[str, Any] = {}
+        registry_raw: dict[str, str] = {}
         ignored: list[str] = []
         for key, (raw_key, value) in lowered.items():
-            if key.startswith(_KAFKA_PREFIX):
+            if key.startswith(_REGISTRY_PREFIX):
+                registry_raw[key[len(_REGISTRY_PREFIX):]] = value
+            elif key.startswith(_KAFKA_PREFIX):
                 java_key = key[len(_KAFKA_PREFIX):]
                 if java_key in _REFUSED_PRODUCER_KEYS:
                     raise ConfigError(f"option kafka.{java_key} is not supported: {_REFUSED_PRODUCER_KEYS[java_key]}",
@@ -199,7 +255,63 @@ class SinkOptions:
                    tuple(sorted(ignored)),
                    bootstrap_servers=",".join(config.bootstrap_servers), batch_size=config.batch_size,
                    delivery_timeout_ms=config.delivery_timeout_ms, request_timeout_ms=config.request_timeout_ms,
-                   transaction_timeout_ms=config.transaction_timeout_ms)
+                   transaction_timeout_ms=config.transaction_timeout_ms, **_schema_options(lowered, registry_raw))
+
+
+def _schema_options(lowered: Mapping[str, tuple[str, str]], registry_raw: Mapping[str, str]) -> dict[str, Any]:
+    """keyFormat / valueFormat and what goes with them (see the module docstring)."""
+    formats = {column: _column_format(lowered, column) for column in ("key", "value")}
+    framed = [f for f in formats.values() if f.framed]
+    registry = RegistrySettings.from_config(registry_raw, prefix=_REGISTRY_PREFIX) if registry_raw else None
+    if framed and registry is None:
+        raise ConfigError(f"option {framed[0].column}Format={framed[0].format.value} writes the schema registry's "
+                          "wire format: set schema.registry.url (and schema.registry.* for its credentials)",
+                          key="schema.registry.url")
+    strategy_raw = _option(lowered, "subjectnamestrategy")
+    strategy = (SubjectNameStrategy.TOPIC if strategy_raw is None
+                else SubjectNameStrategy.parse(strategy_raw, key="subjectNameStrategy"))
+    record_name = (_option(lowered, "avrorecordname") or "topLevelRecord").strip()
+    return {"key_format": formats["key"], "value_format": formats["value"], "registry": registry,
+            "subject_name_strategy": strategy,
+            "auto_register_schemas": _flag(lowered, "autoregisterschemas"),
+            "avro_record_name": record_name,
+            "avro_record_namespace": (_option(lowered, "avrorecordnamespace") or "").strip()}
+
+
+def _column_format(lowered: Mapping[str, tuple[str, str]], column: str) -> ColumnFormat:
+    raw = _option(lowered, f"{column}format")
+    try:
+        record_format = RecordFormat.BYTES if raw is None else RecordFormat(raw.strip().lower())
+    except ValueError:
+        allowed = ", ".join(f.value for f in RecordFormat)
+        raise ConfigError(f"option {column}Format={raw!r} is not valid: use {allowed}",
+                          key=f"{column}Format") from None
+    schema = _option(lowered, f"{column}schema")
+    raw_id = _option(lowered, f"{column}schemaid")
+    schema_id, latest = None, False
+    if raw_id is not None:
+        text = raw_id.strip().lower()
+        latest = text == "latest"
+        if not latest:
+            try:
+                schema_id = int(text)
+            except ValueError:
+                schema_id = -1
+            if schema_id < 0:
+                raise ConfigError(f"option {column}SchemaId={raw_id!r} is not valid: a registered schema id, or "
+                                  "latest (the subject's latest version)", key=f"{column}SchemaId")
+    if record_format is RecordFormat.BYTES and (schema is not None or raw_id is not None):
+        given = f"{column}Schema" if schema is not None else f"{column}SchemaId"
+        raise ConfigError(f"option {given} needs {column}Format=avro, protobuf or json (the {column} column is "
+                          "written as plain bytes otherwise)", key=given)
+    if schema is not None and raw_id is not None:
+        raise ConfigError(f"options {column}Schema and {column}SchemaId both say which schema: give one",
+                          key=f"{column}SchemaId")
+    if record_format in (RecordFormat.PROTOBUF, RecordFormat.JSON) and schema is None and raw_id is None:
+        raise ConfigError(f"option {column}Format={record_format.value} frames bytes already serialized: give the "
+                          f"schema they were written with as {column}Schema (or a registered id as "
+                          f"{column}SchemaId)", key=f"{column}Schema")
+    return ColumnFormat(column, record_format, schema, schema_id, latest)
 
 
 def _refuse_misspelling(key: str, raw_key: str) -> None:

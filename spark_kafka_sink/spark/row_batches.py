@@ -69,7 +69,10 @@ def row_batches(rows: Iterable[Sequence[Any]], schema: StructType, plan: ColumnP
     columns ``plan`` reads; every other column is dropped, as the sink ignores it."""
     names = schema.fieldNames()
     wanted = [(names.index(name), schema[name].dataType) for name in plan.input_columns]
-    arrow_schema = pa.schema([pa.field(name, _arrow_type(data_type)) for name, (_, data_type)
+    # An Avro key or value column may be of any type: its serializer knows the Arrow type Spark hands over.
+    typed = {serializer.column: serializer.avro.arrow_type for serializer in (plan.key_serializer,
+             plan.value_serializer) if serializer is not None and serializer.avro is not None}
+    arrow_schema = pa.schema([pa.field(name, typed.get(name) or _arrow_type(data_type)) for name, (_, data_type)
                               in zip(plan.input_columns, wanted, strict=True)])
     rows = iter(rows)
     while chunk := list(itertools.islice(rows, max_rows)):

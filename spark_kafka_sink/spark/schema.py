@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,6 +41,9 @@ from pyspark.sql.types import (
 )
 
 from spark_kafka_sink.errors import ConfigError
+
+if TYPE_CHECKING:
+    from spark_kafka_sink.spark.record_schemas import ColumnSerializer
 
 __all__ = ["ColumnPlan", "InvalidColumnError", "plan_columns", "to_producer_batch", "ACCEPTED_TYPES", "TIMESTAMP_TYPES"]
 
@@ -86,6 +90,9 @@ class ColumnPlan:
     has_headers: bool
     timestamp_column: str | None  # the timestampColumn option's column (a timestamp or long), or None: send time
     topic_option: str | None
+    # keyFormat / valueFormat other than bytes: what turns the column into framed record bytes (record_schemas)
+    key_serializer: ColumnSerializer | None = None
+    value_serializer: ColumnSerializer | None = None
 
     @property
     def input_columns(self) -> tuple[str, ...]:
@@ -140,10 +147,12 @@ def _refuse_duplicate_names(schema: StructType) -> None:
         key=column)
 
 
-def plan_columns(schema: StructType, topic_option: str | None, timestamp_column: str | None = None) -> ColumnPlan:
+def plan_columns(schema: StructType, topic_option: str | None, timestamp_column: str | None = None,
+                 typed: frozenset[str] = frozenset()) -> ColumnPlan:
     """Check the DataFrame's schema; raises InvalidColumnError naming the column (or option) and the accepted types.
 
-    ``timestamp_column`` is the timestampColumn option: the column that gives the records' timestamps.
+    ``timestamp_column`` is the timestampColumn option: the column that gives the records' timestamps. ``typed``:
+    the key/value columns written in a schema'd format (keyFormat / valueFormat), whose type that format checks.
     """
     _refuse_duplicate_names(schema)
     by_name = {f.name: f.dataType for f in schema.fields}
@@ -154,7 +163,7 @@ def plan_columns(schema: StructType, topic_option: str | None, timestamp_column:
             f"the DataFrame has no 'value' column{hint}: it is required, of type {ACCEPTED_TYPES['value']}; "
             f"columns are {sorted(by_name)}", key="value")
     for name, check in _TYPE_CHECKS.items():
-        if name == "topic" and topic_option is not None:
+        if name in typed or (name == "topic" and topic_option is not None):
             continue  # the option wins and the column is ignored, whatever its type (as in Spark's sink)
         dt = by_name.get(name)
         if dt is not None and not check(dt):
@@ -219,9 +228,7 @@ def to_producer_batch(batch: pa.RecordBatch, plan: ColumnPlan,
     timestamp before 1970, so a bad batch is refused whole, before any of its rows is sent.
     ``partition_count(topic, needed)`` gives a topic's partitions, refreshed first if fewer than ``needed``.
     """
-    columns: dict[str, pa.Array] = {"value": _as_binary(batch.column("value"))}
-    if plan.has_key:
-        columns["key"] = _as_binary(batch.column("key"))
+    columns: dict[str, pa.Array] = {}
     topics: pa.Array | None = None
     if plan.topic_column:
         topics = batch.column("topic")
@@ -234,6 +241,14 @@ def to_producer_batch(batch: pa.RecordBatch, plan: ColumnPlan,
             raise InvalidColumnError(
                 f"column 'topic' holds an empty string in {empty} row(s), and a Kafka topic name has 1 to 249 "
                 "characters: fill the column or set the topic option", key="topic")
+    # value (and key) first in the batch, as they were; a framed column's id may depend on the row's topic
+    value = batch.column("value")
+    columns["value"] = (_as_binary(value) if plan.value_serializer is None
+                        else plan.value_serializer.encode(value, topics))
+    if plan.has_key:
+        key = batch.column("key")
+        columns["key"] = _as_binary(key) if plan.key_serializer is None else plan.key_serializer.encode(key, topics)
+    if topics is not None:
         columns["topic"] = topics
     if plan.has_partition:
         partitions = batch.column("partition")

@@ -1,4 +1,5 @@
-"""``python -m spark_kafka_sink.testing {jars,up,down,run-demo}``: the Makefile's broker and demo commands.
+"""``python -m spark_kafka_sink.testing {jars,up,down,run-demo,run-avro-demo}``: the Makefile's broker and demo
+commands.
 
 ``jars --all-kafka-versions`` fetches every release of the version matrix; ``up`` runs ``KAFKA_VERSION``'s.
 
@@ -17,6 +18,7 @@ import time
 
 from .broker import BrokerStartError, KafkaCluster
 from .broker_jars import KAFKA_VERSIONS, ToolMissingError, fetch_jars, kafka_home
+from .registry import RegistryStartError
 
 LOCAL_DIR = kafka_home() / "local"
 PID_FILE = LOCAL_DIR / "broker.pid"
@@ -66,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("down", help="stop the local broker")
     demo = sub.add_parser("run-demo", help="broker + spark-submit jobs/batch_to_kafka.py + read-back report")
     demo.add_argument("--rows", type=int, default=200_000)
+    avro_demo = sub.add_parser("run-avro-demo", help="broker + schema registry + spark-submit jobs/avro_to_kafka.py "
+                                                     "+ read-back with confluent-kafka's AvroDeserializer")
+    avro_demo.add_argument("--rows", type=int, default=100_000)
     args = parser.parse_args(argv)
     try:
         if args.command == "jars":
@@ -77,8 +82,12 @@ def main(argv: list[str] | None = None) -> int:
             from .demo import run_demo
 
             return run_demo(args.rows)
+        if args.command == "run-avro-demo":
+            from .avro_demo import run_avro_demo
+
+            return run_avro_demo(args.rows)
         return _down()
-    except (ToolMissingError, BrokerStartError) as exc:
+    except (ToolMissingError, BrokerStartError, RegistryStartError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -9,7 +9,8 @@ version a test session runs is :func:`selected_kafka_version` (the ``KAFKA_VERSI
 :data:`DEFAULT_KAFKA_VERSION`), and the transaction version its cluster is formatted with is
 :func:`selected_transaction_version` (``KAFKA_TRANSACTION_VERSION``, else the release's default). Spark's connector
 matches the installed pyspark (:func:`spark_connector_version`) and lives in ``.kafka/spark-jars-<version>``. The
-test KDC's (Apache Kerby, for the Kerberos tests) live in ``.kafka/kdc``.
+test KDC's (Apache Kerby, for the Kerberos tests) live in ``.kafka/kdc``, the schema registry's (Apicurio Registry,
+for the schema tests) in ``.kafka/apicurio-registry-<version>``.
 """
 
 from __future__ import annotations
@@ -39,8 +40,11 @@ __all__ = [
     "selected_kafka_version",
     "selected_transaction_version",
     "spark_connector_jars",
+    "spark_avro_jars",
     "fetch_jars",
     "kdc_jars",
+    "REGISTRY_VERSION",
+    "registry_app",
     "require_java",
 ]
 
@@ -132,6 +136,15 @@ def spark_connector_jars() -> list[Path]:
     return sorted(_spark_connector_dir().glob("*.jar"))
 
 
+def _spark_avro_dir() -> Path:
+    return kafka_home() / f"spark-avro-{spark_connector_version()}"
+
+
+def spark_avro_jars() -> list[Path]:
+    """Spark's own Avro functions (``from_avro``), for ``spark.jars``: read back what the sink wrote as Avro."""
+    return sorted(_spark_avro_dir().glob("*.jar"))
+
+
 def require_java() -> str:
     java = shutil.which("java")
     if java is None:
@@ -199,6 +212,8 @@ def fetch_jars(kafka_versions: Sequence[str] = ()) -> None:
                            properties=properties)
     _copy_dependencies(CONF_DIR / "spark" / "pom.xml", _spark_connector_dir(), SPARK_CONNECTOR_ARTIFACTS,
                        properties={"spark.version": spark_connector_version()})
+    _copy_dependencies(CONF_DIR / "spark" / "avro-pom.xml", _spark_avro_dir(), ("spark-avro_2.13",),
+                       properties={"spark.version": spark_connector_version()})
 
 
 def kdc_jars() -> list[Path]:
@@ -207,3 +222,36 @@ def kdc_jars() -> list[Path]:
     dest = kafka_home() / "kdc"
     _copy_dependencies(CONF_DIR / "kerberos" / "pom.xml", dest)
     return sorted(dest.glob("*.jar"))
+
+
+# Apicurio Registry: a Confluent-compatible schema registry published on Maven Central as a ready-built application
+# (Confluent's own is not there). The 2.6 line runs on Java 17, the suite's minimum; 3.x needs Java 21.
+REGISTRY_VERSION = "2.6.13.Final"
+_REGISTRY_ARTIFACT = f"io.apicurio:apicurio-registry-app:{REGISTRY_VERSION}:tar.gz:all"
+
+
+def registry_app() -> Path:
+    """The schema registry's runnable jar (its ``lib/`` beside it), unpacked from Maven Central on first use."""
+    require_java()
+    dest = kafka_home() / f"apicurio-registry-{REGISTRY_VERSION}"
+    jar = dest / f"apicurio-registry-app-{REGISTRY_VERSION}-runner.jar"
+    if jar.is_file():
+        return jar
+    mvn = _require_maven()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=dest.name + "-", dir=dest.parent))
+    # The plugin's "already unpacked" markers go in the staging folder too (by default it leaves them under the
+    # working directory, and a marker left there would make a later unpack skip its work).
+    markers = staging / ".markers"
+    proc = subprocess.run([mvn, "-q", "-B", "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:unpack",
+                           f"-Dartifact={_REGISTRY_ARTIFACT}", f"-DoutputDirectory={staging}",
+                           f"-DmarkersDirectory={markers}"],
+                          capture_output=True, text=True, cwd=staging)
+    shutil.rmtree(markers, ignore_errors=True)
+    if proc.returncode != 0 or not (staging / jar.name).is_file():
+        shutil.rmtree(staging, ignore_errors=True)
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise ToolMissingError(f"Maven could not fetch the schema registry {_REGISTRY_ARTIFACT}:\n{tail}")
+    shutil.rmtree(dest, ignore_errors=True)
+    staging.rename(dest)  # atomic: a half-unpacked folder is never mistaken for a complete one
+    return jar

@@ -1,4 +1,5 @@
-"""The bundled spark-submit jobs: ``--help`` lists their arguments; batch_to_kafka writes end to end."""
+"""The bundled spark-submit jobs: ``--help`` lists their arguments; batch_to_kafka and avro_to_kafka write end to
+end."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from spark_kafka_sink.testing.avro_demo import run_avro_demo
 from spark_kafka_sink.testing.broker_jars import REPO_ROOT
 from spark_kafka_sink.testing.demo import summary_rate
 from tests.conftest import ConsumedRecord
@@ -22,7 +24,7 @@ ENV = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": 
 pytestmark = pytest.mark.cluster
 
 
-@pytest.mark.parametrize("job", ["batch_to_kafka", "stream_to_kafka", "foreach_batch_to_kafka"])
+@pytest.mark.parametrize("job", ["batch_to_kafka", "stream_to_kafka", "foreach_batch_to_kafka", "avro_to_kafka"])
 def test_help_lists_arguments(job: str) -> None:
     """--help lists every argument the job's parser declares, each with its help text."""
     import re
@@ -72,3 +74,12 @@ def test_batch_job_through_spark_submit_as_installed(bootstrap: str, topic_facto
     records = readback(topic)
     assert len(records) == 3000 and len({r.value for r in records}) == 3000
     assert all(r.headers == (("source", b"batch_to_kafka"),) for r in records)
+
+
+def test_the_avro_job_reads_back_through_the_registry(capsys: pytest.CaptureFixture[str]) -> None:
+    """``make run-avro``: a broker and a registry of its own, the bundled Avro job through spark-submit, and every
+    order read back exactly once by confluent-kafka's AvroDeserializer."""
+    assert run_avro_demo(rows=3000) == 0
+    out = capsys.readouterr().out
+    assert "read back          : 3000 records, missing / duplicate: 0 / 0" in out
+    assert "'amount': Decimal(" in out and "'address': {'street': 'Main street 1'" in out

@@ -19,6 +19,7 @@ import pytest
 
 from spark_kafka_sink.errors import ConfigError
 from spark_kafka_sink.testing.broker_jars import REPO_ROOT
+from spark_kafka_sink.testing.registry import TestRegistry
 from tests.conftest import ConsumedRecord
 
 EXAMPLES = REPO_ROOT / "examples"
@@ -46,6 +47,22 @@ def test_producer_quickstart(bootstrap: str, topic_factory: Callable[..., str], 
     records = readback(topic)
     assert sorted((r.key, r.value) for r in records) == [(b"a", b"1"), (b"b", b"2"), (b"k", b"v")]
     assert [r.headers for r in records if r.key == b"k"] == [(("h", b"x"),)]
+
+
+@pytest.mark.broker
+def test_producer_avro(bootstrap: str, topic_factory: Callable[..., str], readback: Readback,
+                       schema_registry: TestRegistry) -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    topic = topic_factory(partitions=1)
+    load("producer_avro").main(bootstrap, topic, schema_registry.url)
+    with SchemaRegistryClient({"url": schema_registry.url}) as client:
+        deserializer = AvroDeserializer(client)
+        read = {r.key: deserializer(r.value, SerializationContext(topic, MessageField.VALUE)) for r in readback(topic)}
+    assert read == {b"a": {"id": 1, "customer": "alice"}, b"b": {"id": 2, "customer": None},
+                    b"c": {"id": 3, "customer": "carol"}}
 
 
 @pytest.mark.broker
@@ -108,6 +125,23 @@ def test_spark_columns(spark: Any, bootstrap: str, topic_factory: Callable[..., 
     # 2024-05-01 10:00:00 in the session's time zone, as an epoch time in ms; the rows 5 and 9 s later
     first = int(spark.sql("SELECT unix_millis(to_timestamp('2024-05-01 10:00:00'))").first()[0])
     assert sorted(r.timestamp_ms - first for r in records) == [0, 5000, 9000]
+
+
+@pytest.mark.spark
+@pytest.mark.broker
+def test_spark_avro(spark: Any, bootstrap: str, topic_factory: Callable[..., str], readback: Readback,
+                    schema_registry: TestRegistry) -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    topic = topic_factory(partitions=1)
+    load("spark_avro").main(spark, bootstrap, topic, schema_registry.url)
+    with SchemaRegistryClient({"url": schema_registry.url}) as client:
+        deserializer = AvroDeserializer(client)
+        read = {r.key: deserializer(r.value, SerializationContext(topic, MessageField.VALUE)) for r in readback(topic)}
+    assert read == {b"alice": {"order_id": 1, "customer": "alice", "amount": 12.5, "items": ["book"]},
+                    b"bob": {"order_id": 2, "customer": "bob", "amount": None, "items": []}}
 
 
 @pytest.mark.spark

@@ -122,3 +122,33 @@ def test_rows_are_batched_up_to_max_rows() -> None:
     assert [b.num_rows for b in batches] == [10, 10, 5]
     assert [v for b in batches for v in b.column(0).to_pylist()] == [str(i) for i in range(25)]
     assert list(row_batches(iter([]), schema, plan)) == []
+
+
+def test_an_avro_value_of_any_type_gets_its_serializer_s_arrow_type() -> None:
+    """valueFormat=avro: the value column may be any Spark type; pyspark 4.0 hands it as nested Rows, dicts and
+    Decimals, gathered with the Arrow type the serializer was planned for."""
+    import dataclasses
+    import decimal
+
+    from spark_kafka_sink.avro import AvroWriter, derive_schema, parse_schema
+    from spark_kafka_sink.spark.options import RecordFormat
+    from spark_kafka_sink.spark.record_schemas import ColumnSerializer
+
+    value_type = pa.struct([("id", pa.int64()), ("price", pa.decimal128(9, 2)),
+                            ("attrs", pa.map_(pa.string(), pa.int32())),
+                            ("address", pa.struct([("zip", pa.int32())]))])
+    writer = AvroWriter(value_type, parse_schema(derive_schema(value_type, column="value")), column="value")
+    serializer = ColumnSerializer("value", RecordFormat.AVRO, "t-value", 7, b"\0\0\0\0\7", writer)
+    from pyspark.sql.types import DecimalType
+
+    schema = struct(value=struct(id=LongType(), price=DecimalType(9, 2), attrs=MapType(StringType(), IntegerType()),
+                                 address=struct(zip=IntegerType())))
+    plan = dataclasses.replace(plan_columns(schema, "t", None, frozenset({"value"})), value_serializer=serializer)
+    rows = [Row(value=Row(id=1, price=decimal.Decimal("2.50"), attrs={"k": 3}, address=Row(zip=1234))),
+            Row(value=None)]
+    (batch,) = row_batches(rows, schema, plan)
+    assert batch.column("value").type == value_type
+    records = to_producer_batch(batch, plan, lambda topic, needed: 1)
+    expected = writer.encode(pa.array([{"id": 1, "price": decimal.Decimal("2.50"), "attrs": [("k", 3)],
+                                        "address": {"zip": 1234}}, None], value_type), prefix=b"\0\0\0\0\7")
+    assert records.column("value").to_pylist() == expected.to_pylist()
