@@ -38,9 +38,10 @@ def _unwind_on_sigterm() -> None:
 # make test runs the suite in several processes (pytest-xdist, --dist loadgroup): a process starts the session's
 # broker, Spark session and secure broker the first time one of its tests asks for them. These groups keep each of
 # those to as few processes as the parallelism needs: every test of a module shares its process (module fixtures
-# start once), the secure broker's tests all share one, and the Spark tests share SPARK_PROCESSES sessions.
-# make test-cluster runs in processes too: the tests on the 3-node cluster share one (the cluster starts once), the
-# tests on a Spark cluster of their own (standalone, Connect) another, and each other module goes where there is room.
+# start once), the secure broker's tests all share one, the Spark tests share SPARK_PROCESSES sessions, and the
+# schema registry's other tests one registry. make test-cluster runs in processes too: the tests on the 3-node
+# cluster share one (the cluster starts once), the tests on a Spark cluster of their own (standalone, Connect)
+# another, and each other module goes where there is room.
 SPARK_PROCESSES = 2
 _THREE_NODE_FIXTURES = frozenset({"kafka3", "cluster3"})
 _SPARK_CLUSTER_FIXTURES = frozenset({"standalone", "server"})
@@ -69,8 +70,8 @@ def _group_for_xdist(items: list[pytest.Item]) -> None:
             group = "secure-broker"
         elif module in spark_modules:
             group = f"spark-{spark_modules.index(module) % SPARK_PROCESSES}"
-        elif "schema_registry" in getattr(item, "fixturenames", ()):
-            group = "schema-registry"  # one registry JVM for all of them
+        elif "schema_registry" in fixtures:
+            group = "schema-registry"  # one registry JVM for all of them but the Spark ones
         else:
             group = module
         item.add_marker(pytest.mark.xdist_group(group))
