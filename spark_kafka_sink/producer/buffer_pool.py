@@ -74,6 +74,13 @@ class BufferPool:
 
     # ------------------------------------------------------------------------------------------ allocate / free
 
+    def can_allocate_now(self, size: int) -> bool:
+        """Whether ``allocate(size)`` would take its fast path now: ``size`` bytes free and nobody queued ahead.
+        A snapshot: it stays true only while no other thread allocates (the asyncio producer's loop thread is
+        its producer's only allocating thread when it asks)."""
+        with self._lock:
+            return not self._waiters and self._available >= size
+
     def try_allocate(self, size: int) -> bool:
         """Take ``size`` bytes if they are free now and nobody is queued ahead (True); never blocks (False)."""
         if size < 0:

@@ -441,6 +441,51 @@ class KafkaProducer:
             raise KafkaTimeoutError(f"flush did not complete within {timeout_s} s")
         self._raise_if_fatal()  # the records failed with it; the producer cannot send any more either
 
+    # ------------------------------------------------------------------------------------ for the asyncio producer
+
+    def _sends_without_blocking(self, topic: str, partition: object, record_bound: int) -> bool:
+        """True if ``send`` of a record of at most ``record_bound`` bytes to ``topic`` (``partition``, or the
+        partitioner's) would return without waiting: the topic's partitions are cached, a named partition is among
+        them, and buffer.memory has room for a new batch. A snapshot, true for as long as no other thread takes
+        memory: :class:`~spark_kafka_sink.producer.async_producer.AsyncKafkaProducer` asks it on its event loop's
+        thread, its producer's only allocating thread, right before calling ``send`` there."""
+        return (self._partitions_cached(topic, partition)
+                and self._pool.can_allocate_now(self._new_batch_bound(topic, record_bound)))
+
+    def _partitions_cached(self, topic: str, partition: object) -> bool:
+        """``topic``'s partitions are cached (``send`` need not wait for metadata), ``partition`` among them."""
+        cached = self._partition_cache.get(topic)
+        return cached is not None and (partition is None or (type(partition) is int
+                                                             and 0 <= partition < cached.info.partition_count))
+
+    def _new_batch_bound(self, topic: str, record_bound: int) -> int:
+        """The most memory one new batch of ``topic`` takes for a record of ``record_bound`` bytes: twice the
+        topic's records limit now (the sender thread may raise the limit between the check and the append, by a
+        fraction per built batch: see CompressionRatioEstimator), within buffer.memory, at least the record."""
+        limit = self._accumulator.compression_ratio.records_limit(topic)
+        total = self._pool.total_memory
+        return max(min(2 * limit, total), min(record_bound, total))
+
+    def _has_memory(self, size: int) -> bool:
+        """``size`` bytes of buffer.memory are free now and nobody waits ahead (see ``_sends_without_blocking``)."""
+        return self._pool.can_allocate_now(size)
+
+    def _wait_for_memory(self, size: int, max_block_ms: int) -> None:
+        """Block until ``size`` bytes of buffer.memory are free, waiting in its FIFO queue up to ``max_block_ms``
+        (then BufferExhaustedError, as ``send`` raises); takes nothing. The asyncio producer runs it on a worker
+        thread, then sends on its loop's thread."""
+        self._ensure_open()
+        self._thread.wakeup()  # a waiter makes the sender send at once, without lingering: let it see that now
+        self._pool.allocate(size, max_block_ms)
+        self._pool.deallocate(size)
+
+    def _await_partitions(self, topic: str, max_block_ms: int, needed: int = 0) -> None:
+        """Wait up to ``max_block_ms`` for ``topic``'s metadata (``needed``: see ``_partition_info``), raising what
+        ``send`` raises; the asyncio producer runs it on a worker thread."""
+        self._ensure_open()
+        self._raise_if_fatal()
+        self._partition_info(topic, max_block_ms, needed)
+
     def metrics(self) -> dict[str, float]:
         """Metrics by their Java names (record-send-rate, byte-rate, batch-size-avg, request-latency-avg,
         record-retry-rate, record-error-rate, buffer-available-bytes, ...)."""
