@@ -448,9 +448,16 @@ class KafkaProducer:
         partitioner's) would return without waiting: the topic's partitions are cached, a named partition is among
         them, and buffer.memory has room for a new batch. A snapshot, true for as long as no other thread takes
         memory: :class:`~spark_kafka_sink.producer.async_producer.AsyncKafkaProducer` asks it on its event loop's
-        thread, its producer's only allocating thread, right before calling ``send`` there."""
-        return (self._partitions_cached(topic, partition)
-                and self._pool.can_allocate_now(self._new_batch_bound(topic, record_bound)))
+        thread, its producer's only allocating thread, right before calling ``send`` there. Once per record: the
+        checks of ``_partitions_cached`` and ``_new_batch_bound`` inline."""
+        cached = self._partition_cache.get(topic)
+        if cached is None or (partition is not None and not (type(partition) is int
+                                                             and 0 <= partition < cached.info.partition_count)):
+            return False
+        limit = 2 * self._accumulator.compression_ratio.records_limit(topic)
+        total = self._pool.total_memory
+        return self._pool.can_allocate_now(max(limit if limit < total else total,
+                                               record_bound if record_bound < total else total))
 
     def _partitions_cached(self, topic: str, partition: object) -> bool:
         """``topic``'s partitions are cached (``send`` need not wait for metadata), ``partition`` among them."""
