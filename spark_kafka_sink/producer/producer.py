@@ -178,6 +178,9 @@ class KafkaProducer:
                                   self._thread.wakeup)
         self._max_block_ms = cfg.max_block_ms
         self._size_limit = min(cfg.max_request_size, cfg.buffer_memory)
+        # The most memory one new per-record batch takes (a codec's records limit is at most max.request.size):
+        # with this much free, a send takes memory without waiting, whatever the compression estimate does.
+        self._largest_new_batch = min(max(cfg.batch_size, cfg.max_request_size), cfg.buffer_memory)
         # topic -> its PartitionInfo as of a metadata version and set of unavailable nodes: a cache written by any
         # sending thread; whole-entry dict writes are atomic, and a stale entry is only recomputed.
         self._partition_cache: dict[str, _CachedPartitionInfo] = {}
@@ -449,15 +452,15 @@ class KafkaProducer:
         them, and buffer.memory has room for a new batch. A snapshot, true for as long as no other thread takes
         memory: :class:`~spark_kafka_sink.producer.async_producer.AsyncKafkaProducer` asks it on its event loop's
         thread, its producer's only allocating thread, right before calling ``send`` there. Once per record: the
-        checks of ``_partitions_cached`` and ``_new_batch_bound`` inline."""
+        partition check of ``_partitions_cached`` inline, and room for the largest batch any record up to
+        max.request.size can need checked first, before the topic's own bound (``_new_batch_bound``)."""
         cached = self._partition_cache.get(topic)
         if cached is None or (partition is not None and not (type(partition) is int
                                                              and 0 <= partition < cached.info.partition_count)):
             return False
-        limit = 2 * self._accumulator.compression_ratio.records_limit(topic)
-        total = self._pool.total_memory
-        return self._pool.can_allocate_now(max(limit if limit < total else total,
-                                               record_bound if record_bound < total else total))
+        pool = self._pool
+        return (pool.can_allocate_now(self._largest_new_batch) and record_bound <= self._largest_new_batch) or \
+            pool.can_allocate_now(self._new_batch_bound(topic, record_bound))
 
     def _partitions_cached(self, topic: str, partition: object) -> bool:
         """``topic``'s partitions are cached (``send`` need not wait for metadata), ``partition`` among them."""
