@@ -7,6 +7,7 @@ fails.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 from collections import Counter
@@ -46,6 +47,17 @@ def test_producer_quickstart(bootstrap: str, topic_factory: Callable[..., str], 
     records = readback(topic)
     assert sorted((r.key, r.value) for r in records) == [(b"a", b"1"), (b"b", b"2"), (b"k", b"v")]
     assert [r.headers for r in records if r.key == b"k"] == [(("h", b"x"),)]
+
+
+@pytest.mark.broker
+def test_producer_asyncio(bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
+    topic = topic_factory(partitions=3)
+    example = load("producer_asyncio")
+    asyncio.run(example.main(bootstrap, topic))
+    asyncio.run(example.transactional(bootstrap, topic))
+    records = readback(topic)  # read_committed: the transaction's record is visible once committed
+    assert sorted((r.key or b"", r.value) for r in records) == [(b"", b"committed"), (b"a", b"1"), (b"b", b"2"),
+                                                                 (b"k", b"v"), (b"k", b"w")]
 
 
 @pytest.mark.broker
