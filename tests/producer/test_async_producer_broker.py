@@ -71,6 +71,24 @@ def test_send_batch_queues_a_table_and_its_result_counts_every_record(
     assert sorted(r.value or b"" for r in readback(topic)) == sorted(v.as_py() for v in table["value"])
 
 
+def test_a_table_larger_than_buffer_memory_streams_through_and_later_sends_follow_it(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
+    topic = topic_factory(partitions=1)
+    rows = 5000  # ~600 KB of records against 64 KiB of buffer.memory: queued as memory frees, off the loop
+    table = pa.table({"value": [b"%05d-" % i + b"v" * 100 for i in range(rows)]})
+
+    async def main() -> tuple[int, RecordMetadata]:
+        async with AsyncKafkaProducer({"bootstrap.servers": bootstrap, "batch.size": 16384,
+                                       "buffer.memory": 65536}) as p:
+            queued = await p.send_batch(topic, table)
+            after = await p.send(topic, b"after", partition=0)
+            return (await queued).records, await after
+
+    records, after = run(main())
+    assert records == rows and after.offset == rows
+    assert [r.value for r in readback(topic)] == [v.as_py() for v in table["value"]] + [b"after"]
+
+
 def test_a_committed_transaction_is_read_at_read_committed_and_an_aborted_one_is_not(
         bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
     topic = topic_factory(partitions=2)
