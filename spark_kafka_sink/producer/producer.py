@@ -166,6 +166,7 @@ class KafkaProducer:
         self._metrics.add_gauge("buffer-total-bytes", lambda: float(self._pool.total_memory))
         self._metrics.add_gauge("buffer-available-bytes", lambda: float(self._pool.available_memory))
         self._metrics.add_gauge("waiting-threads", lambda: float(self._pool.queued))
+        self._metrics.add_gauge("bufferpool-wait-time-ns-total", lambda: self._pool.blocked_time_ms_total * 1e6)
         self._tm = (TransactionManager(transactional_id=cfg.transactional_id,
                                        transaction_timeout_ms=cfg.transaction_timeout_ms,
                                        retry_backoff_ms=cfg.retry_backoff_ms)

@@ -89,6 +89,31 @@ def test_a_table_larger_than_buffer_memory_streams_through_and_later_sends_follo
     assert [r.value for r in readback(topic)] == [v.as_py() for v in table["value"]] + [b"after"]
 
 
+def test_tasks_sending_at_once_under_memory_pressure_keep_each_tasks_order(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
+    topic = topic_factory(partitions=2)
+    tasks, per_task = 6, 1500  # ~1 MB of records through 64 KiB of buffer.memory: sends keep waiting for memory
+
+    async def sender(p: AsyncKafkaProducer, t: int) -> list[DeliveryFuture[RecordMetadata]]:
+        return [await p.send(topic, b"%d-%d-" % (t, i) + _VALUE, partition=t % 2) for i in range(per_task)]
+
+    async def main() -> tuple[list[list[DeliveryFuture[RecordMetadata]]], float]:
+        async with AsyncKafkaProducer({"bootstrap.servers": bootstrap, "batch.size": 4096, "buffer.memory": 65536,
+                                       "linger.ms": 5}) as p:
+            await p.partitions_for(topic)
+            deliveries = await asyncio.gather(*(sender(p, t) for t in range(tasks)))
+            await p.flush(60)
+            return deliveries, p.metrics()["bufferpool-wait-time-ns-total"]
+
+    deliveries, waited_ns = run(main())
+    assert waited_ns > 0  # sends did wait for memory (off the loop, in buffer.memory's queue)
+    records = readback(topic)
+    for t in range(tasks):
+        mine = [r for r in records if r.value is not None and r.value.startswith(b"%d-" % t)]
+        assert [int(r.value.split(b"-")[1]) for r in mine if r.value] == list(range(per_task))  # in send order
+        assert [d.result().offset for d in deliveries[t]] == [r.offset for r in mine]
+
+
 def test_a_committed_transaction_is_read_at_read_committed_and_an_aborted_one_is_not(
         bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
     topic = topic_factory(partitions=2)
