@@ -39,7 +39,9 @@ goes on on its worker thread: a cancelled ``commit_transaction`` may still commi
 same commit's outcome, as after its timeout. A cancelled ``close`` goes on closing.
 
 One event loop: the producer binds to the loop running its first call; calls from another loop raise
-IllegalStateError. Callbacks passed to ``send`` run on the sender thread, as ``KafkaProducer``'s.
+IllegalStateError. Callbacks passed to ``send`` run on the sender thread, as ``KafkaProducer``'s. Interceptors see
+a record when it reaches ``KafkaProducer.send``, after any wait: a ``send`` whose wait for metadata or memory ran
+out raises without their ``on_send`` / ``on_send_error`` having seen it.
 """
 
 from __future__ import annotations
