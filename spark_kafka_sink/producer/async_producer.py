@@ -29,8 +29,8 @@ Never blocking the loop:
   wake-up per completed batch, and nothing at all for records whose delivery nobody awaits.
 
 Because the loop's thread is the only one that takes buffer memory for this producer's records (the worker-thread
-paths hold the gate, which keeps the loop's sends waiting), a room check followed by ``send`` on the loop's
-thread cannot be overtaken.
+paths hold the gate until their worker returns, even when cancelled, which keeps the loop's sends waiting), a room
+check followed by ``send`` on the loop's thread cannot be overtaken.
 
 Cancellation: a cancelled ``send`` that was still waiting for metadata or memory queued nothing; once ``send``
 returned, the record is queued and goes to the broker whatever happens to the tasks awaiting its delivery
@@ -148,15 +148,16 @@ class AsyncKafkaProducer:
                 and self._producer._sends_without_blocking(topic, partition, bound)):
             return DeliveryFuture(self._producer.send(topic, value, key, partition, timestamp_ms, headers, callback),
                                   relay)
-        async with gate:
-            if bound is not None and type(topic) is str and await self._wait_until_sendable(topic, partition, bound):
+        async with _GateHold(gate) as hold:
+            if (bound is not None and type(topic) is str
+                    and await self._wait_until_sendable(hold, topic, partition, bound)):
                 future = self._producer.send(topic, value, key, partition, timestamp_ms, headers, callback)
             else:  # an argument send refuses, or a partition the metadata lacks: send decides, off the loop
-                future = await asyncio.to_thread(self._producer.send, topic, value, key, partition, timestamp_ms,
-                                                 headers, callback)
+                future = await hold.run(self._producer.send, topic, value, key, partition, timestamp_ms, headers,
+                                        callback)
         return DeliveryFuture(future, relay)
 
-    async def _wait_until_sendable(self, topic: str, partition: object, bound: int) -> bool:
+    async def _wait_until_sendable(self, hold: _GateHold, topic: str, partition: object, bound: int) -> bool:
         """Wait off the loop until ``send`` would not block (the caller holds the gate, so it stays so): True.
         max.block.ms from now bounds the waits, which raise ``send``'s errors. False: a partition the metadata
         still lacks after a refresh (``send`` refuses it, off the loop)."""
@@ -166,15 +167,14 @@ class AsyncKafkaProducer:
         while not producer._sends_without_blocking(topic, partition, bound):
             remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
             if not producer._partitions_cached(topic, None):
-                await asyncio.to_thread(producer._await_partitions, topic, remaining_ms)
+                await hold.run(producer._await_partitions, topic, remaining_ms)
             elif not producer._partitions_cached(topic, partition):
                 if refreshed:
                     return False
-                await asyncio.to_thread(producer._await_partitions, topic, remaining_ms, _needed(partition))
+                await hold.run(producer._await_partitions, topic, remaining_ms, _needed(partition))
                 refreshed = True
             else:
-                await asyncio.to_thread(producer._wait_for_memory, producer._new_batch_bound(topic, bound),
-                                        remaining_ms)
+                await hold.run(producer._wait_for_memory, producer._new_batch_bound(topic, bound), remaining_ms)
         return True
 
     async def send_and_wait(self, topic: str, value: _Bytes, key: _Bytes = None,
@@ -191,16 +191,16 @@ class AsyncKafkaProducer:
         prepared = await asyncio.to_thread(producer.prepare_batch, topic, data)
         gate = self._gate
         assert gate is not None
-        async with gate:
+        async with _GateHold(gate) as hold:
             size = sum(len(encoded.data) for _, batches in prepared.parts for encoded in batches)
             if size <= producer.config.buffer_memory:
                 deadline = time.monotonic() + self._max_block_ms / 1000
                 while not producer._has_memory(size):
                     remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
-                    await asyncio.to_thread(producer._wait_for_memory, size, remaining_ms)
+                    await hold.run(producer._wait_for_memory, size, remaining_ms)
                 future = producer.send_prepared(prepared)
             else:  # more than buffer.memory holds: it streams through as memory frees, off the loop
-                future = await asyncio.to_thread(producer.send_prepared, prepared)
+                future = await hold.run(producer.send_prepared, prepared)
         return DeliveryFuture(future, relay)
 
     async def flush(self, timeout_s: float | None = None) -> None:
@@ -263,6 +263,37 @@ class AsyncKafkaProducer:
 
     def __repr__(self) -> str:
         return f"Async{self._producer!r}"
+
+
+class _GateHold:
+    """The gate held by one call that waits off the loop. A worker started while holding it keeps it held until
+    the worker returns, even if the awaiting task is cancelled first: a worker still waiting in buffer.memory's
+    queue (or sending) takes memory when it gets its turn, and the loop's sends must not race it for that memory
+    -- one that did could find itself queued behind it, blocking the loop."""
+
+    def __init__(self, gate: asyncio.Lock) -> None:
+        self._gate = gate
+        self._worker: asyncio.Future[Any] | None = None  # the worker running now, if any (loop thread only)
+
+    async def __aenter__(self) -> _GateHold:
+        await self._gate.acquire()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        worker = self._worker
+        if worker is not None and not worker.done():  # cancelled while it runs: release once it returned
+            worker.add_done_callback(lambda _: self._gate.release())
+        else:
+            self._gate.release()
+
+    async def run(self, call: Callable[..., _T], *args: Any) -> _T:
+        """``call(*args)`` on a worker thread; a cancelled await leaves it running, the gate held for it."""
+        worker: asyncio.Future[_T] = asyncio.ensure_future(asyncio.to_thread(call, *args))
+        self._worker = worker
+        worker.add_done_callback(_retrieve)
+        result = await asyncio.shield(worker)
+        self._worker = None
+        return result
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:
