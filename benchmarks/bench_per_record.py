@@ -7,6 +7,8 @@ the timer starts):
 - ``confluent-kafka produce loop`` (baseline): ``produce(topic, value, key[, on_delivery=cb])``, ``poll`` while
   librdkafka's queue is full, then ``flush()`` (which serves the delivery callbacks).
 - ``send loop``: this package's ``KafkaProducer.send(topic, value, key=[, callback=cb])``, then ``flush()``.
+- ``async send loop``: this package's ``AsyncKafkaProducer``: ``await send(topic, value, key[, callback=cb])`` per
+  record in a running event loop, then ``await flush()`` -- the same loop as aiokafka's below.
 - ``kafka-python send loop``: ``send(topic, value=, key=)`` (``.add_callback(cb)`` with callbacks), ``flush()``.
 - ``aiokafka send loop``: ``await producer.send(topic, value, key)`` per record in a running event loop (the
   returned future's ``add_done_callback(cb)`` with callbacks), then ``await flush()``.
@@ -25,9 +27,16 @@ from typing import Any
 from benchmarks.bench_producer import PEER_HINT, Chunks, _measured
 from benchmarks.context import Context
 from benchmarks.harness import Comparison, Contender, Sample, run_comparison
-from benchmarks.targets import AIOKAFKA_LOOP, CONFLUENT, KAFKA_PYTHON_LOOP, SEND_LOOP, per_record_title
+from benchmarks.targets import (
+    AIOKAFKA_LOOP,
+    ASYNC_SEND_LOOP,
+    CONFLUENT,
+    KAFKA_PYTHON_LOOP,
+    SEND_LOOP,
+    per_record_title,
+)
 from benchmarks.workload import Workload, arrow_table, python_chunks
-from spark_kafka_sink import KafkaProducer
+from spark_kafka_sink import AsyncKafkaProducer, KafkaProducer
 
 __all__ = ["run", "VALUE_SIZES"]
 
@@ -76,6 +85,31 @@ def _ours(ctx: Context, w: Workload, records: list[tuple[bytes | None, bytes]], 
             counter.check(len(records))
 
     return Contender(SEND_LOOP, lambda: _measured(ctx, w, body))
+
+
+def _ours_async(ctx: Context, w: Workload, records: list[tuple[bytes | None, bytes]],
+                callbacks: bool) -> Contender:
+    config = {"bootstrap.servers": ctx.bootstrap, "acks": "all", "compression.type": w.codec,
+              "linger.ms": w.linger_ms, "batch.size": w.batch_size}
+
+    async def produce(topic: str) -> None:
+        counter = _Counter()
+        async with AsyncKafkaProducer(config) as p:
+            send = p.send
+            if callbacks:
+                for key, value in records:
+                    await send(topic, value, key, callback=counter)
+            else:
+                for key, value in records:
+                    await send(topic, value, key)
+            await p.flush()
+        if callbacks:
+            counter.check(len(records))
+
+    def body(topic: str) -> None:
+        asyncio.run(produce(topic))
+
+    return Contender(ASYNC_SEND_LOOP, lambda: _measured(ctx, w, body))
 
 
 def _confluent(ctx: Context, w: Workload, records: list[tuple[bytes | None, bytes]], callbacks: bool) -> Contender:
@@ -168,7 +202,7 @@ def compare(ctx: Context, w: Workload, keys: bool, callbacks: bool) -> Compariso
     title = per_record_title(w.value_size, keys, callbacks)
     ctx.log(f"  {title}: generating {w.rows:,} records ...")
     records = _records(python_chunks(arrow_table(w)), keys)
-    builders: list[Callable[..., Contender]] = [_confluent, _ours, _kafka_python, _aiokafka]
+    builders: list[Callable[..., Contender]] = [_confluent, _ours, _kafka_python, _ours_async, _aiokafka]
     contenders = [build(ctx, w, records, callbacks) for build in builders]
     _ = ctx.bootstrap  # start the broker before the first timer
     return run_comparison("per-record", title, "records/s", contenders, ctx.rounds,

@@ -12,7 +12,7 @@ from benchmarks.harness import Target
 __all__ = ["targets", "missing_components", "producer_class", "sink_available",
            "SPARK_BUILTIN", "NOOP_WRITER", "SINK_ALO", "SINK_EOS", "SINK_EOS_LOGGED", "SEND_BATCH", "SEND", "CONFLUENT",
            "SEND_BATCH_SLICES", "SEND_BATCH_ONE_TABLE",
-           "KAFKA_PYTHON", "SEND_LOOP", "KAFKA_PYTHON_LOOP", "AIOKAFKA_LOOP", "per_record_title",
+           "KAFKA_PYTHON", "SEND_LOOP", "ASYNC_SEND_LOOP", "KAFKA_PYTHON_LOOP", "AIOKAFKA_LOOP", "per_record_title",
            "JAVA_PERF", "ENC_SPARK_SLICES", "MEMORY_SINK", "MICRO_BATCH_TITLE", "small_tasks_title",
            "two_tasks_title"]
 
@@ -30,6 +30,7 @@ CONFLUENT = "confluent-kafka produce loop"
 KAFKA_PYTHON = "kafka-python"
 JAVA_PERF = "Java ProducerPerformance"
 SEND_LOOP = "send loop"
+ASYNC_SEND_LOOP = "async send loop"
 KAFKA_PYTHON_LOOP = "kafka-python send loop"
 AIOKAFKA_LOOP = "aiokafka send loop"
 ENC_SPARK_SLICES = "arrow_encoder 10k-row batches"
@@ -76,6 +77,10 @@ _TARGETS += [
 ] + [
     Target("per-record", f"send loop >= 3x kafka-python send loop ({what})", per_record_title(100, keys, False),
            SEND_LOOP, KAFKA_PYTHON_LOOP, at_least=3.0)
+    for keys, what in ((False, "no keys"), (True, "keys"))
+] + [
+    Target("per-record", f"async send loop >= 3x aiokafka send loop ({what})", per_record_title(100, keys, False),
+           ASYNC_SEND_LOOP, AIOKAFKA_LOOP, at_least=3.0)
     for keys, what in ((False, "no keys"), (True, "keys"))
 ]
 

@@ -74,6 +74,12 @@ class BufferPool:
 
     # ------------------------------------------------------------------------------------------ allocate / free
 
+    def can_allocate_now(self, size: int) -> bool:
+        """Whether ``allocate(size)`` would take its fast path now: ``size`` bytes free and nobody queued ahead.
+        For a caller that is the pool's only allocating thread (the asyncio producer's loop thread): read without
+        the lock, as other threads can only free bytes meanwhile, which makes a stale answer False, never True."""
+        return not self._waiters and self._available >= size
+
     def try_allocate(self, size: int) -> bool:
         """Take ``size`` bytes if they are free now and nobody is queued ahead (True); never blocks (False)."""
         if size < 0:

@@ -166,6 +166,7 @@ class KafkaProducer:
         self._metrics.add_gauge("buffer-total-bytes", lambda: float(self._pool.total_memory))
         self._metrics.add_gauge("buffer-available-bytes", lambda: float(self._pool.available_memory))
         self._metrics.add_gauge("waiting-threads", lambda: float(self._pool.queued))
+        self._metrics.add_gauge("bufferpool-wait-time-ns-total", lambda: self._pool.blocked_time_ms_total * 1e6)
         self._tm = (TransactionManager(transactional_id=cfg.transactional_id,
                                        transaction_timeout_ms=cfg.transaction_timeout_ms,
                                        retry_backoff_ms=cfg.retry_backoff_ms)
@@ -178,6 +179,9 @@ class KafkaProducer:
                                   self._thread.wakeup)
         self._max_block_ms = cfg.max_block_ms
         self._size_limit = min(cfg.max_request_size, cfg.buffer_memory)
+        # The most memory one new per-record batch takes (a codec's records limit is at most max.request.size):
+        # with this much free, a send takes memory without waiting, whatever the compression estimate does.
+        self._largest_new_batch = min(max(cfg.batch_size, cfg.max_request_size), cfg.buffer_memory)
         # topic -> its PartitionInfo as of a metadata version and set of unavailable nodes: a cache written by any
         # sending thread; whole-entry dict writes are atomic, and a stale entry is only recomputed.
         self._partition_cache: dict[str, _CachedPartitionInfo] = {}
@@ -440,6 +444,58 @@ class KafkaProducer:
         if not self._accumulator.await_flush_completion(timeout_s):
             raise KafkaTimeoutError(f"flush did not complete within {timeout_s} s")
         self._raise_if_fatal()  # the records failed with it; the producer cannot send any more either
+
+    # ------------------------------------------------------------------------------------ for the asyncio producer
+
+    def _sends_without_blocking(self, topic: str, partition: object, record_bound: int) -> bool:
+        """True if ``send`` of a record of at most ``record_bound`` bytes to ``topic`` (``partition``, or the
+        partitioner's) would return without waiting: the topic's partitions are cached, a named partition is among
+        them, and buffer.memory has room for a new batch. A snapshot, true for as long as no other thread takes
+        memory: :class:`~spark_kafka_sink.producer.async_producer.AsyncKafkaProducer` asks it on its event loop's
+        thread, its producer's only allocating thread, right before calling ``send`` there. Once per record: the
+        partition check of ``_partitions_cached`` inline, and room for the largest batch any record up to
+        max.request.size can need checked first, before the topic's own bound (``_new_batch_bound``)."""
+        cached = self._partition_cache.get(topic)
+        if cached is None or (partition is not None and not (type(partition) is int
+                                                             and 0 <= partition < cached.info.partition_count)):
+            return False
+        pool = self._pool
+        return (pool.can_allocate_now(self._largest_new_batch) and record_bound <= self._largest_new_batch) or \
+            pool.can_allocate_now(self._new_batch_bound(topic, record_bound))
+
+    def _partitions_cached(self, topic: str, partition: object) -> bool:
+        """``topic``'s partitions are cached (``send`` need not wait for metadata), ``partition`` among them."""
+        cached = self._partition_cache.get(topic)
+        return cached is not None and (partition is None or (type(partition) is int
+                                                             and 0 <= partition < cached.info.partition_count))
+
+    def _new_batch_bound(self, topic: str, record_bound: int) -> int:
+        """The most memory one new batch of ``topic`` takes for a record of ``record_bound`` bytes: twice the
+        topic's records limit now (the sender thread may raise the limit between the check and the append, by a
+        fraction per built batch: see CompressionRatioEstimator), within buffer.memory, at least the record."""
+        limit = self._accumulator.compression_ratio.records_limit(topic)
+        total = self._pool.total_memory
+        return max(min(2 * limit, total), min(record_bound, total))
+
+    def _has_memory(self, size: int) -> bool:
+        """``size`` bytes of buffer.memory are free now and nobody waits ahead (see ``_sends_without_blocking``)."""
+        return self._pool.can_allocate_now(size)
+
+    def _wait_for_memory(self, size: int, max_block_ms: int) -> None:
+        """Block until ``size`` bytes of buffer.memory are free, waiting in its FIFO queue up to ``max_block_ms``
+        (then BufferExhaustedError, as ``send`` raises); takes nothing. The asyncio producer runs it on a worker
+        thread, then sends on its loop's thread."""
+        self._ensure_open()
+        self._thread.wakeup()  # a waiter makes the sender send at once, without lingering: let it see that now
+        self._pool.allocate(size, max_block_ms)
+        self._pool.deallocate(size)
+
+    def _await_partitions(self, topic: str, max_block_ms: int, needed: int = 0) -> None:
+        """Wait up to ``max_block_ms`` for ``topic``'s metadata (``needed``: see ``_partition_info``), raising what
+        ``send`` raises; the asyncio producer runs it on a worker thread."""
+        self._ensure_open()
+        self._raise_if_fatal()
+        self._partition_info(topic, max_block_ms, needed)
 
     def metrics(self) -> dict[str, float]:
         """Metrics by their Java names (record-send-rate, byte-rate, batch-size-avg, request-latency-avg,

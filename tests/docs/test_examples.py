@@ -7,6 +7,7 @@ fails.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 from collections import Counter
@@ -63,6 +64,16 @@ def test_producer_avro(bootstrap: str, topic_factory: Callable[..., str], readba
         read = {r.key: deserializer(r.value, SerializationContext(topic, MessageField.VALUE)) for r in readback(topic)}
     assert read == {b"a": {"id": 1, "customer": "alice"}, b"b": {"id": 2, "customer": None},
                     b"c": {"id": 3, "customer": "carol"}}
+
+
+def test_producer_asyncio(bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
+    topic = topic_factory(partitions=3)
+    example = load("producer_asyncio")
+    asyncio.run(example.main(bootstrap, topic))
+    asyncio.run(example.transactional(bootstrap, topic))
+    records = readback(topic)  # read_committed: the transaction's record is visible once committed
+    assert sorted((r.key or b"", r.value) for r in records) == [(b"", b"committed"), (b"a", b"1"), (b"b", b"2"),
+                                                                 (b"k", b"v"), (b"k", b"w")]
 
 
 @pytest.mark.broker

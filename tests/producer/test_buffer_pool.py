@@ -128,6 +128,20 @@ def test_try_allocate_takes_free_bytes_and_never_blocks_or_jumps_the_queue() -> 
         pool.try_allocate(0)
 
 
+def test_can_allocate_now_says_whether_allocate_would_take_its_fast_path_and_takes_nothing() -> None:
+    pool = BufferPool(100)
+    pool.allocate(60, 0)
+    assert pool.can_allocate_now(40) and not pool.can_allocate_now(41)
+    finished: list[int] = []
+    waiter = Allocation(pool, 50, 60_000, finished)
+    waiter.start()
+    assert pool.wait_until_queued(1, WAIT_S)
+    assert not pool.can_allocate_now(1)  # bytes free, but a waiter is ahead: allocate would queue
+    pool.deallocate(60)
+    waiter.join(WAIT_S)
+    assert finished == [50] and pool.can_allocate_now(50) and pool.available_memory == 50
+
+
 def test_close_wakes_waiters_with_producer_closed() -> None:
     pool = BufferPool(10)
     pool.allocate(10, 0)
