@@ -73,8 +73,12 @@ def new_topic(cluster: KafkaCluster, partitions: int = 3) -> str:
 def end_offsets(cluster: KafkaCluster, topic: str, isolation: str = "read_uncommitted") -> dict[int, int]:
     """Per partition: the log end offset (read_uncommitted) or the last stable offset (read_committed).
 
-    A retriable error (a leader moving, or not yet known to the broker asked) is asked again for up to 30 s."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    A leader moving, or not yet known to the broker asked (librdkafka does not flag these as retriable here), is
+    asked again for up to 30 s."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    transient = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+               KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._TIMED_OUT}
 
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_of(cluster.running_node_ids()),
                          "group.id": f"wm-{uuid.uuid4().hex}", "isolation.level": isolation})
@@ -86,7 +90,8 @@ def end_offsets(cluster: KafkaCluster, topic: str, isolation: str = "read_uncomm
                 return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
                         for p in sorted(partitions)}
             except KafkaException as exc:
-                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                error = exc.args[0]
+                if not (error.retriable() or error.code() in transient) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)  # poll interval of a condition wait
     finally:
