@@ -162,7 +162,8 @@ def test_make_bench_quick_runs_every_group(bootstrap: str, tmp_path: Path) -> No
 
 
 # A contender's skip reason for a missing peer library, and the module that library installs.
-_PEER_MODULES = {"kafka-python missing": "kafka", "confluent-kafka missing": "confluent_kafka"}
+_PEER_MODULES = {"kafka-python missing": "kafka", "confluent-kafka missing": "confluent_kafka",
+                 "aiokafka missing": "aiokafka"}
 
 
 def _importable(module: str) -> bool:

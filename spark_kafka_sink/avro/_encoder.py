@@ -152,7 +152,9 @@ class _Integer(_Plan):
         elif pa.types.is_date32(arr.type):
             values = _raw_values(arr, np.int32).astype(np.int64)
         else:
-            values = _raw_values(arr, arr.type.to_pandas_dtype()).astype(np.int64)
+            # The integer's own width and sign (not to_pandas_dtype, which needs pandas, absent on many executors)
+            kind = "int" if pa.types.is_signed_integer(arr.type) else "uint"
+            values = _raw_values(arr, np.dtype(f"{kind}{arr.type.bit_width}").type).astype(np.int64)
         if self.divide != 1:
             values = values // self.divide  # floor, as Spark's microsToMillis
         if self.multiply != 1:
