@@ -5,16 +5,12 @@ registry. Exit status 0 only if every generated order was read back exactly once
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 import uuid
 from collections import Counter
 
 from .broker import KafkaCluster
 from .broker_jars import REPO_ROOT
-from .demo import _create_topic, _read_back, _spark_submit, summary_rate
+from .demo import _create_topic, _read_back, submit_job, summary_rate
 from .registry import TestRegistry
 
 __all__ = ["run_avro_demo"]
@@ -33,23 +29,10 @@ def run_avro_demo(rows: int = 100_000, guarantee: str = "exactly_once") -> int:
         bootstrap = cluster.bootstrap_servers
         _create_topic(bootstrap, topic)
         print(f"      broker on {bootstrap}, registry on {registry.url}, topic {topic}", flush=True)
-        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-        cmd = [str(_spark_submit()), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-               "--driver-java-options", "-Dlog4j2.level=warn", str(JOB), "--bootstrap-servers", bootstrap,
-               "--topic", topic, "--registry-url", registry.url, "--rows", str(rows), "--guarantee", guarantee]
-        print(f"[2/4] spark-submit {JOB.relative_to(REPO_ROOT)} --rows {rows} --guarantee {guarantee}", flush=True)
-        started = time.perf_counter()
-        # cwd = the repository: with an editable install, Spark finds pyspark_kafka_sink through its workers' cwd.
-        proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
-        job_seconds = time.perf_counter() - started
-        lines = [line for line in (proc.stdout + proc.stderr).splitlines()
-                 if "avro_to_kafka:" in line or "pykafka-sink " in line]
-        if proc.returncode != 0:
-            print(proc.stdout[-3000:] + proc.stderr[-6000:], file=sys.stderr)
-            print(f"spark-submit failed with exit status {proc.returncode}", file=sys.stderr)
+        run = submit_job(JOB, ["--bootstrap-servers", bootstrap, "--topic", topic, "--registry-url", registry.url],
+                         rows, guarantee)
+        if run.returncode != 0:
             return 1
-        for line in lines:
-            print(f"      {line.strip()}")
         print("[3/4] reading the topic back with confluent-kafka's AvroDeserializer ...", flush=True)
         records = _read_back(bootstrap, topic)
         with SchemaRegistryClient({"url": registry.url}) as client:
@@ -61,8 +44,8 @@ def run_avro_demo(rows: int = 100_000, guarantee: str = "exactly_once") -> int:
     missing = rows - len(set(ids) & set(range(rows)))
     duplicates = sum(n - 1 for n in ids.values() if n > 1)
     print()
-    print(f"  written rows       : {rows} Avro ({guarantee}, spark-submit took {job_seconds:.1f} s incl. JVM start)")
-    print(f"  write rate         : {summary_rate(lines)}")
+    print(f"  written rows       : {rows} Avro ({guarantee}, spark-submit took {run.seconds:.1f} s incl. JVM start)")
+    print(f"  write rate         : {summary_rate(run.lines)}")
     print(f"  read back          : {len(orders)} records, missing / duplicate: {missing} / {duplicates}")
     if orders:
         print(f"  first record       : {orders[0]}")

@@ -16,12 +16,13 @@ import sys
 import time
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from .broker import KafkaCluster
 from .broker_jars import REPO_ROOT
 
-__all__ = ["run_demo"]
+__all__ = ["run_demo", "submit_job", "JobRun"]
 
 JOB = REPO_ROOT / "jobs" / "batch_to_kafka.py"
 _TOPIC_PARTITIONS = 3
@@ -72,6 +73,39 @@ def _spark_submit() -> Path:
     return candidate
 
 
+@dataclass(frozen=True)
+class JobRun:
+    """A bundled job's spark-submit run: its exit status, wall time (JVM start included) and the lines worth showing
+    (the job's own and the sink's summary)."""
+
+    returncode: int
+    seconds: float
+    lines: list[str]
+
+
+def submit_job(job: Path, args: list[str], rows: int, guarantee: str) -> JobRun:
+    """``spark-submit job args --rows rows --guarantee guarantee`` on a local master with this interpreter; prints
+    its lines, or the output's tail when it failed."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    cmd = [str(_spark_submit()), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+           "--driver-java-options", "-Dlog4j2.level=warn", str(job), *args,
+           "--rows", str(rows), "--guarantee", guarantee]
+    print(f"[2/4] spark-submit {job.relative_to(REPO_ROOT)} --rows {rows} --guarantee {guarantee}", flush=True)
+    started = time.perf_counter()
+    # cwd = the repository: with an editable install, Spark finds pyspark_kafka_sink through its workers' cwd.
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines()
+             if f"{job.stem}:" in line or "pykafka-sink " in line]
+    if proc.returncode != 0:
+        print(proc.stdout[-3000:] + proc.stderr[-6000:], file=sys.stderr)
+        print(f"spark-submit failed with exit status {proc.returncode}", file=sys.stderr)
+    else:
+        for line in lines:
+            print(f"      {line.strip()}")
+    return JobRun(proc.returncode, seconds, lines)
+
+
 def run_demo(rows: int = 200_000, guarantee: str = "exactly_once") -> int:
     topic = f"demo-orders-{uuid.uuid4().hex[:8]}"
     print("[1/4] starting a local Kafka broker ...", flush=True)
@@ -80,27 +114,13 @@ def run_demo(rows: int = 200_000, guarantee: str = "exactly_once") -> int:
         bootstrap = cluster.bootstrap_servers
         _create_topic(bootstrap, topic)
         print(f"      broker on {bootstrap}, topic {topic} ({_TOPIC_PARTITIONS} partitions)", flush=True)
-        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-        cmd = [str(_spark_submit()), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-               "--driver-java-options", "-Dlog4j2.level=warn", str(JOB),
-               "--bootstrap-servers", bootstrap, "--topic", topic, "--rows", str(rows), "--guarantee", guarantee]
-        print(f"[2/4] spark-submit {JOB.relative_to(REPO_ROOT)} --rows {rows} --guarantee {guarantee}", flush=True)
-        started = time.perf_counter()
-        # cwd = the repository: with an editable install, Spark finds pyspark_kafka_sink through its workers' cwd.
-        proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
-        job_seconds = time.perf_counter() - started
-        job_lines = [line for line in (proc.stdout + proc.stderr).splitlines()
-                     if "batch_to_kafka:" in line or "pykafka-sink " in line]
-        if proc.returncode != 0:
-            print(proc.stdout[-3000:] + proc.stderr[-6000:], file=sys.stderr)
-            print(f"spark-submit failed with exit status {proc.returncode}", file=sys.stderr)
+        run = submit_job(JOB, ["--bootstrap-servers", bootstrap, "--topic", topic], rows, guarantee)
+        if run.returncode != 0:
             return 1
-        for line in job_lines:
-            print(f"      {line.strip()}")
 
         print("[3/4] reading the topic back with confluent-kafka (read_committed) ...", flush=True)
         records = _read_back(bootstrap, topic)
-        return _report(records, rows, job_seconds, guarantee, summary_rate(job_lines))
+        return _report(records, rows, run.seconds, guarantee, summary_rate(run.lines))
     finally:
         print("[4/4] stopping the broker", flush=True)
         cluster.stop()
