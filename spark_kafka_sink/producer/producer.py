@@ -175,6 +175,7 @@ class KafkaProducer:
                               metrics=self._metrics)
         self._thread = SenderThread(self._sender, name=f"kafka-producer-network-thread | {cfg.client_id}")
         self._availability = self._sender.node_availability
+        self._wakeup = self._client.wakeup  # per record: what SenderThread.wakeup calls, without its two hops
         self._arrow = ArrowSender(cfg, self._accumulator, self._partitioner, self._tm, self._partition_info,
                                   self._thread.wakeup)
         self._max_block_ms = cfg.max_block_ms
@@ -274,7 +275,7 @@ class KafkaProducer:
                 self._partitioner.update_partition_load(topic, self._accumulator.queue_sizes(topic))
             self._partitioner.on_sticky_append(topic, tp.partition, size, result.batch_is_full)
         if result.batch_is_full or result.new_batch_created:
-            self._thread.wakeup()
+            self._wakeup()
         return result.future
 
     def _completion(self, callback: Callback | None, tp: TopicPartition) -> Callback:
