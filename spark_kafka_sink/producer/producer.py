@@ -159,8 +159,10 @@ class KafkaProducer:
         self._interceptors = InterceptorChain(cfg.interceptor_classes)
         self._intercepted = bool(self._interceptors)  # read per record: the chain is immutable
         self._partitioner = Partitioner.from_config(cfg)
-        # Keys decide partitions by murmur2 (no partitioner.class, keys not ignored): send inlines that rule.
-        self._hash_keys = self._partitioner.custom is None and not self._partitioner.ignore_keys
+        # No partitioner.class: send applies the built-in rules itself (murmur2 of the key, else sticky).
+        self._builtin_rules = self._partitioner.custom is None
+        self._ignore_keys = self._partitioner.ignore_keys
+        self._sticky = self._partitioner.sticky
         self._pool = BufferPool(cfg.buffer_memory)
         self._accumulator = RecordAccumulator.from_config(cfg, self._pool)
         self._client = NetworkClient(net_config, handshakes=handshakes_for)
@@ -258,9 +260,12 @@ class KafkaProducer:
                         + (len(value_b) if value_b is not None else 0))
                 if size > self._size_limit:
                     size = self._record_size(key_b, value_b, header_t)
-            if key_b is not None and partition is None and self._hash_keys and num_partitions > 0:
-                # The built-in partitioner's keyed rule, inline (Partitioner.partition's): this runs per record.
-                chosen, sticky = (murmur2(key_b) & 0x7FFFFFFF) % num_partitions, False
+            if partition is None and self._builtin_rules and num_partitions > 0:
+                # The built-in partitioner's rules, inline (Partitioner.partition's): this runs per record.
+                if key_b is not None and not self._ignore_keys:
+                    chosen, sticky = (murmur2(key_b) & 0x7FFFFFFF) % num_partitions, False
+                else:
+                    chosen, sticky = self._sticky.current(topic, num_partitions, available), True
             else:
                 chosen, sticky = self._partitioner.partition(topic, key_b, num_partitions, partition, available)
             tps = cached.partitions if cached is not None else ()
@@ -282,7 +287,7 @@ class KafkaProducer:
                 # A batch boundary, where the sticky partition may move: weight the next draw by queue depth so
                 # slower brokers get less (KIP-794). Once per batch, not per record.
                 self._partitioner.update_partition_load(topic, self._accumulator.queue_sizes(topic))
-            self._partitioner.on_sticky_append(topic, chosen, size, result.batch_is_full)
+            self._sticky.on_append(topic, chosen, size, result.batch_is_full)
         if result.batch_is_full or result.new_batch_created:
             self._wakeup()
         return result.future
