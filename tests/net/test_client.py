@@ -227,7 +227,11 @@ def test_wakeups_between_two_polls_write_the_socket_once(clients: list[NetworkCl
     start = time.monotonic()
     client.poll(30_000, monotonic_ms())  # the pending wakeup makes it return at once
     assert time.monotonic() - start < 10
-    waker = threading.Timer(0.1, lambda: [client.wakeup() for _ in range(100)])
+    def wake_100_times() -> None:
+        for _ in range(100):
+            client.wakeup()
+
+    waker = threading.Timer(0.1, wake_100_times)
     start = time.monotonic()
     waker.start()
     client.poll(30_000, monotonic_ms())  # re-armed by the read: the first of these wakeups writes and wakes it
