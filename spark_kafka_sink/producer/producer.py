@@ -274,7 +274,9 @@ class KafkaProducer:
                 assert tm is not None
                 tm.maybe_add_partition(tp)
             timestamp = timestamp_ms if timestamp_ms is not None else time.time_ns() // 1_000_000
-            remaining = max(0, self._max_block_ms - (now - started))
+            remaining = self._max_block_ms - (now - started)
+            if remaining < 0:
+                remaining = 0
             on_done = callback if not self._intercepted else self._completion(callback, tp)
             result = self._accumulator.append(tp, timestamp, key_b, value_b, header_t, now, remaining, on_done)
         except KafkaError as exc:
