@@ -48,7 +48,9 @@ Blocking conveniences for control-plane calls and tools (same thread as poll, ne
 by the next ``poll``.
 
 Threads: everything is owned by the one thread that calls ready/send/poll (the sender), except ``wakeup()``,
-which any thread may call (it touches only the wakeup socket, guarded by ``_wakeup_lock``). ``now_ms`` arguments
+which any thread may call (it touches only the wakeup socket and its pending flag, guarded by ``_wakeup_lock``).
+A wakeup writes to the socket only when none is pending: the flag is set with the write and cleared by ``poll``
+once it read the socket empty, so a burst of wakeups between two polls costs one write. ``now_ms`` arguments
 must come from the same clock as the client's ``clock`` (default: :func:`monotonic_ms`).
 """
 
@@ -166,6 +168,11 @@ class NetworkClient:
         self._wakeup_lock = threading.Lock()
         self._wakeup_r, self._wakeup_w = socket.socketpair()
         self._wakeup_closed = False
+        # True from a write to the wakeup socket until poll read it and cleared this (both under _wakeup_lock);
+        # wakeup() reads it without the lock first. A wakeup that finds it True writes nothing: the poll that
+        # clears it returns afterwards, and its caller then sees what that wakeup's caller changed before.
+        self._wakeup_pending = False
+        self.wakeup_writes = 0  # writes to the wakeup socket so far (under _wakeup_lock): for tests and tuning
         self._wakeup_r.setblocking(False)
         self._wakeup_w.setblocking(False)
         self._selector.register(self._wakeup_r, selectors.EVENT_READ, _WAKEUP)
@@ -523,21 +530,30 @@ class NetworkClient:
         return self.config.request_timeout_ms
 
     def wakeup(self) -> None:
-        """Interrupt a poll() blocked in another thread. Thread-safe; harmless after close()."""
+        """Interrupt a poll() blocked in another thread (or make the next one return at once). Thread-safe;
+        harmless after close(). Writes the wakeup socket only if no wakeup is pending (module docstring)."""
+        if self._wakeup_pending:
+            return
         with self._wakeup_lock:
-            if self._wakeup_closed:
+            if self._wakeup_closed or self._wakeup_pending:
                 return
+            self._wakeup_pending = True
+            self.wakeup_writes += 1
             try:
                 self._wakeup_w.send(b"\x00")
             except (BlockingIOError, InterruptedError):
                 pass  # the pipe is full: a wakeup is pending anyway
 
     def _drain_wakeup(self) -> None:
-        try:
-            while self._wakeup_r.recv(4096):
+        # Read and cleared under the lock: cleared before the read, a write in between would be read and its
+        # flag left set with the socket empty, and every later wakeup skipped.
+        with self._wakeup_lock:
+            try:
+                while self._wakeup_r.recv(4096):
+                    pass
+            except (BlockingIOError, InterruptedError):
                 pass
-        except (BlockingIOError, InterruptedError):
-            pass
+            self._wakeup_pending = False
 
     # ------------------------------------------------------------------------------------------ blocking helpers
 

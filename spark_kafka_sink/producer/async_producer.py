@@ -139,7 +139,11 @@ class AsyncKafkaProducer:
         relay = self._relay
         if relay is None or relay.loop is not asyncio.get_running_loop():
             relay = self._loop_relay()
-        bound = _record_bound(key, value, headers)
+        if type(value) is bytes and (key is None or type(key) is bytes) and not headers:  # _record_bound's, inline
+            bound: int | None = HEADER_SIZE + RECORD_OVERHEAD_BOUND + len(value) + (len(key) if key is not None
+                                                                                    else 0)
+        else:
+            bound = _record_bound(key, value, headers)
         if bound is not None and bound > self._size_limit:
             bound = None  # send refuses it at once, or its exact size fits: send decides, off the loop
         gate = self._gate

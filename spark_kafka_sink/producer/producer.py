@@ -94,6 +94,7 @@ from spark_kafka_sink.producer.transactions import (
     TransactionManager,
     offsets_to_commit,
 )
+from spark_kafka_sink.protocol.murmur2 import murmur2
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, RECORD_OVERHEAD_BOUND, record_size, record_size_bound
 
 __all__ = ["KafkaProducer", "RecordMetadata", "BatchSendResult", "PartitionWrite"]
@@ -158,6 +159,10 @@ class KafkaProducer:
         self._interceptors = InterceptorChain(cfg.interceptor_classes)
         self._intercepted = bool(self._interceptors)  # read per record: the chain is immutable
         self._partitioner = Partitioner.from_config(cfg)
+        # No partitioner.class: send applies the built-in rules itself (murmur2 of the key, else sticky).
+        self._builtin_rules = self._partitioner.custom is None
+        self._ignore_keys = self._partitioner.ignore_keys
+        self._sticky = self._partitioner.sticky
         self._pool = BufferPool(cfg.buffer_memory)
         self._accumulator = RecordAccumulator.from_config(cfg, self._pool)
         self._client = NetworkClient(net_config, handshakes=handshakes_for)
@@ -171,10 +176,12 @@ class KafkaProducer:
                                        transaction_timeout_ms=cfg.transaction_timeout_ms,
                                        retry_backoff_ms=cfg.retry_backoff_ms)
                     if cfg.enable_idempotence else None)
+        self._adds_partitions = self._tm is not None and self._tm.is_transactional  # fixed: a switch keeps one
         self._sender = Sender(self._client, self._accumulator, cfg, transaction_manager=self._tm,
                               metrics=self._metrics)
         self._thread = SenderThread(self._sender, name=f"kafka-producer-network-thread | {cfg.client_id}")
         self._availability = self._sender.node_availability
+        self._wakeup = self._client.wakeup  # per record: what SenderThread.wakeup calls, without its two hops
         self._arrow = ArrowSender(cfg, self._accumulator, self._partitioner, self._tm, self._partition_info,
                                   self._thread.wakeup)
         self._max_block_ms = cfg.max_block_ms
@@ -253,13 +260,23 @@ class KafkaProducer:
                         + (len(value_b) if value_b is not None else 0))
                 if size > self._size_limit:
                     size = self._record_size(key_b, value_b, header_t)
-            choice = self._partitioner.partition(topic, key_b, num_partitions, partition, available)
+            if partition is None and self._builtin_rules and num_partitions > 0:
+                # The built-in partitioner's rules, inline (Partitioner.partition's): this runs per record.
+                if key_b is not None and not self._ignore_keys:
+                    chosen, sticky = (murmur2(key_b) & 0x7FFFFFFF) % num_partitions, False
+                else:
+                    chosen, sticky = self._sticky.current(topic, num_partitions, available), True
+            else:
+                chosen, sticky = self._partitioner.partition(topic, key_b, num_partitions, partition, available)
             tps = cached.partitions if cached is not None else ()
-            tp = tps[choice.partition] if choice.partition < len(tps) else TopicPartition(topic, choice.partition)
-            if tm is not None and tm.is_transactional:
+            tp = tps[chosen] if chosen < len(tps) else TopicPartition(topic, chosen)
+            if self._adds_partitions:
+                assert tm is not None
                 tm.maybe_add_partition(tp)
             timestamp = timestamp_ms if timestamp_ms is not None else time.time_ns() // 1_000_000
-            remaining = max(0, self._max_block_ms - (now - started))
+            remaining = self._max_block_ms - (now - started)
+            if remaining < 0:
+                remaining = 0
             on_done = callback if not self._intercepted else self._completion(callback, tp)
             result = self._accumulator.append(tp, timestamp, key_b, value_b, header_t, now, remaining, on_done)
         except KafkaError as exc:
@@ -267,14 +284,14 @@ class KafkaProducer:
                 failed = record or ProducerRecord(topic, value_b, key_b, header_t, partition, timestamp_ms)
                 self._interceptors.on_send_error(failed, tp, exc)
             raise
-        if choice.sticky:
+        if sticky:
             if result.batch_is_full and self.config.partitioner_adaptive_partitioning_enable:
                 # A batch boundary, where the sticky partition may move: weight the next draw by queue depth so
                 # slower brokers get less (KIP-794). Once per batch, not per record.
                 self._partitioner.update_partition_load(topic, self._accumulator.queue_sizes(topic))
-            self._partitioner.on_sticky_append(topic, tp.partition, size, result.batch_is_full)
+            self._sticky.on_append(topic, chosen, size, result.batch_is_full)
         if result.batch_is_full or result.new_batch_created:
-            self._thread.wakeup()
+            self._wakeup()
         return result.future
 
     def _completion(self, callback: Callback | None, tp: TopicPartition) -> Callback:

@@ -32,30 +32,34 @@ _MASK = 0xFFFFFFFF
 _SCALAR_TAIL_KEYS = 16
 
 
+# Per word count, the unpacker of that many little-endian uint32 words (keys are rarely longer: others build one).
+_WORDS = [struct.Struct(f"<{n}I").unpack_from for n in range(64)]
+
+
 def murmur2(key: bytes | bytearray | memoryview) -> int:
-    """Java's ``Utils.murmur2(key)``: a signed 32-bit int."""
-    data = bytes(key)
+    """Java's ``Utils.murmur2(key)``: a signed 32-bit int. Called per keyed record by ``send``: the words are read
+    by one precompiled unpacker and each word's mix is one expression (the algorithm of the module docstring)."""
+    data = key if type(key) is bytes else bytes(key)
     n = len(data)
-    h = (_SEED ^ n) & _MASK
-    n_words = n // 4
-    for (k,) in struct.iter_unpack("<I", data[: 4 * n_words]):
-        k = (k * _M) & _MASK
-        k ^= k >> _R
-        k = (k * _M) & _MASK
-        h = ((h * _M) & _MASK) ^ k
-    h = _tail_and_finish(h, data[4 * n_words :])
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def _tail_and_finish(h: int, tail: bytes) -> int:
-    if tail:
-        for i in range(len(tail) - 1, -1, -1):  # Java's switch falls through from the highest tail byte down
-            h ^= tail[i] << (8 * i)
+    h = _SEED ^ n
+    n_words = n >> 2
+    if n_words:
+        for k in (_WORDS[n_words] if n_words < 64 else struct.Struct(f"<{n_words}I").unpack_from)(data):
+            k = (k * _M) & _MASK
+            h = ((h * _M) & _MASK) ^ (((k ^ (k >> _R)) * _M) & _MASK)
+    tail = n & 3
+    if tail:  # Java's switch falls through from the highest tail byte down (xor: the order does not matter)
+        if tail == 3:
+            h ^= (data[n - 1] << 16) ^ (data[n - 2] << 8) ^ data[n - 3]
+        elif tail == 2:
+            h ^= (data[n - 1] << 8) ^ data[n - 2]
+        else:
+            h ^= data[n - 1]
         h = (h * _M) & _MASK
     h ^= h >> 13
     h = (h * _M) & _MASK
     h ^= h >> 15
-    return h
+    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def partition_for_key(hash_: int, num_partitions: int) -> int:

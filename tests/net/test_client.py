@@ -213,6 +213,34 @@ def test_wakeup_interrupts_a_blocked_poll(clients: list[NetworkClient]) -> None:
     client.wakeup()  # harmless after close
 
 
+def test_wakeups_between_two_polls_write_the_socket_once(clients: list[NetworkClient]) -> None:
+    """A send loop wakes the sender per new or full batch: while one wakeup is pending (written, not yet read by
+    poll) further ones write nothing; the poll that reads it re-arms the next one, which writes and wakes again."""
+    client = make_client(("127.0.0.1", unused_port()))
+    clients.append(client)
+    fresh_metadata(client)
+    client.poll(0, monotonic_ms())
+    before = client.wakeup_writes
+    for _ in range(1000):
+        client.wakeup()
+    assert client.wakeup_writes == before + 1
+    start = time.monotonic()
+    client.poll(30_000, monotonic_ms())  # the pending wakeup makes it return at once
+    assert time.monotonic() - start < 10
+    def wake_100_times() -> None:
+        for _ in range(100):
+            client.wakeup()
+
+    waker = threading.Timer(0.1, wake_100_times)
+    start = time.monotonic()
+    waker.start()
+    client.poll(30_000, monotonic_ms())  # re-armed by the read: the first of these wakeups writes and wakes it
+    waker.join()
+    assert time.monotonic() - start < 10
+    assert client.wakeup_writes == before + 2
+    client.close()
+
+
 def test_poll_keeps_waiting_while_a_large_request_is_only_being_written(clients: list[NetworkClient]) -> None:
     """A 4 MB request through an 8 KiB send buffer leaves in hundreds of writes, each on a "writable" event; poll
     handles them without returning (nothing the caller acts on happened) and returns with the answer."""

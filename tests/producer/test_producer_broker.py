@@ -359,6 +359,37 @@ def test_keyed_records_land_where_librdkafka_murmur2_random_puts_them(
         assert landed[key] == fn(None, key, len(key), 7, None, None)
 
 
+def test_send_puts_keyed_records_where_librdkafka_murmur2_random_does_in_send_order(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Readback) -> None:
+    """The per-record path's inline keyed rule: every key length's tail (empty keys included, hashed unlike null
+    ones), read back with confluent-kafka; each future's partition is where the record landed, and each
+    partition's records keep send order -- null-keyed and explicitly placed records interleaved."""
+    from tests.producer.test_partitioner import _librdkafka_murmur2_random
+
+    topic = topic_factory(partitions=7)
+    rng = np.random.default_rng(11)
+    keys: list[bytes | None] = [rng.bytes(i % 41) for i in range(20_000)]
+    keys[::97] = [None] * len(keys[::97])
+    with producer(bootstrap, **{"linger.ms": 20, "batch.size": 4096}) as p:
+        futures = [p.send(topic, b"%d" % i, key, partition=3 if i % 89 == 0 else None)
+                   for i, key in enumerate(keys)]
+        p.flush(60)
+    fn = _librdkafka_murmur2_random()
+    records = readback(topic)
+    assert len(records) == len(keys)
+    for record in records:
+        i = int(record.value or b"")
+        assert record.key == keys[i] and futures[i].result(0).partition == record.partition
+        assert futures[i].result(0).offset == record.offset
+        if i % 89 == 0:
+            assert record.partition == 3
+        elif keys[i] is not None:
+            assert record.partition == fn(None, keys[i], len(keys[i] or b""), 7, None, None)
+    for partition in range(7):
+        sent = [int(r.value or b"") for r in sorted(records, key=lambda r: r.offset) if r.partition == partition]
+        assert sent == sorted(sent)
+
+
 def test_null_keys_spread_over_all_partitions_in_sticky_runs(bootstrap: str, topic_factory: Callable[..., str],
                                                              readback: Readback) -> None:
     topic = topic_factory(partitions=4)

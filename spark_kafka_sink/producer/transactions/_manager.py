@@ -282,7 +282,7 @@ class TransactionManager:
 
     def fail_if_not_ready_for_send(self) -> None:
         """Raise the fatal/abortable error, or IllegalStateError when a transactional send is out of place."""
-        if not self.is_transactional and self._state is not TxnState.FATAL_ERROR:
+        if self.transactional_id is None and self._state is not TxnState.FATAL_ERROR:  # not is_transactional
             return  # per-record fast path: an unlocked read of one attribute; a race only delays the error a record
         with self._lock:
             self._raise_if_failed()
