@@ -16,11 +16,15 @@ Condition was made for every one of them (~8 us of GIL time a batch).
 
 Relies on Future's private field names (``_state``, ``_result``, ``_exception``, ``_waiters``,
 ``_done_callbacks``, ``_condition``, ``_invoke_callbacks``), unchanged in CPython since 3.2; the tests exercise
-every public method and ``wait`` / ``as_completed`` racing completion. Thread-safety: one module-wide lock,
-``_LOCK``, held for a few bytecodes, guards every future's state change, callback list and lazy Condition. A
-completion sets the state under it and then notifies the Condition only if one exists; a waiter creates the
-Condition under it and then checks the state under the Condition, so either the waiter sees FINISHED or the
-completion sees (and notifies) its Condition.
+every public method and ``wait`` / ``as_completed`` racing completion. ``LazyConditionFuture`` holds what
+``RecordFuture`` and ``record_outcomes.LazyRecordFuture`` share: the lazy Condition, the callback list and waking
+both at completion; each says how it knows it is done.
+
+Thread-safety: one lock, ``FUTURES_LOCK``, held for a few bytecodes, guards every future's state change, callback
+list and lazy Condition (and ``RecordOutcomes``' completion, which is the lazy futures' state). A completion sets
+the state under it and then notifies the Condition only if one exists; a waiter creates the Condition under it
+and then checks the state under the Condition, so either the waiter sees FINISHED or the completion sees (and
+notifies) its Condition.
 """
 
 from __future__ import annotations
@@ -31,22 +35,21 @@ from concurrent.futures import Future, InvalidStateError
 from concurrent.futures._base import FINISHED, LOGGER, RUNNING
 from typing import Any, TypeVar
 
-__all__ = ["RecordFuture"]
+__all__ = ["FUTURES_LOCK", "LazyConditionFuture", "RecordFuture"]
 
 _T = TypeVar("_T")
-_LOCK = threading.Lock()
+FUTURES_LOCK = threading.Lock()
 
 
-class RecordFuture(Future[_T]):
-    """A Future with a lazily created Condition (see the module docstring)."""
+class LazyConditionFuture(Future[_T]):
+    """A Future whose Condition, waiter list and callback list are made when first needed (see the module
+    docstring). Subclasses say when they are done (``done``) and may act when someone first waits or adds a
+    callback (``_first_interest_locked``); their completion calls ``_wake``."""
 
-    # A new future's fields are these class attributes: one is made per record sent, and setting six instance
+    # A new future's fields are these class attributes: one is made per record sent, and setting instance
     # attributes cost more than the rest of making it. Each is set on the instance when it first changes; the
     # lists are made then (``_waiters`` with the Condition: whoever appends a waiter holds the Condition first).
     _cond: threading.Condition | None = None
-    _state = RUNNING
-    _result: Any = None
-    _exception: BaseException | None = None
     _waiters: list[Any] = ()  # type: ignore[assignment]
     _done_callbacks: list[Any] = ()  # type: ignore[assignment]
 
@@ -57,12 +60,51 @@ class RecordFuture(Future[_T]):
     def _condition(self) -> threading.Condition:  # type: ignore[override]
         cond = self._cond
         if cond is None:
-            with _LOCK:
+            with FUTURES_LOCK:
                 cond = self._cond
                 if cond is None:
                     self._waiters = []
                     cond = self._cond = threading.Condition()
+                    self._first_interest_locked()
         return cond
+
+    def _first_interest_locked(self) -> None:
+        """Someone waits on this future or adds a callback to it (caller holds FUTURES_LOCK; not done yet or
+        just done). Nothing to do unless the subclass must arrange to be woken."""
+
+    def add_done_callback(self, fn: Callable[[Future[_T]], object]) -> None:
+        with FUTURES_LOCK:
+            if not self.done():
+                if not self._done_callbacks:
+                    self._done_callbacks = []
+                self._done_callbacks.append(fn)
+                self._first_interest_locked()
+                return
+        try:
+            fn(self)
+        except Exception:  # as Future: a failing callback is logged, not raised into the caller
+            LOGGER.exception("exception calling callback for %r", self)
+
+    def _wake(self, cond: threading.Condition | None, *, failed: bool) -> None:
+        """Completed: wake the waiters (if a Condition was ever made), then run the callbacks, as Future does.
+        Called outside FUTURES_LOCK: callbacks run here."""
+        if cond is not None:
+            with cond:
+                for waiter in self._waiters:
+                    if failed:
+                        waiter.add_exception(self)
+                    else:
+                        waiter.add_result(self)
+                cond.notify_all()
+        self._invoke_callbacks()  # type: ignore[attr-defined]
+
+
+class RecordFuture(LazyConditionFuture[_T]):
+    """A Future with a lazily created Condition, completed by ``set_result`` / ``set_exception``."""
+
+    _state = RUNNING
+    _result: Any = None
+    _exception: BaseException | None = None
 
     def done(self) -> bool:
         return self._state == FINISHED  # never cancelled: it starts RUNNING
@@ -80,20 +122,8 @@ class RecordFuture(Future[_T]):
             return self._exception
         return super().exception(timeout)
 
-    def add_done_callback(self, fn: Callable[[Future[_T]], object]) -> None:
-        with _LOCK:
-            if self._state != FINISHED:
-                if not self._done_callbacks:
-                    self._done_callbacks = []
-                self._done_callbacks.append(fn)
-                return
-        try:
-            fn(self)
-        except Exception:  # as Future: a failing callback is logged, not raised into the caller
-            LOGGER.exception("exception calling callback for %r", self)
-
     def set_result(self, result: _T) -> None:
-        with _LOCK:
+        with FUTURES_LOCK:
             already = self._state == FINISHED
             if not already:
                 self._result = result
@@ -102,7 +132,7 @@ class RecordFuture(Future[_T]):
         self._notify(cond, already, failed=False)
 
     def set_exception(self, exception: BaseException | None) -> None:
-        with _LOCK:
+        with FUTURES_LOCK:
             already = self._state == FINISHED
             if not already:
                 self._exception = exception
@@ -111,14 +141,6 @@ class RecordFuture(Future[_T]):
         self._notify(cond, already, failed=True)
 
     def _notify(self, cond: threading.Condition | None, already: bool, *, failed: bool) -> None:
-        if already:  # raised outside _LOCK: repr() takes the Condition, which may need _LOCK
+        if already:  # raised outside FUTURES_LOCK: repr() takes the Condition, which may need the lock
             raise InvalidStateError(f"{self._state}: {self!r}")
-        if cond is not None:  # someone waits (or waited) on it: wake them as Future does
-            with cond:
-                for waiter in self._waiters:
-                    if failed:
-                        waiter.add_exception(self)
-                    else:
-                        waiter.add_result(self)
-                cond.notify_all()
-        self._invoke_callbacks()  # type: ignore[attr-defined]
+        self._wake(cond, failed=failed)

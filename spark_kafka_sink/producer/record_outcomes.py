@@ -15,7 +15,7 @@ cancelled (a record handed to the producer cannot be recalled, as in the Java cl
 A batch split after MESSAGE_TOO_LARGE hands its records to smaller batches: ``redirect`` points its outcomes at
 theirs (a record's index is then looked up in the part holding it) and moves the watched futures over.
 
-Thread-safety: ``_LOCK``, module-wide and held for a few bytecodes, guards every outcome's completion, redirect
+Thread-safety: ``record_future.FUTURES_LOCK``, held for a few bytecodes, guards every outcome's completion, redirect
 and watched list, and every future's lazily made Condition and callback list. A completion marks the outcome
 finished under it and then wakes the futures watched at that moment; a future that starts being watched later
 sees the outcome finished (it checks under the same lock), so no waiter is missed.
@@ -24,17 +24,13 @@ sees the outcome finished (it checks under the same lock), so no waiter is misse
 from __future__ import annotations
 
 import bisect
-import threading
-from collections.abc import Callable
-from concurrent.futures import Future, InvalidStateError
-from concurrent.futures._base import FINISHED, LOGGER, RUNNING
-from typing import Any
+from concurrent.futures import InvalidStateError
+from concurrent.futures._base import FINISHED, RUNNING
 
+from spark_kafka_sink.producer.record_future import FUTURES_LOCK, LazyConditionFuture
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET, NO_TIMESTAMP, RecordMetadata, TopicPartition
 
 __all__ = ["RecordOutcomes", "LazyRecordFuture"]
-
-_LOCK = threading.Lock()
 
 
 class RecordOutcomes:
@@ -46,11 +42,11 @@ class RecordOutcomes:
     def __init__(self, tp: TopicPartition, timestamps: list[int]) -> None:
         self.tp = tp
         self.timestamps = timestamps  # per record, in append order (the batch's own list: it grows with it)
-        self.finished = False  # guarded by _LOCK; read without it (one attribute read)
+        self.finished = False  # guarded by FUTURES_LOCK; read without it (one attribute read)
         self.base_offset = NO_OFFSET
         self.log_append_time_ms = NO_TIMESTAMP
         self.error: BaseException | None = None
-        self._watched: list[LazyRecordFuture] | None = None  # guarded by _LOCK
+        self._watched: list[LazyRecordFuture] | None = None  # guarded by FUTURES_LOCK
         self._parts: list[RecordOutcomes] | None = None  # after a split: the parts, in record order
         self._part_starts: list[int] = []
 
@@ -71,7 +67,7 @@ class RecordOutcomes:
 
     def complete(self, base_offset: int, log_append_time_ms: int, error: BaseException | None) -> None:
         """Finish every record at once; then wake the watched futures (outside the lock: callbacks run there)."""
-        with _LOCK:
+        with FUTURES_LOCK:
             if self.finished:
                 raise InvalidStateError(f"the records of {self.tp} were already completed")
             self.base_offset, self.log_append_time_ms, self.error = base_offset, log_append_time_ms, error
@@ -86,14 +82,14 @@ class RecordOutcomes:
         starts = [0]
         for count in counts[:-1]:
             starts.append(starts[-1] + count)
-        with _LOCK:
+        with FUTURES_LOCK:
             self._part_starts, self._parts = starts, parts
             watched, self._watched = self._watched, None
             for future in watched or ():
                 future._watch_locked()
 
     def _watch_locked(self, future: LazyRecordFuture) -> bool:
-        # Caller holds _LOCK. False: already finished, nothing to wait for.
+        # Caller holds FUTURES_LOCK. False: already finished, nothing to wait for.
         if self.finished:
             return False
         if self._watched is None:
@@ -102,14 +98,10 @@ class RecordOutcomes:
         return True
 
 
-class LazyRecordFuture(Future[RecordMetadata]):
+class LazyRecordFuture(LazyConditionFuture[RecordMetadata]):
     """A record's future, completed with its batch (see the module docstring)."""
 
-    # Fields a Future keeps per instance, made only when first needed (see record_future.py for the reason).
-    _cond: threading.Condition | None = None
-    _waiters: list[Any] = ()  # type: ignore[assignment]
-    _done_callbacks: list[Any] = ()  # type: ignore[assignment]
-    _is_watched = False
+    _is_watched = False  # set under FUTURES_LOCK
 
     def __init__(self, outcomes: RecordOutcomes, index: int) -> None:  # Future.__init__ skipped on purpose
         self._outcomes = outcomes
@@ -133,21 +125,12 @@ class LazyRecordFuture(Future[RecordMetadata]):
         outcomes, index = self._located()
         return outcomes.metadata(index) if outcomes.finished and outcomes.error is None else None
 
-    @property
-    def _condition(self) -> threading.Condition:  # type: ignore[override]
-        cond = self._cond
-        if cond is None:
-            with _LOCK:
-                cond = self._cond
-                if cond is None:
-                    self._waiters = []
-                    cond = self._cond = threading.Condition()
-                    if not self._is_watched:
-                        self._watch_locked()
-        return cond
+    def _first_interest_locked(self) -> None:
+        if not self._is_watched:
+            self._watch_locked()
 
     def _watch_locked(self) -> None:
-        # Caller holds _LOCK: be told when the record's outcome (or, after a split, its part's) finishes.
+        # Caller holds FUTURES_LOCK: be told when the record's outcome (or, after a split, its part's) finishes.
         self._is_watched = self._located()[0]._watch_locked(self)
 
     def done(self) -> bool:
@@ -170,20 +153,6 @@ class LazyRecordFuture(Future[RecordMetadata]):
             return outcomes.error
         return super().exception(timeout)
 
-    def add_done_callback(self, fn: Callable[[Future[RecordMetadata]], object]) -> None:
-        with _LOCK:
-            if not self._located()[0].finished:
-                if not self._done_callbacks:
-                    self._done_callbacks = []
-                self._done_callbacks.append(fn)
-                if not self._is_watched:
-                    self._watch_locked()
-                return
-        try:
-            fn(self)
-        except Exception:  # as Future: a failing callback is logged, not raised into the caller
-            LOGGER.exception("exception calling callback for %r", self)
-
     def set_result(self, result: RecordMetadata) -> None:
         raise InvalidStateError("a record's future is completed by its batch, not by set_result")
 
@@ -193,13 +162,4 @@ class LazyRecordFuture(Future[RecordMetadata]):
     def _finished(self) -> None:
         """Its outcome finished: wake its waiters, then run its callbacks, as Future does."""
         cond = self._cond
-        if cond is not None:
-            failed = self._located()[0].error is not None
-            with cond:
-                for waiter in self._waiters:
-                    if failed:
-                        waiter.add_exception(self)
-                    else:
-                        waiter.add_result(self)
-                cond.notify_all()
-        self._invoke_callbacks()  # type: ignore[attr-defined]
+        self._wake(cond, failed=cond is not None and self._located()[0].error is not None)
