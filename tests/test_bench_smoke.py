@@ -133,6 +133,7 @@ def test_workload_records_have_the_declared_sizes() -> None:
 
 @pytest.mark.broker
 @pytest.mark.spark
+@pytest.mark.timeout(900)  # as the run's own: past the suite's 300 s on a loaded host (a registry, 6 Spark sets)
 def test_make_bench_quick_runs_every_group(bootstrap: str, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     cmd = [sys.executable, "-m", "benchmarks", "--quick", "--rounds", "1", "--sweep", "encoder",
