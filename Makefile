@@ -102,6 +102,9 @@ PYSPARK_TESTS := tests/spark/test_registration.py tests/spark/test_row_batches.p
 	tests/spark/test_stream_columns.py tests/spark/test_sink_guarantees.py tests/spark/test_sink_streaming.py \
 	tests/spark/test_sink_errors.py
 PYSPARK_JOBS ?= 3
+# The runs' local time zone, not UTC: pyspark 4.0's stream writer gets timestamps as naive datetimes in the Python
+# worker's zone, which the sink must turn back into instants; on a UTC host a missed conversion would not show.
+PYSPARK_TZ ?= America/New_York
 # Python 3.10 from a pyenv install (its shim on PATH only runs it when selected), else python3.10 on PATH.
 PYTHON_3_10 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.10.*/bin/python3.10) python3.10)
 test-pyspark: venv
@@ -123,7 +126,7 @@ $(addprefix pyspark-version-,$(PYSPARK_OLDER)): pyspark-version-%:
 	    "pyspark==$$version" && touch $$stamp || exit 2; \
 	fi; \
 	echo "== pyspark $$version, $$($$venv/bin/python -V), Kafka $$kafka"; \
-	KAFKA_VERSION=$$kafka PYSPARK_PYTHON=$(CURDIR)/$$venv/bin/python PYSPARK_DRIVER_PYTHON=$(CURDIR)/$$venv/bin/python \
+	KAFKA_VERSION=$$kafka TZ=$(PYSPARK_TZ) PYSPARK_PYTHON=$(CURDIR)/$$venv/bin/python PYSPARK_DRIVER_PYTHON=$(CURDIR)/$$venv/bin/python \
 	  $$venv/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(PYSPARK_TESTS) \
 	  || { echo "error: the pyspark matrix failed on pyspark $$version"; exit 1; }
 

@@ -28,7 +28,7 @@ from benchmarks.workload import Workload
 from spark_kafka_sink.testing.broker_jars import REPO_ROOT
 
 GROUPS = ("encoder", "producer", "per-record", "spark", "memory")
-SPARK_SETS = ("main", "two", "small", "micro", "json", "sweep")  # bench_spark.run
+SPARK_SETS = ("main", "two", "small", "micro", "json", "avro", "sweep")  # bench_spark.run
 VALUE_SIZES = (10, 1000, 10_000)  # plus the base 100 B
 CODECS = ("none", "gzip", "snappy", "zstd")  # plus the base lz4
 

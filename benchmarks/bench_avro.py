@@ -15,6 +15,7 @@ from __future__ import annotations
 import decimal
 import io
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -22,7 +23,8 @@ import pyarrow as pa
 from benchmarks.context import Context, pinned_to_one_core
 from benchmarks.harness import Comparison, Contender, Sample, run_comparison
 
-__all__ = ["run", "TITLE", "BASELINE", "SUBJECT"]
+__all__ = ["run", "TITLE", "BASELINE", "SUBJECT", "SPARK_TO_AVRO", "AVRO_RECORD_BYTES", "spark_title", "spark_records",
+           "value_schema", "spark_to_avro_writer"]
 
 TITLE = "avro encoder 15 fields"
 BASELINE = "fastavro per record"
@@ -95,3 +97,90 @@ def run(ctx: Context, rows: int) -> list[Comparison]:
                               params={"rows": rows, "baseline_rows": min(rows, BASELINE_ROWS), "pinned_cpu": cpu},
                               log=ctx.log, warmup=True)
     return [comp]
+
+
+# ------------------------------------------------------------------------------------------------ Spark: Avro values
+# ``spark 1 KB Avro 15 fields <codec>`` (bench_spark's "avro" set): a tenth of the main workload's rows, each a
+# ~1 KB record of the encoder comparison's 15 fields (its ``payload`` 950 random bytes), made by Spark expressions
+# and cached as one struct column ``value``; written as registry-framed Avro values (no keys) to a fresh topic.
+# - ``Spark to_avro + frame + format(kafka)`` (baseline): what users run without this sink: the value schema
+#   registered once per write, spark-avro's ``to_avro`` of the struct with that schema, the 5-byte frame
+#   (magic 0 + schema id) concatenated in front, Spark's built-in ``format("kafka")``;
+# - ``pykafka-sink at_least_once``: ``format("pykafka-sink")`` with ``valueFormat=avro`` (it derives the schema,
+#   registers it on the driver, encodes each Arrow batch in the Python workers).
+# Both register the same derived schema under ``<topic>-value``, so both write the same bytes.
+SPARK_TO_AVRO = "Spark to_avro + frame + format(kafka)"
+AVRO_SPARK_PAYLOAD = 950
+AVRO_RECORD_BYTES = 1000  # about: the encoded record with the payload above (for MB/s)
+_AVRO_COLUMNS = {
+    "id": "id",
+    "user": "concat('user', id)",
+    "email": "concat('user', id, '@example.com')",
+    "country": "'NL'",
+    "amount": "cast(id + 0.25 as decimal(12, 2))",
+    "at": "timestamp_micros(id * 1000)",
+    "day": "date_add(date'2022-01-08', cast(id % 100 as int))",
+    "ok": "id % 2 = 0",
+    "score": "id / 7",
+    "qty": "cast(id % 1000 as int)",
+    "tags": "array('a', 'bb', 'ccc')",
+    "attrs": "map('k1', 'v1', 'k2', 'v2')",
+    "address": "named_struct('street', 'Main street 1', 'city', 'Amsterdam', 'zip', 1234)",
+    "payload": f"cast(randstr({AVRO_SPARK_PAYLOAD}, 7) as binary)",
+    "note": "case when id % 3 = 0 then 'a note' end",
+}
+
+
+def spark_title(codec: str) -> str:
+    return f"spark 1 KB Avro 15 fields {codec}"
+
+
+def spark_records(spark: Any, rows: int, partitions: int) -> Any:
+    """The cached DataFrame: one struct column ``value`` of the 15 fields, ``rows`` rows in ``partitions``."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    df = spark.range(0, rows, 1, partitions).select(
+        F.struct(*[F.expr(sql).alias(name) for name, sql in _AVRO_COLUMNS.items()]).alias("value"))
+    df = df.persist(StorageLevel.MEMORY_AND_DISK)
+    count = df.count()
+    if count != rows:
+        raise RuntimeError(f"cached DataFrame has {count} rows, expected {rows}")
+    return df
+
+
+def value_schema(df: Any) -> str:
+    """The Avro schema the sink derives for ``df``'s ``value`` column (from the Arrow type Spark hands it)."""
+    import json
+
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    from spark_kafka_sink.avro import derive_schema
+
+    data_type = df.schema["value"].dataType
+    try:  # pyspark 4.3 asks for the session time zone; older ones take none (UTC)
+        arrow_type = to_arrow_type(data_type, timezone="UTC")
+    except TypeError:
+        arrow_type = to_arrow_type(data_type)
+    return json.dumps(derive_schema(arrow_type, column="value"))
+
+
+def spark_to_avro_writer(registry_url: str, df: Any, schema: str) -> Callable[[dict[str, str]], None]:
+    """The workaround's write of ``df`` with Kafka ``options`` (bench_spark.kafka_options): register ``schema``
+    under the topic's subject, to_avro with it, the frame in front, ``format("kafka")``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import to_avro
+
+    from spark_kafka_sink.schema_registry import RegistrySettings, SchemaRegistryClient, frame_prefix
+
+    client = SchemaRegistryClient(RegistrySettings.from_config({"url": registry_url}))
+
+    def save(options: dict[str, str]) -> None:
+        schema_id = client.register(f"{options['topic']}-value", schema)
+        framed = F.concat(F.unhex(F.lit(frame_prefix(schema_id).hex())), to_avro(F.col("value"), schema))
+        writer = df.select(framed.alias("value")).write.format("kafka").mode("append")
+        for k, v in options.items():
+            writer = writer.option(k, v)
+        writer.save()
+
+    return save

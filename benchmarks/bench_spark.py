@@ -1,6 +1,8 @@
 """Spark sinks on one cached DataFrame: ``rows`` rows of 16-character string keys and ``value_size``-character
 random string values (``randstr``), 12 partitions, written by local[2] Spark to a fresh 12-partition topic per run;
-and ``spark 1 KB JSON <codec>``: a tenth of the rows with ~1,000-byte JSON event values (``workload.json_values``).
+and ``spark 1 KB JSON <codec>``: a tenth of the rows with ~1,000-byte JSON event values (``workload.json_values``);
+and ``spark 1 KB Avro 15 fields <codec>``: a tenth of the rows as registry-framed Avro records, Spark's
+``to_avro`` + frame + ``format("kafka")`` against the sink's ``valueFormat=avro`` (``benchmarks.bench_avro``).
 
 Contenders (the timer covers ``df.write...save()``; afterwards the topic's end offsets are checked):
 - ``Spark format(kafka)`` (baseline): Spark's built-in JVM sink (spark-sql-kafka-0-10 jars from Maven), and
@@ -49,7 +51,7 @@ from benchmarks.targets import (
     two_tasks_title,
 )
 from benchmarks.workload import Workload
-from spark_kafka_sink.testing.broker_jars import spark_connector_jars
+from spark_kafka_sink.testing.broker_jars import spark_avro_jars, spark_connector_jars
 
 __all__ = ["run", "dataframe", "kafka_options", "SINK_FORMAT"]
 
@@ -230,6 +232,34 @@ def compare(ctx: Context, w: Workload, title: str, with_send: bool,
         df.unpersist()
 
 
+def compare_avro(ctx: Context, w: Workload, title: str) -> Comparison:
+    """Avro values through the registry: Spark's to_avro + frame + format("kafka") against the sink with
+    valueFormat=avro (bench_avro's Spark section)."""
+    from benchmarks import bench_avro
+
+    ctx.fresh_spark(worker_reuse=True)
+    ctx.log(f"  {title}: caching a {w.rows:,}-row DataFrame of Avro records in {w.partitions} partitions ...")
+    df = bench_avro.spark_records(ctx.spark, w.rows, w.partitions)
+    url = ctx.registry_url
+    to_avro_save = bench_avro.spark_to_avro_writer(url, df, bench_avro.value_schema(df))
+    no_jars = (None if spark_connector_jars() and spark_avro_jars()
+               else "Spark's Kafka connector or spark-avro jars are missing: run `make jars`")
+    contenders = [
+        Contender(bench_avro.SPARK_TO_AVRO,
+                  lambda: _timed_write(ctx, w, lambda topic: to_avro_save(kafka_options(ctx, w, topic))),
+                  unavailable=no_jars),
+        Contender(SINK_ALO, _writer(ctx, w, df, SINK_FORMAT, {"deliveryGuarantee": "at_least_once",
+                                                               "valueFormat": "avro", "schema.registry.url": url}),
+                  unavailable=sink_available()),
+    ]
+    try:
+        return run_comparison("spark", title, "rows/s", contenders, ctx.rounds,
+                              params={**w.describe(), "spark_master": "local[2]"}, log=ctx.log,
+                              warmup=not ctx.quick)
+    finally:
+        df.unpersist()
+
+
 MICRO_BATCHES = 10  # micro-batches per measured run (2 with --quick)
 
 
@@ -306,7 +336,8 @@ def compare_micro_batches(ctx: Context, w: Workload, title: str) -> Comparison:
 def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]], with_send: bool,
         sets: Sequence[str]) -> list[Comparison]:
     """The Spark workloads named in ``sets`` (``__main__.SPARK_SETS``): main (the base workload), two (its rows in 2
-    Spark partitions), small (many small tasks), micro (micro-batches), json (1 KB JSON events), sweep (``sweep``)."""
+    Spark partitions), small (many small tasks), micro (micro-batches), json (1 KB JSON events), avro (~1 KB Avro
+    records through the schema registry), sweep (``sweep``)."""
     comps = ([compare(ctx, base, f"spark {base.value_size} B {base.codec}", with_send, rounds=ctx.target_rounds())]
              if "main" in sets else [])
     if "two" in sets:  # the same rows in 2 Spark partitions (one task per core), into the same 12-partition topic
@@ -330,6 +361,11 @@ def run(ctx: Context, base: Workload, sweep: list[tuple[str, Workload]], with_se
     if "json" in sets:  # 1 KB JSON events (issue 16): a tenth of the main workload's rows, about as many bytes.
         events = base.with_(rows=max(1, base.rows // 10), value_size=JSON_VALUE_SIZE, value_kind="json")
         comps.append(compare(ctx, events, f"spark 1 KB JSON {base.codec}", with_send))
+    if "avro" in sets:  # ~1 KB records of 15 typed fields as registry-framed Avro: a tenth of the rows, like json
+        from benchmarks.bench_avro import AVRO_RECORD_BYTES, spark_title
+
+        records = base.with_(rows=max(1, base.rows // 10), key_size=0, value_size=AVRO_RECORD_BYTES)
+        comps.append(compare_avro(ctx, records, spark_title(base.codec)))
     for label, w in sweep if "sweep" in sets else ():
         comps.append(compare(ctx, w, f"spark {label}", with_send))
     return comps

@@ -20,7 +20,8 @@ from typing import Any
 
 from benchmarks.request_count import RequestLog
 from spark_kafka_sink.testing.broker import KafkaCluster
-from spark_kafka_sink.testing.broker_jars import REPO_ROOT, fetch_jars, spark_connector_jars
+from spark_kafka_sink.testing.broker_jars import REPO_ROOT, fetch_jars, spark_avro_jars, spark_connector_jars
+from spark_kafka_sink.testing.registry import TestRegistry
 
 __all__ = ["Context", "pinned_to_one_core", "TARGET_ROUNDS"]
 
@@ -37,6 +38,7 @@ class Context:
     bootstrap_arg: str | None = None
     spark_memory: str = "4g"
     _cluster: KafkaCluster | None = None
+    _registry: TestRegistry | None = None
     _spark: Any = None
     _worker_reuse: bool = True  # spark.python.worker.reuse of the next Spark application (fresh_spark)
     _topics: list[str] = field(default_factory=list)
@@ -150,6 +152,15 @@ class Context:
         with contextlib.suppress(ValueError):
             self._topics.remove(name)
 
+    # ---------------------------------------------------------------------------------- schema registry
+    @property
+    def registry_url(self) -> str:
+        """The Confluent-compatible API of a schema registry (Apicurio, in memory) started on first use."""
+        if self._registry is None:
+            self.log("  starting a schema registry (Apicurio) ...")
+            self._registry = TestRegistry().start()
+        return self._registry.url
+
     # -------------------------------------------------------------------------------------------- spark
     @property
     def spark(self) -> Any:
@@ -183,7 +194,7 @@ class Context:
         # Python workers import benchmarks.spark_noop (the do-nothing writer) from the repo root.
         paths = [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-        jars = ",".join(str(p) for p in spark_connector_jars())
+        jars = ",".join(str(p) for p in spark_connector_jars() + spark_avro_jars())
         session = (
             SparkSession.builder.master("local[2]")
             .appName("spark-kafka-sink-bench")
@@ -236,6 +247,9 @@ class Context:
         if self._cluster is not None:
             self._cluster.stop()
             self._cluster = None
+        if self._registry is not None:
+            self._registry.stop(keep_files=False)
+            self._registry = None
 
 
 @contextlib.contextmanager

@@ -5,8 +5,10 @@ from __future__ import annotations
 import importlib
 
 from benchmarks.bench_avro import BASELINE as AVRO_BASELINE
+from benchmarks.bench_avro import SPARK_TO_AVRO
 from benchmarks.bench_avro import SUBJECT as AVRO_SUBJECT
 from benchmarks.bench_avro import TITLE as AVRO_TITLE
+from benchmarks.bench_avro import spark_title as avro_spark_title
 from benchmarks.harness import Target
 
 __all__ = ["targets", "missing_components", "producer_class", "sink_available",
@@ -40,6 +42,8 @@ _TARGETS = [
     Target("spark", "sink >= 1.5x Spark's format(kafka)", "spark 100 B lz4", SINK_ALO, SPARK_BUILTIN, at_least=1.5),
     Target("spark", "sink >= 1.5x Spark's format(kafka) at 1 KB JSON values", "spark 1 KB JSON lz4", SINK_ALO,
            SPARK_BUILTIN, at_least=1.5),
+    Target("spark", "sink >= 1.5x Spark's to_avro + frame + format(kafka) (1 KB Avro, registry)",
+           avro_spark_title("lz4"), SINK_ALO, SPARK_TO_AVRO, at_least=1.5),
     Target("spark", "sink >= 0.8x do-nothing Arrow writer", "spark 100 B lz4", SINK_ALO, NOOP_WRITER, at_least=0.8),
     Target("spark", "exactly_once within 10% of at_least_once", "spark 100 B lz4", SINK_EOS, SINK_ALO,
            at_least=0.9),

@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.bench_avro import SPARK_TO_AVRO, spark_title
 from benchmarks.harness import Contender, Sample, Target, run_comparison
 from benchmarks.profile_sender import measure as measure_sender
 from benchmarks.report import format_table, markdown_table
+from benchmarks.targets import SINK_ALO
 from benchmarks.workload import Workload, arrow_table, python_chunks
 from tests.conftest import wait_for
 
@@ -131,6 +133,7 @@ def test_workload_records_have_the_declared_sizes() -> None:
 
 @pytest.mark.broker
 @pytest.mark.spark
+@pytest.mark.timeout(900)  # as the run's own: past the suite's 300 s on a loaded host (a registry, 6 Spark sets)
 def test_make_bench_quick_runs_every_group(bootstrap: str, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     cmd = [sys.executable, "-m", "benchmarks", "--quick", "--rounds", "1", "--sweep", "encoder",
@@ -145,6 +148,9 @@ def test_make_bench_quick_runs_every_group(bootstrap: str, tmp_path: Path) -> No
     assert len([c for c in data["comparisons"] if c["group"] == "per-record"]) == 12  # 3 sizes x keys x callbacks
     # base + 7 sweep points + the Avro encoder
     assert len([c for c in data["comparisons"] if c["group"] == "encoder"]) == 9
+    # Avro through the registry: Spark's to_avro + frame + format(kafka) against the sink, both measured
+    (avro,) = [c for c in data["comparisons"] if c["title"] == spark_title("lz4")]
+    assert [r["name"] for r in avro["contenders"]] == [SPARK_TO_AVRO, SINK_ALO], avro
     for comp in data["comparisons"]:
         for contender in comp["contenders"]:
             assert "error" not in contender, (comp["title"], contender)

@@ -129,7 +129,7 @@ class SchemaRegistryClient:
                         text = resp.read().decode()
                         return json.loads(text) if text else {}
                 except urllib.error.HTTPError as e:
-                    error = _registry_error(e, method, base + path, subject)
+                    error = _registry_error(e, method, base + path, subject, settings)
                     if e.code not in _RETRIED_STATUS:
                         raise error from None
                     last = str(error)
@@ -167,7 +167,8 @@ def _registered(answer: Any, schema_type: str) -> RegisteredSchema:
                             str(answer.get("schema", "")), str(answer.get("schemaType", schema_type)))
 
 
-def _registry_error(e: urllib.error.HTTPError, method: str, url: str, subject: str | None) -> SchemaRegistryError:
+def _registry_error(e: urllib.error.HTTPError, method: str, url: str, subject: str | None,
+                    settings: RegistrySettings) -> SchemaRegistryError:
     try:
         payload = json.loads(e.read().decode() or "{}")
     except (ValueError, OSError):
@@ -176,7 +177,13 @@ def _registry_error(e: urllib.error.HTTPError, method: str, url: str, subject: s
         e.close()  # its connection: left open it would outlive the error
     message = str(payload.get("message") or e.reason)
     code = payload.get("error_code")
-    hint = {401: "check basic.auth.user.info", 403: "the credentials may not do this"}.get(e.code, "")
+    hint = ""
+    if e.code == 401 and settings.user_info is None:
+        hint = f"the registry asks for credentials and none were given: set {settings.credentials_setting}"
+    elif e.code == 401:
+        hint = f"the registry refused the credentials of {settings.credentials_setting}: check them"
+    elif e.code == 403:
+        hint = f"the credentials of {settings.credentials_setting} may not do this"
     return SchemaRegistryError(
         f"{method} {url} answered {e.code}: {message}" + (f" ({hint})" if hint else ""), status=e.code,
         error_code=int(code) if isinstance(code, int) else None, subject=subject)

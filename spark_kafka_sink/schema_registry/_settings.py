@@ -42,6 +42,8 @@ class RegistrySettings:
     max_retries: int = 3
     retry_wait_ms: int = 1000
     retry_max_wait_ms: int = 20000
+    # Where the credentials come from, as the user spelled it: what a refused request's error names.
+    credentials_setting: str = "basic.auth.user.info"
 
     @classmethod
     def from_config(cls, config: Mapping[str, str], *, prefix: str = "") -> RegistrySettings:
@@ -85,6 +87,9 @@ class RegistrySettings:
             max_retries=int(_number(values, "max.retries", 3, prefix)),
             retry_wait_ms=int(_number(values, "retries.wait.ms", 1000, prefix)),
             retry_max_wait_ms=int(_number(values, "retries.max.wait.ms", 20000, prefix)),
+            credentials_setting=(f"the user:password in {prefix}url ({prefix}basic.auth.credentials.source=URL)"
+                                 if source == "URL" and (url_info is not None or "basic.auth.credentials.source"
+                                                         in values) else f"{prefix}basic.auth.user.info"),
         )
 
 

@@ -7,13 +7,14 @@ handoff types them for the Arrow writers. ``write_partition`` then sends them wi
 sends what 4.1+ hands over: never one producer call per row.
 
 Values arrive as pyspark 4.0's ``ArrowTableToRowsConversion`` makes them: binary as ``bytearray``, structs as Rows
-(tuples), timestamps as naive datetimes in the worker's local time zone, which are made UTC instants again here.
+(tuples), timestamps as naive datetimes in the worker's local time zone, which are made UTC instants again here,
+at any depth of an Avro column (a struct's field, an array's items, a map's values).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -24,6 +25,7 @@ from pyspark.sql.types import (
     DataType,
     IntegerType,
     LongType,
+    MapType,
     StringType,
     StructType,
     TimestampType,
@@ -63,6 +65,32 @@ def _utc(value: datetime | None) -> datetime | None:
     return None if value is None else value.astimezone(timezone.utc)
 
 
+def _localized(data_type: DataType) -> Callable[[Any], Any] | None:
+    """For a column of ``data_type`` (an Avro column may be any type): a function that makes every TimestampType
+    value inside a pyspark 4.0 value UTC (:func:`_utc`), at any depth; None when the type holds none."""
+    if isinstance(data_type, TimestampType):  # (TimestampNTZType is not one: it stays naive wall-clock time)
+        return _utc
+    if isinstance(data_type, ArrayType):
+        item = _localized(data_type.elementType)
+        return None if item is None else lambda v: None if v is None else [item(x) for x in v]
+    if isinstance(data_type, MapType):
+        key, value = _localized(data_type.keyType) or _same, _localized(data_type.valueType) or _same
+        if key is _same and value is _same:
+            return None
+        return lambda v: None if v is None else {key(k): value(x) for k, x in v.items()}
+    if isinstance(data_type, StructType):
+        fields = [_localized(f.dataType) or _same for f in data_type.fields]
+        if all(f is _same for f in fields):
+            return None
+        # A Row (a tuple) in field order: pyarrow takes a tuple for a struct
+        return lambda v: None if v is None else tuple(f(x) for f, x in zip(fields, v, strict=True))
+    return None
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
 def row_batches(rows: Iterable[Sequence[Any]], schema: StructType, plan: ColumnPlan,
                 max_rows: int = MAX_ROWS_PER_BATCH) -> Iterator[pa.RecordBatch]:
     """Arrow batches of at most ``max_rows`` of ``rows`` (Rows of ``schema``, in its column order), with the
@@ -74,12 +102,13 @@ def row_batches(rows: Iterable[Sequence[Any]], schema: StructType, plan: ColumnP
              plan.value_serializer) if serializer is not None and serializer.avro is not None}
     arrow_schema = pa.schema([pa.field(name, typed.get(name) or _arrow_type(data_type)) for name, (_, data_type)
                               in zip(plan.input_columns, wanted, strict=True)])
+    converters = [_localized(data_type) for _, data_type in wanted]
     rows = iter(rows)
     while chunk := list(itertools.islice(rows, max_rows)):
         arrays = []
-        for (index, data_type), field in zip(wanted, arrow_schema, strict=True):
+        for (index, _), field, convert in zip(wanted, arrow_schema, converters, strict=True):
             values = [row[index] for row in chunk]
-            if isinstance(data_type, TimestampType):
-                values = [_utc(v) for v in values]
+            if convert is not None:
+                values = [convert(v) for v in values]
             arrays.append(pa.array(values, type=field.type))
         yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)

@@ -152,3 +152,39 @@ def test_an_avro_value_of_any_type_gets_its_serializer_s_arrow_type() -> None:
     expected = writer.encode(pa.array([{"id": 1, "price": decimal.Decimal("2.50"), "attrs": [("k", 3)],
                                         "address": {"zip": 1234}}, None], value_type), prefix=b"\0\0\0\0\7")
     assert records.column("value").to_pylist() == expected.to_pylist()
+
+
+def test_timestamps_nested_in_an_avro_value_are_made_utc_at_any_depth(new_york: None) -> None:
+    """A struct's field, an array's items, a map's values and a nested struct's field: each TimestampType value
+    arrives as naive New York time and is written as its UTC instant; a TimestampNTZType value stays as it is."""
+    import dataclasses
+
+    from pyspark.sql.types import TimestampNTZType
+
+    from spark_kafka_sink.avro import AvroWriter, derive_schema, parse_schema
+    from spark_kafka_sink.spark.options import RecordFormat
+    from spark_kafka_sink.spark.record_schemas import ColumnSerializer
+
+    utc_us = pa.timestamp("us", tz="UTC")
+    value_type = pa.struct([("at", utc_us), ("local", pa.timestamp("us")), ("times", pa.list_(utc_us)),
+                            ("by", pa.map_(pa.string(), utc_us)), ("inner", pa.struct([("when", utc_us)]))])
+    writer = AvroWriter(value_type, parse_schema(derive_schema(value_type, column="value")), column="value")
+    serializer = ColumnSerializer("value", RecordFormat.AVRO, "t-value", 7, b"\0\0\0\0\7", writer)
+    schema = struct(value=struct(at=TimestampType(), local=TimestampNTZType(), times=ArrayType(TimestampType()),
+                                 by=MapType(StringType(), TimestampType()), inner=struct(when=TimestampType())))
+    plan = dataclasses.replace(plan_columns(schema, "t", None, frozenset({"value"})), value_serializer=serializer)
+    summer, winter = utc(2024, 7, 1, 12, 30), utc(2024, 1, 15, 12, 30)
+    wall = datetime(2024, 7, 1, 12, 30)  # timestamp_ntz: wall-clock time, no zone
+    local = as_pyspark_40_hands_it
+    rows = [Row(value=Row(at=local(summer), local=wall, times=[local(winter), None], by={"s": local(summer)},
+                          inner=Row(when=local(winter)))),
+            Row(value=Row(at=None, local=None, times=None, by=None, inner=None)), Row(value=None)]
+
+    (batch,) = row_batches(rows, schema, plan)
+
+    expected = pa.array([{"at": summer, "local": wall, "times": [winter, None], "by": [("s", summer)],
+                          "inner": {"when": winter}},
+                         {"at": None, "local": None, "times": None, "by": None, "inner": None}, None], value_type)
+    assert batch.column("value").equals(expected), batch.column("value").to_pylist()
+    records = to_producer_batch(batch, plan, lambda topic, needed: 1)
+    assert records.column("value").to_pylist() == writer.encode(expected, prefix=b"\0\0\0\0\7").to_pylist()

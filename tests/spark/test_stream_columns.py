@@ -6,15 +6,20 @@ on 4.1+ Arrow batches; either way each record must arrive as the batch sink woul
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient as ConfluentClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
 from pyspark.sql import functions as F
 
 from spark_kafka_sink.protocol.murmur2 import murmur2
 from spark_kafka_sink.spark.writer import ARROW_STREAM_WRITER
+from spark_kafka_sink.testing.registry import TestRegistry
 from tests.conftest import ConsumedRecord
 from tests.spark.conftest import pyspark_minor
 
@@ -62,3 +67,33 @@ def test_every_column_through_the_stream_writer(spark: Any, bootstrap: str, topi
     # (murmur2 is pinned to Java's own vectors in tests/producer/test_partitioner.py).
     keyed = {i: r.partition for i, r in by_id.items() if i % 4 == 1 and i % 5 != 0}
     assert keyed and keyed == {i: (murmur2(f"k-{i}".encode()) & 0x7FFFFFFF) % 3 for i in keyed}
+
+
+def test_timestamps_nested_in_an_avro_value_through_the_stream_writer(
+        spark: Any, bootstrap: str, topic_factory: Callable[..., str], schema_registry: TestRegistry,
+        readback: Callable[..., list[ConsumedRecord]], tmp_path: Path) -> None:
+    """valueFormat=avro with timestamps in a struct's field, an array, a map and a nested struct: on pyspark 4.0
+    they reach the stream writer as naive local datetimes inside Rows (tests/spark/test_row_batches.py), on 4.1+ in
+    Arrow; confluent-kafka's AvroDeserializer must read each as the instant Spark had."""
+    topic = topic_factory(partitions=2)
+    v = F.col("value")
+    at = F.timestamp_millis(F.lit(BASE_MS) + v)
+    rows = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 100).option("numPartitions", 2)
+            .load().select(F.struct(
+                v.alias("id"), at.alias("at"), F.array(at, F.lit(None).cast("timestamp")).alias("times"),
+                F.create_map(F.lit("k"), at).alias("by"), F.struct(at.alias("when")).alias("inner")).alias("value")))
+    query = (rows.writeStream.format("pykafka-sink").option("kafka.bootstrap.servers", bootstrap)
+             .option("topic", topic).option("valueFormat", "avro")
+             .option("schema.registry.url", schema_registry.url)
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    assert query.awaitTermination(120), "the availableNow query did not finish"
+    assert query.exception() is None, query.exception()
+
+    with ConfluentClient({"url": schema_registry.url}) as confluent:
+        deserializer = AvroDeserializer(confluent)
+        values = [deserializer(r.value, SerializationContext(topic, MessageField.VALUE)) for r in readback(topic)]
+    assert sorted(value["id"] for value in values) == list(range(100))
+    for value in values:
+        instant = dt.datetime.fromtimestamp((BASE_MS + value["id"]) / 1000, dt.timezone.utc)
+        assert value == {"id": value["id"], "at": instant, "times": [instant, None], "by": {"k": instant},
+                         "inner": {"when": instant}}, value
