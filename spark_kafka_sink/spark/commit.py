@@ -106,6 +106,7 @@ class WriteSummary:
     skipped_partitions: int = 0  # committed by an earlier run of this writeId: not written again
     skipped_rows: int = 0
     new_producers: int = 0  # tasks that made a producer (the others took one their worker kept, or sent nothing)
+    rate_limit: str = ""  # maxRecordsPerSecond / maxBytesPerSecond as set (RateLimit.describe); empty: none
 
     @property
     def rows_per_second(self) -> float:
@@ -126,7 +127,7 @@ class WriteSummary:
                       f"earlier run; ")
         return (f"pykafka-sink {where}committed {self.rows} rows, {self.bytes} bytes, {self.guarantee}, "
                 f"{self.tasks} tasks ({self.new_producers} new producers), {self.seconds:.1f} s, "
-                f"{self.rows_per_second:,.0f} rows/s; "
+                f"{self.rows_per_second:,.0f} rows/s{'' if not self.rate_limit else ' (' + self.rate_limit + ')'}; "
                 f"offsets: {ranges or 'none'}")
 
 
@@ -150,6 +151,7 @@ def summarize(options: SinkOptions, messages: Sequence[KafkaCommitMessage], batc
         skipped_partitions=sum(1 for m in messages if m.skipped),
         skipped_rows=sum(m.skipped_rows or 0 for m in messages),
         new_producers=sum(1 for m in messages if m.new_producer),
+        rate_limit=options.rate_limit.describe() if options.rate_limit.active else "",
     )
 
 
