@@ -54,7 +54,7 @@ from spark_kafka_sink.protocol.murmur2 import binary_buffers
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, record_size, record_size_bound
 
 __all__ = ["BatchSendResult", "PartitionWrite", "PreparedBatch", "ArrowSender", "row_slices", "fill_bytes",
-           "as_table_input"]
+           "as_table_input", "oversized_rows"]
 
 I64 = npt.NDArray[np.int64]
 _SLICE_BYTES = 2 << 20  # rows encoded per step (by size bound); large enough that the encoder's per-call cost is small
@@ -242,6 +242,17 @@ def _exact_record_size(cols: _Columns, row: int) -> int:
     key = None if cols.key is None else raw(cols.key[row])
     entries = [] if cols.headers is None else (cols.headers[row].as_py() or [])  # key str, value bytes (plain)
     return record_size(0, 0, key, raw(cols.value[row]), [(e["key"], e["value"]) for e in entries])
+
+
+def oversized_rows(data: pa.RecordBatch | pa.Table, topic: str | None, limit: int | I64) -> npt.NDArray[np.intp]:
+    """The rows that, each alone in a record batch (its header included), make one larger than ``limit`` bytes (one
+    limit, or one per row): records no batch can carry. The size bound picks the candidates; only those are
+    measured exactly (as send_batch does before it refuses one), so the rest costs no per-row work."""
+    cols = _validate(data, topic)
+    limits = np.broadcast_to(np.asarray(limit, dtype=np.int64), cols.size.shape)
+    candidates = np.flatnonzero(cols.size + HEADER_SIZE > limits).tolist()
+    return np.array([row for row in candidates if HEADER_SIZE + _exact_record_size(cols, row) > limits[row]],
+                    dtype=np.intp)
 
 
 def row_slices(size: I64, limit: int, whole: int = 0) -> list[tuple[int, int]]:

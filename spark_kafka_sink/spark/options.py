@@ -41,7 +41,8 @@ from spark_kafka_sink.errors import ConfigError, KafkaError
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.schema_registry import RegistrySettings, SubjectNameStrategy
 
-__all__ = ["DeliveryGuarantee", "RecordFormat", "ColumnFormat", "RateLimit", "SinkOptions",
+__all__ = ["DeliveryGuarantee", "RecordFormat", "ColumnFormat", "RateLimit", "InvalidRecordPolicy", "DeadLetters",
+           "SinkOptions",
            "DEFAULT_TRANSACTION_TIMEOUT_MS", "DEFAULT_BATCH_SIZE", "DEFAULT_COMMIT_LOG_TOPIC",
            "DEFAULT_PRODUCER_IDLE_TIMEOUT_MS", "DEFAULT_ID_POOL_LEASE_MS"]
 
@@ -78,6 +79,10 @@ _CONNECTOR_OPTIONS = {
     "maxrecordspersecond": "maxRecordsPerSecond",
     "maxbytespersecond": "maxBytesPerSecond",
     "ratelimittasks": "rateLimitTasks",
+    "oninvalidrecord": "onInvalidRecord",
+    "deadlettertopic": "deadLetterTopic",
+    "deadlettercontextheaders": "deadLetterContextHeaders",
+    "maxinvalidrecords": "maxInvalidRecords",
 }
 #: How long a pooled transactional id prefix stays claimed by a write that never released it (see spark.id_pool).
 DEFAULT_ID_POOL_LEASE_MS = 86_400_000
@@ -133,6 +138,29 @@ class ColumnFormat:
     @property
     def option_prefix(self) -> str:
         return self.column  # keyFormat, valueSchema ...
+
+
+class InvalidRecordPolicy(str, enum.Enum):
+    """onInvalidRecord: what happens to a record its topic can never take (too large, a null key on a compacted
+    topic)."""
+
+    FAIL = "fail"  # the task fails, naming the row (Kafka Connect's errors.tolerance=none)
+    SKIP = "skip"  # left out, counted (errors.tolerance=all)
+    DEAD_LETTER = "deadLetter"  # written to deadLetterTopic instead (errors.deadletterqueue.topic.name)
+
+
+@dataclass(frozen=True)
+class DeadLetters:
+    """onInvalidRecord and what goes with it."""
+
+    policy: InvalidRecordPolicy = InvalidRecordPolicy.FAIL
+    topic: str | None = None  # deadLetterTopic, set iff policy is DEAD_LETTER
+    context_headers: bool = True  # deadLetterContextHeaders: headers naming the error, topic and Spark partition
+    max_invalid: int | None = None  # maxInvalidRecords: the write fails past this many (None: no limit)
+
+    @property
+    def active(self) -> bool:
+        return self.policy is not InvalidRecordPolicy.FAIL
 
 
 @dataclass(frozen=True)
@@ -202,6 +230,9 @@ class SinkOptions:
     # maxRecordsPerSecond / maxBytesPerSecond (0: none): the whole write's caps, each task's producer gets
     # 1/rate_limit_tasks of them (producer_options' max.records.per.second / max.bytes.per.second)
     rate_limit: RateLimit = field(kw_only=True, default_factory=lambda: RateLimit(0, 0, 1))
+    dead_letters: DeadLetters = field(kw_only=True, default_factory=DeadLetters)
+    # The largest record batch the producer sends (min of max.request.size and buffer.memory)
+    max_record_batch: int = field(kw_only=True, default=1_048_576)
 
     @property
     def exactly_once(self) -> bool:
@@ -296,6 +327,8 @@ class SinkOptions:
                    bootstrap_servers=",".join(config.bootstrap_servers), batch_size=config.batch_size,
                    delivery_timeout_ms=config.delivery_timeout_ms, request_timeout_ms=config.request_timeout_ms,
                    transaction_timeout_ms=config.transaction_timeout_ms, rate_limit=rate_limit,
+                   dead_letters=_dead_letters(lowered, topic),
+                   max_record_batch=min(config.max_request_size, config.buffer_memory),
                    **_schema_options(lowered, registry_raw))
 
 
@@ -430,6 +463,46 @@ def _id_pool_lease_ms(lowered: Mapping[str, tuple[str, str]], id_pool: bool) -> 
                           "its pooled transactional id prefix before another write may take it over)",
                           key="idPoolLeaseMs")
     return value
+
+
+def _dead_letters(lowered: Mapping[str, tuple[str, str]], topic: str | None) -> DeadLetters:
+    raw = _option(lowered, "oninvalidrecord")
+    by_name = {p.value.lower(): p for p in InvalidRecordPolicy}
+    policy = InvalidRecordPolicy.FAIL if raw is None else by_name.get(raw.strip().lower())
+    if policy is None:
+        raise ConfigError(f"option onInvalidRecord={raw!r} is not valid: use fail, skip or deadLetter",
+                          key="onInvalidRecord")
+    dead_topic = _option(lowered, "deadlettertopic")
+    if dead_topic is not None:
+        dead_topic = dead_topic.strip()
+        if policy is not InvalidRecordPolicy.DEAD_LETTER:
+            raise ConfigError("option deadLetterTopic needs onInvalidRecord=deadLetter", key="deadLetterTopic")
+        if not dead_topic:
+            raise ConfigError("option deadLetterTopic is empty: name the dead-letter topic", key="deadLetterTopic")
+        if dead_topic == topic:
+            raise ConfigError(f"option deadLetterTopic={dead_topic!r} is the topic written to: records it refuses "
+                              "cannot go there; name another topic", key="deadLetterTopic")
+    elif policy is InvalidRecordPolicy.DEAD_LETTER:
+        raise ConfigError("option onInvalidRecord=deadLetter needs deadLetterTopic: the topic invalid records go to",
+                          key="deadLetterTopic")
+    for key in ("deadlettercontextheaders", "maxinvalidrecords"):
+        if _option(lowered, key) is not None and policy is InvalidRecordPolicy.FAIL:
+            raise ConfigError(f"option {_CONNECTOR_OPTIONS[key]} needs onInvalidRecord=skip or deadLetter (with "
+                              "fail, the first invalid record fails the write)", key=_CONNECTOR_OPTIONS[key])
+    if _option(lowered, "deadlettercontextheaders") is not None and policy is not InvalidRecordPolicy.DEAD_LETTER:
+        raise ConfigError("option deadLetterContextHeaders needs onInvalidRecord=deadLetter",
+                          key="deadLetterContextHeaders")
+    raw_max = _option(lowered, "maxinvalidrecords")
+    max_invalid = None
+    if raw_max is not None:
+        try:
+            max_invalid = int(raw_max.strip())
+        except ValueError:
+            max_invalid = -1
+        if max_invalid < 0:
+            raise ConfigError(f"option maxInvalidRecords={raw_max!r} is not valid: a count >= 0 (the write fails "
+                              "when more records than this are invalid)", key="maxInvalidRecords")
+    return DeadLetters(policy, dead_topic, _flag(lowered, "deadlettercontextheaders"), max_invalid)
 
 
 def _rate_limit(lowered: Mapping[str, tuple[str, str]]) -> RateLimit:
