@@ -264,12 +264,15 @@ def _send_all(producer: SinkProducer[PreparedT], options: SinkOptions, plan: Col
     for batch in batches:  # (not enumerate: its reused result tuple held the last batch while the next was read)
         if batch.num_rows == 0:
             continue
-        records = to_producer_batch(batch, plan, partition_count)
-        if digest is not None:
-            digest.add(records)  # the whole input: a re-run must route the same rows again
-        if router is not None:
-            routed = router.route(records)
+        if router is None:
+            records = to_producer_batch(batch, plan, partition_count)
+            if digest is not None:
+                digest.add(records)
+        else:
+            routed = router.encode(batch, lambda rows: to_producer_batch(rows, plan, partition_count))
             records = routed.valid
+            if digest is not None:  # a re-run routes the same rows the same way: the valid ones tell them apart
+                digest.add(records)
             if routed.dead is not None:
                 dead_tables.append(routed.dead)
             if records.num_rows == 0:

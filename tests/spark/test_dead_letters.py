@@ -4,6 +4,7 @@ confluent-kafka at read_committed."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,7 @@ from spark_kafka_sink.producer.arrow_send import PartitionWrite
 from spark_kafka_sink.spark.commit import KafkaCommitMessage, summarize
 from spark_kafka_sink.spark.dead_letters import HEADER_PREFIX
 from spark_kafka_sink.spark.options import SinkOptions
+from spark_kafka_sink.testing.registry import TestRegistry
 from tests.conftest import ConsumedRecord
 from tests.spark.conftest import end_offsets, write_df
 
@@ -109,3 +111,31 @@ def test_the_summary_counts_invalid_records_and_dead_letters() -> None:
 def test_dead_letter_options_are_checked_on_the_driver(options: dict[str, str], named: str) -> None:
     with pytest.raises(ConfigError, match=named):
         SinkOptions.parse({"kafka.bootstrap.servers": "h:1", "topic": "t", **options}, streaming=False)
+
+
+def test_a_row_the_avro_schema_cannot_hold_goes_to_the_dead_letter_topic(
+        spark: Any, bootstrap: str, topic_factory: Callable[..., str], schema_registry: TestRegistry,
+        readback: Callable[..., list[ConsumedRecord]]) -> None:
+    topic, dead = topic_factory(partitions=1, config=TARGET), topic_factory(partitions=1)
+    schema = json.dumps({"type": "record", "name": "Row", "fields": [
+        {"name": "id", "type": "long"}, {"name": "name", "type": "string"}]})  # name: no null branch
+    name = (F.when(F.col("id") == 5, F.lit(None)).when(F.col("id") == 9, F.repeat(F.lit("x"), 6000))
+            .otherwise(F.lit("n")))
+    df = spark.range(0, 50, 1, 1).select(F.concat(F.lit("k"), F.col("id")).alias("key"),
+                                         F.struct(F.col("id"), name.alias("name")).alias("value"))
+    write_df(df, bootstrap, topic=topic, deliveryGuarantee="exactly_once", onInvalidRecord="deadLetter",
+             deadLetterTopic=dead, valueFormat="avro", valueSchema=schema,
+             **{"schema.registry.url": schema_registry.url})
+    assert sorted(r.key or b"" for r in readback(topic)) == sorted(f"k{i}".encode() for i in range(50)
+                                                                   if i not in (5, 9))
+    letters = {r.key or b"": r for r in readback(dead)}
+    assert sorted(letters) == [b"k5", b"k9"]
+    unencodable = _headers(letters[b"k5"])
+    assert json.loads(letters[b"k5"].value or b"") == {"id": 5, "name": None}
+    assert unencodable[HEADER_PREFIX + "exception.class.name"] == b"SerializationError"
+    assert b"null" in (unencodable[HEADER_PREFIX + "exception.message"] or b"")
+    assert unencodable[HEADER_PREFIX + "spark.row"] == b"5"
+    large = _headers(letters[b"k9"])
+    assert large[HEADER_PREFIX + "exception.class.name"] == b"RecordTooLargeError"
+    assert large[HEADER_PREFIX + "spark.row"] == b"9"
+    assert (letters[b"k9"].value or b"")[:1] == b"\x00"  # the Avro frame it would have been written with
