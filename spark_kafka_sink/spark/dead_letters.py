@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 from spark_kafka_sink.errors import KafkaError, SerializationError
 from spark_kafka_sink.producer.arrow_send import oversized_rows
 from spark_kafka_sink.spark.options import InvalidRecordPolicy, SinkOptions
-from spark_kafka_sink.spark.topic_limits import TopicLimits
+from spark_kafka_sink.spark.topic_limits import TopicLimits, TopicLimitSource
 
 __all__ = ["DeadLetterRouter", "Routed", "TooManyInvalidRecordsError", "too_many_text", "HEADER_PREFIX",
            "RECORD_TOO_LARGE", "NULL_KEY_ON_COMPACTED_TOPIC", "UNENCODABLE"]
@@ -72,10 +72,10 @@ class Routed:
 class DeadLetterRouter:
     """One task's invalid records: finds them in each producer input batch, counts them. Task thread only."""
 
-    def __init__(self, options: SinkOptions, spark_partition: int, limits: TopicLimits | None = None) -> None:
+    def __init__(self, options: SinkOptions, spark_partition: int, limits: TopicLimitSource | None = None) -> None:
         self._options = options
         self._spark_partition = spark_partition
-        self._limits = limits if limits is not None else TopicLimits(options)
+        self._limits: TopicLimitSource = limits if limits is not None else TopicLimits(options)
         self.invalid = 0  # invalid records of this task so far
         self._rows_seen = 0  # input rows of this task so far (the row numbers in the headers)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from spark_kafka_sink.errors import KafkaError, error_for_code
 from spark_kafka_sink.net.client import NetworkClient
@@ -18,7 +19,7 @@ from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages import DESCRIBE_CONFIGS, TOPIC_RESOURCE
 from spark_kafka_sink.spark.options import SinkOptions
 
-__all__ = ["TopicLimit", "TopicLimits"]
+__all__ = ["TopicLimit", "TopicLimits", "TopicLimitSource"]
 
 _KEYS = ["max.message.bytes", "cleanup.policy"]
 
@@ -27,6 +28,12 @@ _KEYS = ["max.message.bytes", "cleanup.policy"]
 class TopicLimit:
     max_message_bytes: int  # the largest record batch the topic takes (record batch header included)
     compacted: bool  # cleanup.policy has compact: records need a key
+
+
+class TopicLimitSource(Protocol):
+    """Where a task learns its topics' limits (:class:`TopicLimits`; tests pass a fixed table)."""
+
+    def of(self, topics: Iterable[str]) -> dict[str, TopicLimit]: ...
 
 
 class TopicLimits:
