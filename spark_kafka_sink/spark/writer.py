@@ -123,7 +123,7 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
     partition_id, attempt = task.partition_id, task.attempt
     write_id = options.stable_write_id(task.batch_id)
     if resume is not None and write_id == resume.write_id and partition_id in resume.partitions:
-        return _skip(plan, batches, resume, task, started_at)
+        return _skip(options, plan, batches, resume, task, started_at)
     digest = RowDigest() if write_id is not None else None
     transactional_id = None
     if options.exactly_once:
@@ -204,15 +204,20 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
                               dead_letter_writes=dead_letter_writes)
 
 
-def _skip(plan: ColumnPlan, batches: Iterator[pa.RecordBatch], resume: CommittedWrite, task: TaskInfo,
-          started_at: float) -> KafkaCommitMessage:
+def _skip(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch], resume: CommittedWrite,
+          task: TaskInfo, started_at: float) -> KafkaCommitMessage:
     """This partition was committed by an earlier run of the writeId: check the input is the same, send nothing."""
     partition_id = task.partition_id
     recorded = resume.partitions[partition_id]
     digest = RowDigest()
+    # The digest covers the rows the run wrote to their topics: invalid ones (onInvalidRecord) are taken out the
+    # same way as then.
+    router = DeadLetterRouter(options, partition_id) if options.dead_letters.active else None
     for batch in batches:
-        if batch.num_rows:
+        if batch.num_rows and router is None:
             digest.add(to_producer_batch(batch, plan, _no_partition_limit))
+        elif batch.num_rows and router is not None:
+            digest.add(router.encode(batch, lambda rows: to_producer_batch(rows, plan, _no_partition_limit)).valid)
     if (digest.rows, digest.digest) != (recorded.rows, recorded.digest):
         what = (f"{digest.rows} rows now, {recorded.rows} then" if digest.rows != recorded.rows
                 else f"{digest.rows} rows both times, but other ones (digest {digest.digest} now, {recorded.digest} "

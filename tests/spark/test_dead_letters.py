@@ -139,3 +139,14 @@ def test_a_row_the_avro_schema_cannot_hold_goes_to_the_dead_letter_topic(
     assert large[HEADER_PREFIX + "exception.class.name"] == b"RecordTooLargeError"
     assert large[HEADER_PREFIX + "spark.row"] == b"9"
     assert (letters[b"k9"].value or b"")[:1] == b"\x00"  # the Avro frame it would have been written with
+
+
+def test_a_rerun_of_the_write_id_skips_what_was_committed_dead_letters_included(
+        spark: Any, bootstrap: str, topic_factory: Callable[..., str],
+        readback: Callable[..., list[ConsumedRecord]]) -> None:
+    topic, dead = topic_factory(partitions=2, config=TARGET), topic_factory(partitions=1)
+    options = {"topic": topic, "deliveryGuarantee": "exactly_once", "onInvalidRecord": "deadLetter",
+               "deadLetterTopic": dead, "transactionalIdPrefix": f"dl-{topic}", "writeId": "7"}
+    write_df(_rows(spark), bootstrap, **options)
+    write_df(_rows(spark), bootstrap, **options)  # the same input: every Spark partition was committed, skipped
+    assert len(readback(topic)) == N - 2 and len(readback(dead)) == 2
