@@ -46,6 +46,7 @@ from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.config_options import MAX_INT64
 from spark_kafka_sink.producer.interceptors import InterceptorChain
 from spark_kafka_sink.producer.partitioner import Partitioner, PartitionInfo
+from spark_kafka_sink.producer.rate_limit import BatchRateLimits
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET, BatchMetadata, TopicPartition
 from spark_kafka_sink.producer.transactions import TransactionManager
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch, batch_starts, encode_arrow_batch_groups
@@ -53,7 +54,7 @@ from spark_kafka_sink.protocol.murmur2 import binary_buffers
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, record_size, record_size_bound
 
 __all__ = ["BatchSendResult", "PartitionWrite", "PreparedBatch", "ArrowSender", "row_slices", "fill_bytes",
-           "as_table_input"]
+           "as_table_input", "oversized_rows"]
 
 I64 = npt.NDArray[np.int64]
 _SLICE_BYTES = 2 << 20  # rows encoded per step (by size bound); large enough that the encoder's per-call cost is small
@@ -241,6 +242,17 @@ def _exact_record_size(cols: _Columns, row: int) -> int:
     key = None if cols.key is None else raw(cols.key[row])
     entries = [] if cols.headers is None else (cols.headers[row].as_py() or [])  # key str, value bytes (plain)
     return record_size(0, 0, key, raw(cols.value[row]), [(e["key"], e["value"]) for e in entries])
+
+
+def oversized_rows(data: pa.RecordBatch | pa.Table, topic: str | None, limit: int | I64) -> npt.NDArray[np.intp]:
+    """The rows that, each alone in a record batch (its header included), make one larger than ``limit`` bytes (one
+    limit, or one per row): records no batch can carry. The size bound picks the candidates; only those are
+    measured exactly (as send_batch does before it refuses one), so the rest costs no per-row work."""
+    cols = _validate(data, topic)
+    limits = np.broadcast_to(np.asarray(limit, dtype=np.int64), cols.size.shape)
+    candidates = np.flatnonzero(cols.size + HEADER_SIZE > limits).tolist()
+    return np.array([row for row in candidates if HEADER_SIZE + _exact_record_size(cols, row) > limits[row]],
+                    dtype=np.intp)
 
 
 def row_slices(size: I64, limit: int, whole: int = 0) -> list[tuple[int, int]]:
@@ -453,8 +465,10 @@ class ArrowSender:
     def __init__(self, config: ProducerConfig, accumulator: RecordAccumulator, partitioner: Partitioner,
                  tm: TransactionManager | None,
                  partition_info: Callable[[str, int, int], PartitionInfo],
-                 wakeup: Callable[[], None]) -> None:
+                 wakeup: Callable[[], None], rate_limits: BatchRateLimits | None = None) -> None:
         self._config = config
+        # max.records.per.second / max.bytes.per.second: shared with the producer's send() (None: no limit)
+        self._rate_limits = rate_limits if rate_limits is not None and rate_limits.active else None
         self._acc = accumulator
         self._partitioner = partitioner
         self._transactional = tm is not None and tm.is_transactional
@@ -497,7 +511,8 @@ class ArrowSender:
         unseen = 0  # bytes queued since the sender was last woken
         for encoded in slices:
             before = len(sizes)
-            self._queue(encoded, started, futures, sizes, interceptors)
+            # Time waiting for the rate limits is not part of max.block.ms: the deadline moves by it.
+            started += self._queue(encoded, started, futures, sizes, interceptors)
             unseen += sum(sizes[before:])
             # What is queued goes out while the next slice is encoded. (Woken only at the end, the sender slept
             # through the whole call, up to its 1 s poll timeout, and a table larger than buffer.memory stalled.)
@@ -623,19 +638,38 @@ class ArrowSender:
             yield out
 
     def _queue(self, encoded: list[_Encoded], started: int, futures: list[Future[BatchMetadata]],
-               sizes: list[int], interceptors: InterceptorChain | None) -> None:
-        """Queue encoded batches, partition by partition (each waits up to what is left of max.block.ms)."""
-        max_block = self._config.max_block_ms
-        for tp, mine in encoded:
+               sizes: list[int], interceptors: InterceptorChain | None) -> int:
+        """Queue encoded batches, partition by partition (each waits up to what is left of max.block.ms, after the
+        rate limits let it go); returns the milliseconds spent waiting for the rate limits."""
+        limited = 0
+        for tp, all_mine in encoded:
             if self._transactional and self._tm is not None:
                 self._tm.maybe_add_partition(tp)
-            remaining = max(0, max_block - (monotonic_ms() - started))
-            batch_futures = self._acc.append_encoded(tp, mine, monotonic_ms(), remaining, self._wakeup)
-            futures.extend(batch_futures)
-            sizes.extend(len(e.data) for e in mine)
-            if interceptors:
-                for f in batch_futures:
-                    f.add_done_callback(functools.partial(_acknowledge, tp=tp, interceptors=interceptors))
+            # Rate limited: each batch waits for the limits before it is queued (a batch at a time, so the
+            # partition's batches go out spread over time, not all at once after one long wait).
+            for mine in [all_mine] if self._rate_limits is None else [[e] for e in all_mine]:
+                if self._rate_limits is not None:
+                    wait = self._rate_limits.reserve(mine[0].record_count, len(mine[0].data))
+                    if wait > 0:
+                        self._wakeup()  # what is queued goes out while this thread waits
+                        time.sleep(wait)
+                        limited += int(wait * 1000)
+                        started += int(wait * 1000)
+                self._append(tp, mine, started, futures, sizes, interceptors)
+        return limited
+
+    def _append(self, tp: TopicPartition, mine: list[EncodedBatch], started: int,
+                futures: list[Future[BatchMetadata]], sizes: list[int], interceptors: InterceptorChain | None
+                ) -> None:
+        """Queue one partition's encoded batches, waiting up to what is left of max.block.ms for memory."""
+        max_block = self._config.max_block_ms
+        remaining = max(0, max_block - (monotonic_ms() - started))
+        batch_futures = self._acc.append_encoded(tp, mine, monotonic_ms(), remaining, self._wakeup)
+        futures.extend(batch_futures)
+        sizes.extend(len(e.data) for e in mine)
+        if interceptors:
+            for f in batch_futures:
+                f.add_done_callback(functools.partial(_acknowledge, tp=tp, interceptors=interceptors))
 
 
 def _acknowledge(future: Future[BatchMetadata], tp: TopicPartition, interceptors: InterceptorChain) -> None:

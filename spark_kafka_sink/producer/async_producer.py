@@ -148,12 +148,14 @@ class AsyncKafkaProducer:
             bound = None  # send refuses it at once, or its exact size fits: send decides, off the loop
         gate = self._gate
         assert gate is not None  # made with the relay
-        if (bound is not None and not gate.locked() and type(topic) is str
+        # A rate limited producer's send waits for the limit: always off the loop.
+        limited = self._producer.rate_limited
+        if (bound is not None and not limited and not gate.locked() and type(topic) is str
                 and self._producer._sends_without_blocking(topic, partition, bound)):
             return DeliveryFuture(self._producer.send(topic, value, key, partition, timestamp_ms, headers, callback),
                                   relay)
         async with _GateHold(gate) as hold:
-            if (bound is not None and type(topic) is str
+            if (bound is not None and not limited and type(topic) is str
                     and await self._wait_until_sendable(hold, topic, partition, bound)):
                 future = self._producer.send(topic, value, key, partition, timestamp_ms, headers, callback)
             else:  # an argument send refuses, or a partition the metadata lacks: send decides, off the loop
@@ -197,13 +199,13 @@ class AsyncKafkaProducer:
         assert gate is not None
         async with _GateHold(gate) as hold:
             size = sum(len(encoded.data) for _, batches in prepared.parts for encoded in batches)
-            if size <= producer.config.buffer_memory:
+            if size <= producer.config.buffer_memory and not producer.rate_limited:
                 deadline = time.monotonic() + self._max_block_ms / 1000
                 while not producer._has_memory(size):
                     remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
                     await hold.run(producer._wait_for_memory, size, remaining_ms)
                 future = producer.send_prepared(prepared)
-            else:  # more than buffer.memory holds: it streams through as memory frees, off the loop
+            else:  # more than buffer.memory holds (it streams through as memory frees), or rate limited: off the loop
                 future = await hold.run(producer.send_prepared, prepared)
         return DeliveryFuture(future, relay)
 

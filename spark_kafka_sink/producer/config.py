@@ -136,6 +136,8 @@ class ProducerConfig:
     buffer_memory: int
     max_block_ms: int
     max_request_size: int
+    max_records_per_second: int
+    max_bytes_per_second: int
     compression_type: str
     compression_level: int | None
     compression_gzip_level: int | None

@@ -403,6 +403,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("buffer.memory", "int (bytes)", _int(0), 33_554_432, "Memory for records waiting to be sent."),
     _opt("max.block.ms", _MS, _int(0), 60_000, "How long send() may block for metadata or buffer memory."),
     _opt("max.request.size", "int (bytes)", _int(1, MAX_INT32), 1_048_576, "Largest produce request (and record)."),
+    # --- write rate limits (no Java producer setting: Java leaves rates to broker quotas)
+    _opt("max.records.per.second", "int", _int(0), 0,
+         "Queue at most this many records a second (0: no limit); send() and send_batch() wait, a batch at a time "
+         "(not counted in max.block.ms)."),
+    _opt("max.bytes.per.second", "int (bytes)", _int(0), 0,
+         "Queue at most this many bytes of record batches (as sent, after compression) a second (0: no limit); "
+         "send() and send_batch() wait, a batch at a time (not counted in max.block.ms)."),
     _opt("compression.type", "enum", _choice("none", "gzip", "snappy", "lz4", "zstd"), "none",
          "Codec for record batches: none, gzip, snappy (needs cramjam), lz4, zstd (needs zstandard)."),
     _opt("compression.level", "int", _optional_int(-131_072, 22), None,

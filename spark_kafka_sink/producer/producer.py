@@ -85,6 +85,7 @@ from spark_kafka_sink.producer.interceptors import InterceptorChain, ProducerRec
 from spark_kafka_sink.producer.metrics import ProducerMetrics
 from spark_kafka_sink.producer.node_availability import sticky_candidates
 from spark_kafka_sink.producer.partitioner import Partitioner, PartitionInfo
+from spark_kafka_sink.producer.rate_limit import BatchRateLimits
 from spark_kafka_sink.producer.record_metadata import RecordMetadata, TopicPartition
 from spark_kafka_sink.producer.sender import Sender, SenderThread
 from spark_kafka_sink.producer.transactions import (
@@ -182,8 +183,10 @@ class KafkaProducer:
         self._thread = SenderThread(self._sender, name=f"kafka-producer-network-thread | {cfg.client_id}")
         self._availability = self._sender.node_availability
         self._wakeup = self._client.wakeup  # per record: what SenderThread.wakeup calls, without its two hops
+        # max.records.per.second / max.bytes.per.second: one budget for send() and send_batch()
+        self._rate_limits = BatchRateLimits(cfg.max_records_per_second, cfg.max_bytes_per_second)
         self._arrow = ArrowSender(cfg, self._accumulator, self._partitioner, self._tm, self._partition_info,
-                                  self._thread.wakeup)
+                                  self._thread.wakeup, self._rate_limits)
         self._max_block_ms = cfg.max_block_ms
         self._size_limit = min(cfg.max_request_size, cfg.buffer_memory)
         # The most memory one new per-record batch takes (a codec's records limit is at most max.request.size):
@@ -198,6 +201,11 @@ class KafkaProducer:
         self._thread.start()
 
     # ------------------------------------------------------------------------------------------ sending
+
+    @property
+    def rate_limited(self) -> bool:
+        """Whether max.records.per.second or max.bytes.per.second is set: send and send_batch may then wait."""
+        return self._rate_limits.active
 
     def send(self, topic: str, value: _Bytes, key: _Bytes = None, partition: SupportsIndex | None = None,
              timestamp_ms: SupportsIndex | None = None,
@@ -273,6 +281,12 @@ class KafkaProducer:
             if self._adds_partitions:
                 assert tm is not None
                 tm.maybe_add_partition(tp)
+            if self._rate_limits.active:
+                wait = self._rate_limits.reserve(1, size)
+                if wait > 0:  # (not part of max.block.ms: the deadline moves by the wait)
+                    time.sleep(wait)
+                    started += int(wait * 1000)
+                    now = monotonic_ms()
             timestamp = timestamp_ms if timestamp_ms is not None else time.time_ns() // 1_000_000
             remaining = self._max_block_ms - (now - started)
             if remaining < 0:

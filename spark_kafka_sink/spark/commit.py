@@ -30,6 +30,7 @@ from spark_kafka_sink.errors import InvalidTxnStateError, KafkaError, ProducerFe
 from spark_kafka_sink.producer.arrow_send import PartitionWrite
 from spark_kafka_sink.producer.transactions import CoordinatorSession, TransactionIdentity
 from spark_kafka_sink.spark.commit_log import CommitLog, Committed, LoggedWrite, PlannedTransaction
+from spark_kafka_sink.spark.dead_letters import TooManyInvalidRecordsError, too_many_text
 from spark_kafka_sink.spark.digest import EMPTY_DIGEST
 from spark_kafka_sink.spark.options import SinkOptions
 
@@ -70,6 +71,8 @@ class KafkaCommitMessage(WriterCommitMessage):
     # The transaction's protocol (1 classic, 2 KIP-890): the driver's EndTxn must use the same one (v4 / v5).
     transaction_version: int = 1
     coordinator: int = -1  # the transaction coordinator's node id as the task found it (spares the driver a lookup)
+    invalid_records: int = 0  # onInvalidRecord=skip|deadLetter: rows left out of ``writes`` as invalid
+    dead_letter_writes: tuple[PartitionWrite, ...] = ()  # where those rows went (deadLetter), in the same transaction
 
     @property
     def rows(self) -> int:
@@ -86,7 +89,7 @@ class KafkaCommitMessage(WriterCommitMessage):
     @property
     def has_transaction(self) -> bool:
         """True when an open transaction holds records (an empty transaction never reached the coordinator)."""
-        return self.transactional_id is not None and bool(self.writes)
+        return self.transactional_id is not None and bool(self.writes or self.dead_letter_writes)
 
 
 class TransactionCommitError(KafkaError):
@@ -106,6 +109,10 @@ class WriteSummary:
     skipped_partitions: int = 0  # committed by an earlier run of this writeId: not written again
     skipped_rows: int = 0
     new_producers: int = 0  # tasks that made a producer (the others took one their worker kept, or sent nothing)
+    rate_limit: str = ""  # maxRecordsPerSecond / maxBytesPerSecond as set (RateLimit.describe); empty: none
+    invalid_records: int = 0  # onInvalidRecord=skip|deadLetter: rows not written to their topic
+    dead_letters: int = 0  # of those, the ones written to the dead-letter topic
+    dead_letter_topic: str | None = None
 
     @property
     def rows_per_second(self) -> float:
@@ -121,12 +128,16 @@ class WriteSummary:
         more = len(self.partitions) - _SUMMARY_PARTITIONS
         if more > 0:
             ranges += f", ... and {more} more topic-partitions"
+        if self.invalid_records or self.dead_letter_topic is not None:
+            where += (f"{self.invalid_records} invalid records ({self.dead_letters} dead letters to "
+                      f"{self.dead_letter_topic}); " if self.dead_letter_topic is not None
+                      else f"{self.invalid_records} invalid records skipped; ")
         if self.skipped_partitions:
             where += (f"skipped {self.skipped_partitions} Spark partitions ({self.skipped_rows} rows) committed by an "
                       f"earlier run; ")
         return (f"pykafka-sink {where}committed {self.rows} rows, {self.bytes} bytes, {self.guarantee}, "
                 f"{self.tasks} tasks ({self.new_producers} new producers), {self.seconds:.1f} s, "
-                f"{self.rows_per_second:,.0f} rows/s; "
+                f"{self.rows_per_second:,.0f} rows/s{'' if not self.rate_limit else ' (' + self.rate_limit + ')'}; "
                 f"offsets: {ranges or 'none'}")
 
 
@@ -150,6 +161,10 @@ def summarize(options: SinkOptions, messages: Sequence[KafkaCommitMessage], batc
         skipped_partitions=sum(1 for m in messages if m.skipped),
         skipped_rows=sum(m.skipped_rows or 0 for m in messages),
         new_producers=sum(1 for m in messages if m.new_producer),
+        rate_limit=options.rate_limit.describe() if options.rate_limit.active else "",
+        invalid_records=sum(m.invalid_records for m in messages),
+        dead_letters=sum(w.records for m in messages for w in m.dead_letter_writes),
+        dead_letter_topic=options.dead_letters.topic,
     )
 
 
@@ -222,6 +237,11 @@ def commit_write(options: SinkOptions, messages: Sequence[KafkaCommitMessage | N
             "data source's writer on a continuous input, so nothing is written. Use a micro-batch trigger (the "
             "default, or trigger(processingTime=...))")
         raise TransactionCommitError(f"commit called without the messages of Spark partitions {missing}{hint}")
+    limit = options.dead_letters.max_invalid
+    invalid = sum(m.invalid_records for m in done)
+    if limit is not None and invalid > limit:
+        # Raised before any transaction is ended: Spark then calls abort(), and exactly_once leaves nothing visible.
+        raise TooManyInvalidRecordsError(too_many_text(invalid, limit, f"in {len(done)} tasks"))
     if options.exactly_once:
         pending = [m for m in done if m.has_transaction]
         write_id = options.stable_write_id(batch_id)

@@ -41,9 +41,10 @@ from spark_kafka_sink.errors import ConfigError, KafkaError
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.schema_registry import RegistrySettings, SubjectNameStrategy
 
-__all__ = ["DeliveryGuarantee", "RecordFormat", "ColumnFormat", "SinkOptions", "DEFAULT_TRANSACTION_TIMEOUT_MS",
-           "DEFAULT_BATCH_SIZE", "DEFAULT_COMMIT_LOG_TOPIC", "DEFAULT_PRODUCER_IDLE_TIMEOUT_MS",
-           "DEFAULT_ID_POOL_LEASE_MS"]
+__all__ = ["DeliveryGuarantee", "RecordFormat", "ColumnFormat", "RateLimit", "InvalidRecordPolicy", "DeadLetters",
+           "SinkOptions",
+           "DEFAULT_TRANSACTION_TIMEOUT_MS", "DEFAULT_BATCH_SIZE", "DEFAULT_COMMIT_LOG_TOPIC",
+           "DEFAULT_PRODUCER_IDLE_TIMEOUT_MS", "DEFAULT_ID_POOL_LEASE_MS"]
 
 #: The broker's default transaction.max.timeout.ms: the longest a transaction may stay open (see README).
 DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
@@ -75,6 +76,13 @@ _CONNECTOR_OPTIONS = {
     "autoregisterschemas": "autoRegisterSchemas",
     "avrorecordname": "avroRecordName",
     "avrorecordnamespace": "avroRecordNamespace",
+    "maxrecordspersecond": "maxRecordsPerSecond",
+    "maxbytespersecond": "maxBytesPerSecond",
+    "ratelimittasks": "rateLimitTasks",
+    "oninvalidrecord": "onInvalidRecord",
+    "deadlettertopic": "deadLetterTopic",
+    "deadlettercontextheaders": "deadLetterContextHeaders",
+    "maxinvalidrecords": "maxInvalidRecords",
 }
 #: How long a pooled transactional id prefix stays claimed by a write that never released it (see spark.id_pool).
 DEFAULT_ID_POOL_LEASE_MS = 86_400_000
@@ -88,6 +96,10 @@ _REFUSED_PRODUCER_KEYS = {
                       "DataFrame instead (e.g. to_json, to_avro, cast)",
     "value.serializer": "values are written as the bytes of the value column (strings as UTF-8): serialize in the "
                         "DataFrame instead (e.g. to_json, to_avro, cast)",
+    "max.records.per.second": "a write's rate limit is the option maxRecordsPerSecond, for the whole write (split "
+                              "over its tasks with rateLimitTasks)",
+    "max.bytes.per.second": "a write's rate limit is the option maxBytesPerSecond, for the whole write (split "
+                            "over its tasks with rateLimitTasks)",
     "transactional.id": "exactly_once derives one transactional.id per Spark partition: set "
                         "deliveryGuarantee=exactly_once and, to choose the ids, transactionalIdPrefix",
 }
@@ -128,6 +140,57 @@ class ColumnFormat:
         return self.column  # keyFormat, valueSchema ...
 
 
+class InvalidRecordPolicy(str, enum.Enum):
+    """onInvalidRecord: what happens to a record its topic can never take (too large, a null key on a compacted
+    topic)."""
+
+    FAIL = "fail"  # the task fails, naming the row (Kafka Connect's errors.tolerance=none)
+    SKIP = "skip"  # left out, counted (errors.tolerance=all)
+    DEAD_LETTER = "deadLetter"  # written to deadLetterTopic instead (errors.deadletterqueue.topic.name)
+
+
+@dataclass(frozen=True)
+class DeadLetters:
+    """onInvalidRecord and what goes with it."""
+
+    policy: InvalidRecordPolicy = InvalidRecordPolicy.FAIL
+    topic: str | None = None  # deadLetterTopic, set iff policy is DEAD_LETTER
+    context_headers: bool = True  # deadLetterContextHeaders: headers naming the error, topic and Spark partition
+    max_invalid: int | None = None  # maxInvalidRecords: the write fails past this many (None: no limit)
+
+    @property
+    def active(self) -> bool:
+        return self.policy is not InvalidRecordPolicy.FAIL
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """A write's caps (maxRecordsPerSecond, maxBytesPerSecond; 0: none) and the tasks they are split over."""
+
+    records_per_second: int
+    bytes_per_second: int
+    tasks: int  # rateLimitTasks: how many of the write's tasks run at once
+
+    @property
+    def active(self) -> bool:
+        return self.records_per_second > 0 or self.bytes_per_second > 0
+
+    def task_settings(self) -> dict[str, str]:
+        """One task's producer settings: its share of each cap, at least 1 a second (so never 'no limit')."""
+        out = {}
+        if self.records_per_second:
+            out["max.records.per.second"] = str(max(1, self.records_per_second // self.tasks))
+        if self.bytes_per_second:
+            out["max.bytes.per.second"] = str(max(1, self.bytes_per_second // self.tasks))
+        return out
+
+    def describe(self) -> str:
+        """For the summary line."""
+        caps = [f"{self.records_per_second} records/s"] if self.records_per_second else []
+        caps += [f"{self.bytes_per_second} bytes/s"] if self.bytes_per_second else []
+        return f"rate limit {' and '.join(caps)} over {self.tasks} tasks at once" if caps else "no rate limit"
+
+
 @dataclass(frozen=True)
 class SinkOptions:
     """Everything a writer needs, validated. Holds only plain values (and ``Secret``), so it pickles."""
@@ -164,6 +227,12 @@ class SinkOptions:
     auto_register_schemas: bool = field(kw_only=True, default=True)
     avro_record_name: str = field(kw_only=True, default="topLevelRecord")  # Spark's to_avro default
     avro_record_namespace: str = field(kw_only=True, default="")
+    # maxRecordsPerSecond / maxBytesPerSecond (0: none): the whole write's caps, each task's producer gets
+    # 1/rate_limit_tasks of them (producer_options' max.records.per.second / max.bytes.per.second)
+    rate_limit: RateLimit = field(kw_only=True, default_factory=lambda: RateLimit(0, 0, 1))
+    dead_letters: DeadLetters = field(kw_only=True, default_factory=DeadLetters)
+    # The largest record batch the producer sends (min of max.request.size and buffer.memory)
+    max_record_batch: int = field(kw_only=True, default=1_048_576)
 
     @property
     def exactly_once(self) -> bool:
@@ -239,7 +308,9 @@ class SinkOptions:
         if guarantee is DeliveryGuarantee.EXACTLY_ONCE:
             # Raised from the client's 60 s: tasks' transactions stay open until the driver commits (README).
             sink_defaults["transaction.timeout.ms"] = str(DEFAULT_TRANSACTION_TIMEOUT_MS)
-        config = _validated({**sink_defaults, **producer_raw}, f"{prefix}-0" if prefix else None, guarantee)
+        rate_limit = _rate_limit(lowered)
+        config = _validated({**sink_defaults, **producer_raw, **rate_limit.task_settings()},
+                            f"{prefix}-0" if prefix else None, guarantee)
         ignored.extend(f"{_KAFKA_PREFIX}{key}" for key in config.ignored)
         producer_options = config.to_dict()  # without a transactional.id: each task sets its own
         raw_log_topic = _option(lowered, "commitlogtopic")
@@ -255,7 +326,10 @@ class SinkOptions:
                    tuple(sorted(ignored)),
                    bootstrap_servers=",".join(config.bootstrap_servers), batch_size=config.batch_size,
                    delivery_timeout_ms=config.delivery_timeout_ms, request_timeout_ms=config.request_timeout_ms,
-                   transaction_timeout_ms=config.transaction_timeout_ms, **_schema_options(lowered, registry_raw))
+                   transaction_timeout_ms=config.transaction_timeout_ms, rate_limit=rate_limit,
+                   dead_letters=_dead_letters(lowered, topic),
+                   max_record_batch=min(config.max_request_size, config.buffer_memory),
+                   **_schema_options(lowered, registry_raw))
 
 
 def _schema_options(lowered: Mapping[str, tuple[str, str]], registry_raw: Mapping[str, str]) -> dict[str, Any]:
@@ -389,6 +463,80 @@ def _id_pool_lease_ms(lowered: Mapping[str, tuple[str, str]], id_pool: bool) -> 
                           "its pooled transactional id prefix before another write may take it over)",
                           key="idPoolLeaseMs")
     return value
+
+
+def _dead_letters(lowered: Mapping[str, tuple[str, str]], topic: str | None) -> DeadLetters:
+    raw = _option(lowered, "oninvalidrecord")
+    by_name = {p.value.lower(): p for p in InvalidRecordPolicy}
+    policy = InvalidRecordPolicy.FAIL if raw is None else by_name.get(raw.strip().lower())
+    if policy is None:
+        raise ConfigError(f"option onInvalidRecord={raw!r} is not valid: use fail, skip or deadLetter",
+                          key="onInvalidRecord")
+    dead_topic = _option(lowered, "deadlettertopic")
+    if dead_topic is not None:
+        dead_topic = dead_topic.strip()
+        if policy is not InvalidRecordPolicy.DEAD_LETTER:
+            raise ConfigError("option deadLetterTopic needs onInvalidRecord=deadLetter", key="deadLetterTopic")
+        if not dead_topic:
+            raise ConfigError("option deadLetterTopic is empty: name the dead-letter topic", key="deadLetterTopic")
+        if dead_topic == topic:
+            raise ConfigError(f"option deadLetterTopic={dead_topic!r} is the topic written to: records it refuses "
+                              "cannot go there; name another topic", key="deadLetterTopic")
+    elif policy is InvalidRecordPolicy.DEAD_LETTER:
+        raise ConfigError("option onInvalidRecord=deadLetter needs deadLetterTopic: the topic invalid records go to",
+                          key="deadLetterTopic")
+    for key in ("deadlettercontextheaders", "maxinvalidrecords"):
+        if _option(lowered, key) is not None and policy is InvalidRecordPolicy.FAIL:
+            raise ConfigError(f"option {_CONNECTOR_OPTIONS[key]} needs onInvalidRecord=skip or deadLetter (with "
+                              "fail, the first invalid record fails the write)", key=_CONNECTOR_OPTIONS[key])
+    if _option(lowered, "deadlettercontextheaders") is not None and policy is not InvalidRecordPolicy.DEAD_LETTER:
+        raise ConfigError("option deadLetterContextHeaders needs onInvalidRecord=deadLetter",
+                          key="deadLetterContextHeaders")
+    raw_max = _option(lowered, "maxinvalidrecords")
+    max_invalid = None
+    if raw_max is not None:
+        try:
+            max_invalid = int(raw_max.strip())
+        except ValueError:
+            max_invalid = -1
+        if max_invalid < 0:
+            raise ConfigError(f"option maxInvalidRecords={raw_max!r} is not valid: a count >= 0 (the write fails "
+                              "when more records than this are invalid)", key="maxInvalidRecords")
+    return DeadLetters(policy, dead_topic, _flag(lowered, "deadlettercontextheaders"), max_invalid)
+
+
+def _rate_limit(lowered: Mapping[str, tuple[str, str]]) -> RateLimit:
+    """maxRecordsPerSecond, maxBytesPerSecond and rateLimitTasks (needed with either cap: the driver cannot know
+    how many of the write's tasks Spark runs at once, and guessing low would let the write exceed its cap)."""
+    def whole(key: str, what: str) -> int:
+        raw = _option(lowered, key)
+        if raw is None:
+            return 0
+        name = _CONNECTOR_OPTIONS[key]
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise ConfigError(f"option {name}={raw!r} is not valid: {what}", key=name)
+        return value
+
+    records = whole("maxrecordspersecond", "records a second > 0, for the whole write (drop it for no limit)")
+    size = whole("maxbytespersecond", "bytes a second > 0 (of record batches as sent, after compression), for the "
+                                      "whole write (drop it for no limit)")
+    tasks = whole("ratelimittasks", "how many of the write's tasks run at once, > 0 (the cluster's task slots, "
+                                    "e.g. spark.sparkContext.defaultParallelism, or the DataFrame's partitions "
+                                    "if fewer)")
+    if (records or size) and not tasks:
+        given = "maxRecordsPerSecond" if records else "maxBytesPerSecond"
+        raise ConfigError(f"option {given} is the whole write's: also set rateLimitTasks, how many of its tasks run "
+                          "at once (each gets that share of the cap): the cluster's task slots, e.g. "
+                          "spark.sparkContext.defaultParallelism, or the DataFrame's partitions if fewer",
+                          key="rateLimitTasks")
+    if tasks and not (records or size):
+        raise ConfigError("option rateLimitTasks splits maxRecordsPerSecond / maxBytesPerSecond over the tasks: "
+                          "set one of them, or drop it", key="rateLimitTasks")
+    return RateLimit(records, size, tasks or 1)
 
 
 def _guarantee(lowered: Mapping[str, tuple[str, str]]) -> DeliveryGuarantee:

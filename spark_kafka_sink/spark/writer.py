@@ -38,6 +38,7 @@ from spark_kafka_sink.errors import ConfigError, KafkaError
 from spark_kafka_sink.producer.arrow_send import BatchSendResult, PartitionWrite, fill_bytes
 from spark_kafka_sink.spark.commit import KafkaCommitMessage, abort_write, commit_write
 from spark_kafka_sink.spark.commit_log import CommittedWrite
+from spark_kafka_sink.spark.dead_letters import DeadLetterRouter
 from spark_kafka_sink.spark.digest import RowDigest
 from spark_kafka_sink.spark.id_pool import PoolClaim, release_prefix
 from spark_kafka_sink.spark.options import SinkOptions
@@ -122,7 +123,7 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
     partition_id, attempt = task.partition_id, task.attempt
     write_id = options.stable_write_id(task.batch_id)
     if resume is not None and write_id == resume.write_id and partition_id in resume.partitions:
-        return _skip(plan, batches, resume, task, started_at)
+        return _skip(options, plan, batches, resume, task, started_at)
     digest = RowDigest() if write_id is not None else None
     transactional_id = None
     if options.exactly_once:
@@ -168,7 +169,8 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
                 producer.init_transactions()
                 producer.begin_transaction()
 
-        futures = _send_all(producer, options, plan, batches, digest, begin)
+        router = DeadLetterRouter(options, partition_id) if options.dead_letters.active else None
+        futures, dead_futures = _send_all(producer, options, plan, batches, digest, begin, router)
         if input_was_cut_off():
             # A failed task attempt whose worker still ran: never leave its transaction open (see task_input).
             raise TaskInputCutOffError(
@@ -177,6 +179,7 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
                 + ("its transaction is aborted" if transactional_id else "rows it sent stay (at_least_once)"))
         producer.flush(_flush_timeout_s(options))
         writes = _collect(futures, _flush_timeout_s(options))
+        dead_letter_writes = _collect(dead_futures, _flush_timeout_s(options))
         producer_id, epoch, transaction_version, coordinator = -1, -1, 1, -1
         if transactional_id is not None:
             identity = producer.transaction_identity()
@@ -196,18 +199,25 @@ def write_partition(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa
                               producer_id=producer_id, producer_epoch=epoch, writes=writes, started_at=started_at,
                               batch_id=task.batch_id, digest=None if digest is None else digest.digest,
                               new_producer=lease is None or lease.created,
-                              transaction_version=transaction_version, coordinator=coordinator)
+                              transaction_version=transaction_version, coordinator=coordinator,
+                              invalid_records=0 if router is None else router.invalid,
+                              dead_letter_writes=dead_letter_writes)
 
 
-def _skip(plan: ColumnPlan, batches: Iterator[pa.RecordBatch], resume: CommittedWrite, task: TaskInfo,
-          started_at: float) -> KafkaCommitMessage:
+def _skip(options: SinkOptions, plan: ColumnPlan, batches: Iterator[pa.RecordBatch], resume: CommittedWrite,
+          task: TaskInfo, started_at: float) -> KafkaCommitMessage:
     """This partition was committed by an earlier run of the writeId: check the input is the same, send nothing."""
     partition_id = task.partition_id
     recorded = resume.partitions[partition_id]
     digest = RowDigest()
+    # The digest covers the rows the run wrote to their topics: invalid ones (onInvalidRecord) are taken out the
+    # same way as then.
+    router = DeadLetterRouter(options, partition_id) if options.dead_letters.active else None
     for batch in batches:
-        if batch.num_rows:
+        if batch.num_rows and router is None:
             digest.add(to_producer_batch(batch, plan, _no_partition_limit))
+        elif batch.num_rows and router is not None:
+            digest.add(router.encode(batch, lambda rows: to_producer_batch(rows, plan, _no_partition_limit)).valid)
     if (digest.rows, digest.digest) != (recorded.rows, recorded.digest):
         what = (f"{digest.rows} rows now, {recorded.rows} then" if digest.rows != recorded.rows
                 else f"{digest.rows} rows both times, but other ones (digest {digest.digest} now, {recorded.digest} "
@@ -236,11 +246,14 @@ def _first_then(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterat
 
 
 def _send_all(producer: SinkProducer[PreparedT], options: SinkOptions, plan: ColumnPlan,
-              batches: Iterator[pa.RecordBatch], digest: RowDigest | None, begin: Callable[[], None] | None = None
-              ) -> list[Future[BatchSendResult]]:
-    """Send every input batch; returns their futures. ``begin`` (exactly_once: wait for init_transactions, begin the
-    transaction) is called once before anything is queued: after the first rows are encoded, or at the end if the
-    input has none."""
+              batches: Iterator[pa.RecordBatch], digest: RowDigest | None, begin: Callable[[], None] | None = None,
+              router: DeadLetterRouter | None = None
+              ) -> tuple[list[Future[BatchSendResult]], list[Future[BatchSendResult]]]:
+    """Send every input batch; returns their futures, and those of the dead letters. ``begin`` (exactly_once: wait
+    for init_transactions, begin the transaction) is called once before anything is queued: after the first rows are
+    encoded, or at the end if the input has none. ``router`` (onInvalidRecord=skip|deadLetter) takes the invalid rows
+    out of each batch; their dead letters are held and sent last, by the same producer (in the same transaction):
+    they are few, or maxInvalidRecords fails the task first."""
     counts: dict[str, int] = {}
 
     def partition_count(topic: str, needed: int = 0) -> int:
@@ -249,15 +262,28 @@ def _send_all(producer: SinkProducer[PreparedT], options: SinkOptions, plan: Col
         return counts[topic]
 
     futures: list[Future[BatchSendResult]] = []
+    dead_tables: list[pa.Table] = []
     checked = 0  # futures before this index completed successfully
     first = True
     held: _HeldBatches | None = None  # made once a second input batch shows the task has more than one
     for batch in batches:  # (not enumerate: its reused result tuple held the last batch while the next was read)
         if batch.num_rows == 0:
             continue
-        records = to_producer_batch(batch, plan, partition_count)
-        if digest is not None:
-            digest.add(records)
+        if router is None:
+            records = to_producer_batch(batch, plan, partition_count)
+            if digest is not None:
+                digest.add(records)
+        else:
+            routed = router.encode(batch, lambda rows: to_producer_batch(rows, plan, partition_count))
+            records = routed.valid
+            if digest is not None:  # a re-run routes the same rows the same way: the valid ones tell them apart
+                digest.add(records)
+            if routed.dead is not None:
+                dead_tables.append(routed.dead)
+            if records.num_rows == 0:
+                del batch, records, routed
+                continue
+            del routed
         if first and records.num_rows > 1 and records.nbytes >= _SPLIT_FIRST_BYTES:
             # The task's first batch goes in two halves: when it is the only one (a small task: Spark hands up to
             # 10,000 rows as one) the broker writes the first half while the second is encoded, so the task waits
@@ -291,7 +317,9 @@ def _send_all(producer: SinkProducer[PreparedT], options: SinkOptions, plan: Col
         begin()
     if held is not None:
         futures.extend(producer.send_batch(options.topic, data) for data in held.rest())
-    return futures
+    dead_topic = options.dead_letters.topic
+    dead_futures = [producer.send_batch(dead_topic, table) for table in dead_tables if dead_topic is not None]
+    return futures, dead_futures
 
 
 class _HeldBatches:

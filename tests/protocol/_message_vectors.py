@@ -111,6 +111,20 @@ SAMPLES: dict[int, dict[str, dict[str, dict[str, Any]]]] = {
             {"name": "t2", "topic_id": Z, "error_code": 36, "error_message": "exists", "topic_config_error_code": 29,
              "num_partitions": -1, "replication_factor": -1, "configs": None}]}},
     },
+    32: {
+        "req": {"a": {"resources": [
+            {"resource_type": 2, "resource_name": "t1", "configuration_keys": ["max.message.bytes", "cleanup.policy"]},
+            {"resource_type": 2, "resource_name": "t2", "configuration_keys": None}],
+            "include_synonyms": False, "include_documentation": True}},
+        "resp": {"a": {"throttle_time_ms": 3, "results": [
+            {"error_code": 0, "error_message": None, "resource_type": 2, "resource_name": "t1", "configs": [
+                {"name": "max.message.bytes", "value": "2000", "read_only": False, "config_source": 1,
+                 "is_sensitive": False, "synonyms": [{"name": "message.max.bytes", "value": "1048588", "source": 5}],
+                 "config_type": 3, "documentation": "doc"},
+                {"name": "secret", "value": None, "read_only": True, "config_source": -1, "is_sensitive": True,
+                 "synonyms": [], "config_type": 0, "documentation": None}]},
+            {"error_code": 3, "error_message": "unknown", "resource_type": 2, "resource_name": "t2", "configs": []}]}},
+    },
     22: {
         "req": {"a": {"transactional_id": "txn", "transaction_timeout_ms": 60000, "producer_id": 1000,
                       "producer_epoch": 5},
@@ -596,6 +610,12 @@ GOLDEN: dict[tuple[int, int, str, str], str | None] = {
         "0303743100000003000101030f636c65616e75702e706f6c69637908636f6d70616374000278000000037432ffffffffffff02000000"
         "00030000000100000002000100000075300100"
     ),
+    (32, 4, 'req', 'a'): (
+        "030203743103126d61782e6d6573736167652e62797465730f636c65616e75702e706f6c69637900020374320000000100"),
+    (32, 4, 'resp', 'a'): (
+        "00000003030000000203743103126d61782e6d6573736167652e6279746573053230303000010002126d6573736167652e6d61782e"
+        "6279746573083130343835383805000304646f6300077365637265740001ff010100000000000308756e6b6e6f776e0203743201"
+        "0000"),
     (19, 2, 'resp', 'a'): "0000000300000002000274310000ffff0002743200240006657869737473",
     (19, 3, 'resp', 'a'): "0000000300000002000274310000ffff0002743200240006657869737473",
     (19, 4, 'resp', 'a'): "0000000300000002000274310000ffff0002743200240006657869737473",

@@ -329,7 +329,8 @@ EXPECTED_RANGES = {
     "InitProducerId": (22, 0, 5, 2), "FindCoordinator": (10, 0, 6, 3), "AddPartitionsToTxn": (24, 0, 3, 3),
     "EndTxn": (26, 0, 5, 3), "AddOffsetsToTxn": (25, 0, 4, 3), "TxnOffsetCommit": (28, 0, 5, 3),
     "OffsetFetch": (9, 1, 9, 6), "SaslHandshake": (17, 0, 1, None), "SaslAuthenticate": (36, 0, 2, 2),
-    "CreateTopics": (19, 2, 7, 5), "Fetch": (1, 4, 12, 12), "ListOffsets": (2, 1, 11, 6),
+    "CreateTopics": (19, 2, 7, 5),
+    "DescribeConfigs": (32, 4, 4, 4), "Fetch": (1, 4, 12, 12), "ListOffsets": (2, 1, 11, 6),
     "ListTransactions": (66, 0, 2, 0), "DescribeTransactions": (65, 0, 0, 0), "DescribeProducers": (61, 0, 0, 0),
 }
 

@@ -12,7 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from spark_kafka_sink.errors import ProtocolError, UnsupportedVersionError
-from spark_kafka_sink.protocol.messages.cluster import API_VERSIONS, CREATE_TOPICS, METADATA
+from spark_kafka_sink.protocol.messages.cluster import (
+    API_VERSIONS,
+    CREATE_TOPICS,
+    DESCRIBE_CONFIGS,
+    METADATA,
+    TOPIC_RESOURCE,
+)
 from spark_kafka_sink.protocol.messages.codec import decode_struct, write_struct
 from spark_kafka_sink.protocol.messages.fetch import FETCH, LIST_OFFSETS
 from spark_kafka_sink.protocol.messages.produce import PRODUCE
@@ -44,6 +50,8 @@ __all__ = [
     "SASL_HANDSHAKE",
     "API_VERSIONS",
     "CREATE_TOPICS",
+    "DESCRIBE_CONFIGS",
+    "TOPIC_RESOURCE",
     "INIT_PRODUCER_ID",
     "ADD_PARTITIONS_TO_TXN",
     "ADD_OFFSETS_TO_TXN",
@@ -74,6 +82,7 @@ API_SPECS: dict[int, ApiSpec] = {
         SASL_HANDSHAKE,
         API_VERSIONS,
         CREATE_TOPICS,
+        DESCRIBE_CONFIGS,
         INIT_PRODUCER_ID,
         ADD_PARTITIONS_TO_TXN,
         ADD_OFFSETS_TO_TXN,

@@ -1,4 +1,5 @@
-"""Cluster-level APIs: ApiVersions (18), Metadata (3) and CreateTopics (19, used by tests and tooling)."""
+"""Cluster-level APIs: ApiVersions (18), Metadata (3), CreateTopics (19, used by tests and tooling) and
+DescribeConfigs (32, a topic's limits for the sink's dead letters)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from enum import IntEnum
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages.schema import ZERO_UUID, ApiSpec, field
 
-__all__ = ["API_VERSIONS", "METADATA", "CREATE_TOPICS", "AclOperation", "NO_AUTHORIZED_OPERATIONS"]
+__all__ = ["API_VERSIONS", "METADATA", "CREATE_TOPICS", "DESCRIBE_CONFIGS", "TOPIC_RESOURCE", "AclOperation",
+           "NO_AUTHORIZED_OPERATIONS"]
 
 NO_AUTHORIZED_OPERATIONS = -(2**31)  # an authorized-operations field's value when they were not requested
 
@@ -167,4 +169,51 @@ CREATE_TOPICS = ApiSpec(
         )),
     ),
     client_throttle_from=3,
+)
+
+# ----------------------------------------------------------------------------------------- DescribeConfigs
+# version 4 only (flexible; brokers since 2.6 have it): the sink reads a topic's max.message.bytes and
+# cleanup.policy. Earlier versions differ only in synonyms and documentation, which the sink never asks for.
+
+TOPIC_RESOURCE = 2  # DescribeConfigs resource_type of a topic
+
+DESCRIBE_CONFIGS = ApiSpec(
+    key=32,
+    name="DescribeConfigs",
+    min_version=4,
+    max_version=4,
+    flexible_from=4,
+    request_schema=(
+        field("resources", "[]", "4+", fields=(  # what to describe
+            field("resource_type", "int8", "4+"),  # 2 = topic, 4 = broker
+            field("resource_name", "string", "4+"),  # the topic name
+            field("configuration_keys", "[]string", "4+", nullable="4+", default=None),  # null = every config
+        )),
+        field("include_synonyms", "bool", "4+", default=False),  # also each value's other sources
+        field("include_documentation", "bool", "4+", default=False),  # also each config's description
+    ),
+    response_schema=(
+        field("throttle_time_ms", "int32", "4+", default=0, ignorable=True),  # quota delay
+        field("results", "[]", "4+", fields=(  # one per resource asked for
+            field("error_code", "int16", "4+", default=NO_ERROR),  # e.g. UNKNOWN_TOPIC_OR_PARTITION
+            field("error_message", "string", "4+", nullable="4+", default=None),  # details
+            field("resource_type", "int8", "4+"),  # as asked
+            field("resource_name", "string", "4+"),  # as asked
+            field("configs", "[]", "4+", default=[], fields=(  # the configs asked for
+                field("name", "string", "4+"),  # config key, e.g. max.message.bytes
+                field("value", "string", "4+", nullable="4+"),  # its value; null if sensitive
+                field("read_only", "bool", "4+"),  # cannot be changed
+                field("config_source", "int8", "4+", default=-1, ignorable=True),  # where the value comes from
+                field("is_sensitive", "bool", "4+"),  # value hidden
+                field("synonyms", "[]", "4+", default=[], ignorable=True, fields=(  # with include_synonyms
+                    field("name", "string", "4+"),  # the synonym's key (e.g. the broker's message.max.bytes)
+                    field("value", "string", "4+", nullable="4+"),  # its value
+                    field("source", "int8", "4+"),  # its source
+                )),
+                field("config_type", "int8", "4+", default=0, ignorable=True),  # STRING, INT ... (0: unknown)
+                field("documentation", "string", "4+", nullable="4+", default=None, ignorable=True),  # description
+            )),
+        )),
+    ),
+    client_throttle_from=2,
 )
