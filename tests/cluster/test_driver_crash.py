@@ -212,3 +212,48 @@ def test_a_slow_write_does_not_hold_up_another_prefix(bootstrap: str, topic_fact
         fence_transactional_id({"bootstrap.servers": bootstrap}, f"{slow_prefix}-{partition}", 60)
     orders = Counter(json.loads(r.value or b"{}")["order_id"] for r in readback(topic))
     assert orders == Counter(range(ROWS))  # B's rows, once; none of A's
+
+
+def test_two_writes_sharing_a_prefix(bootstrap: str, topic_factory: Callable[..., str],
+                                     readback: Callable[..., list[ConsumedRecord]], tmp_path: Path) -> None:
+    """Write A stops after its plan, its transactions open; write B runs with the same transactionalIdPrefix (to
+    another topic) and ends; then A's commit goes on and fails with an error that names the prefix and says what
+    is visible. Read back at read_committed with librdkafka: each write's rows once, nothing left open."""
+    topic_a, topic_b = topic_factory(partitions=3), topic_factory(partitions=3)
+    prefix = f"shared-{uuid.uuid4().hex[:8]}"
+
+    def args(topic: str, write_id: int) -> list[str]:
+        return ["--bootstrap-servers", bootstrap, "--topic", topic, "--rows", str(ROWS), "--partitions", "3",
+                "--guarantee", "exactly_once", "--option", f"transactionalIdPrefix={prefix}",
+                "--option", f"writeId={write_id}"]
+
+    logs_before = set(tmp_path.glob("*.log"))
+    write_a, marker = launch("batch_to_kafka.py", args(topic_a, 1), tmp_path, pause="after-plan")
+    (log_a,) = set(tmp_path.glob("*.log")) - logs_before
+    try:
+        wait_for("write A to reach its pause point", lambda: marker.exists() or write_a.poll() is not None, 240)
+        assert marker.exists(), f"write A ended (status {write_a.returncode}) before reaching its pause point"
+        write_b = launch("batch_to_kafka.py", args(topic_b, 2), tmp_path)[0]
+        status_b = write_b.wait(300)
+        marker.with_name(marker.name + ".go").touch()  # A's commit goes on
+        status_a = write_a.wait(300)
+    finally:
+        if write_a.poll() is None:
+            os.killpg(write_a.pid, signal.SIGKILL)
+            write_a.wait(60)
+    out_a = log_a.read_text()
+    print(f"\n[shared prefix] A: status {status_a}, B: status {status_b}\n"
+          + "\n".join(line for line in out_a.splitlines() if "SharedPrefixError" in line)[:3000])
+    assert status_b == 0
+    # B's pre-flight took A for a write whose driver died and committed A's transactions; B's producers then fenced
+    # A's, so A's own EndTxn failed: A says so, naming the prefix, and that its rows are visible.
+    assert status_a != 0
+    assert (f"SharedPrefixError: transactionalIdPrefix '{prefix}' is used by another write running at the same "
+            "time: while this write (writeId 1) was committing, another write (writeId 2) started") in out_a
+    assert f"{ROWS} of this write's {ROWS} rows are visible" in out_a
+    orders_a = Counter(json.loads(r.value or b"{}")["order_id"] for r in readback(topic_a))
+    orders_b = Counter(json.loads(r.value or b"{}")["order_id"] for r in readback(topic_b))
+    print(f"[shared prefix] visible: A {sum(orders_a.values())} rows, B {sum(orders_b.values())} rows")
+    assert orders_a == Counter(range(ROWS)) and orders_b == Counter(range(ROWS))  # both once, nothing half done
+    assert_nothing_open(bootstrap, topic_a)
+    assert_nothing_open(bootstrap, topic_b)

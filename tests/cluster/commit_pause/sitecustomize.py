@@ -3,7 +3,8 @@ folder on the job's PYTHONPATH; Spark passes it on to its Python workers, where 
 
 With ``DRIVER_CRASH_PAUSE_AT=<point>:<marker file>`` in the environment, it registers a commit hook
 (``spark_kafka_sink.spark.commit.add_commit_hook``) that stops the driver's commit at ``point``, writes
-"<pid> <writeId>" to the marker and waits there to be killed (the test SIGKILLs the driver). Points: after-plan,
+"<pid> <writeId>" to the marker and waits there to be killed (the test SIGKILLs the driver), or until the test
+creates ``<marker>.go``: then the commit goes on. Points: after-plan,
 after-first-commit (exactly one EndTxn done: the hook lets one EndTxn run at a time), after-commits,
 after-complete. The package has no switch of its own: without this module nothing is registered.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 PAUSE_ENV = "DRIVER_CRASH_PAUSE_AT"
@@ -27,12 +29,12 @@ class PauseAt:
         self._one_at_a_time = threading.Lock()  # held from each EndTxn's start to its end
 
     def __call__(self, step: str, write_id: int) -> None:
-        if step == "before-end-txn":
+        if self.point == "after-first-commit" and step == "before-end-txn":
+            # Only for this point: an EndTxn that fails never reaches after-end-txn, and would keep the lock.
             self._one_at_a_time.acquire()
-        elif step == "after-end-txn":
+        elif self.point == "after-first-commit" and step == "after-end-txn":
             try:
-                if self.point == "after-first-commit":
-                    self._pause(write_id)
+                self._pause(write_id)
             finally:
                 self._one_at_a_time.release()
         elif step == self.point:
@@ -40,7 +42,12 @@ class PauseAt:
 
     def _pause(self, write_id: int) -> None:
         self.marker.write_text(f"{os.getpid()} {write_id}")
-        threading.Event().wait(PAUSE_LIMIT_S)
+        go = self.marker.with_name(self.marker.name + ".go")
+        deadline = time.monotonic() + PAUSE_LIMIT_S
+        while time.monotonic() < deadline:
+            if go.exists():
+                return
+            time.sleep(0.05)  # poll interval of a condition wait
         raise RuntimeError(f"{PAUSE_ENV}: nobody killed the driver at {self.point} within {PAUSE_LIMIT_S:g} s")
 
 
