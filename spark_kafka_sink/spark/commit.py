@@ -374,7 +374,12 @@ def _commit_failure_text(options: SinkOptions, pending: Sequence[KafkaCommitMess
             f"transaction.timeout.ms ({timeout_ms} ms) and the broker aborted it: raise kafka.transaction.timeout.ms "
             f"(at most the broker's transaction.max.timeout.ms) or write less per job. Otherwise another write with "
             f"transactionalIdPrefix {options.transactional_id_prefix!r} ran at the same time and its producers "
-            f"fenced this write's: give each write that may run while another does its own prefix.")
+            f"fenced this write's (give each write that may run while another does its own prefix), or a late "
+            f"attempt of a failed task of this write started its producer after Spark's retry of it had finished "
+            f"(a stalled Python worker).")
+    if options.write_id is not None:
+        text += (f" Run the same writeId ({options.write_id}) again: it skips the committed partitions and writes "
+                 "the others.")
     return text
 
 

@@ -33,20 +33,30 @@ JOBS = REPO_ROOT / "jobs"
 SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
 PAUSE_HOOK_DIR = Path(__file__).parent / "commit_pause"  # its sitecustomize registers the pause hook
 PAUSE_ENV = "DRIVER_CRASH_PAUSE_AT"
+HOLD_ENV = "LATE_ATTEMPT_HOLD"
+LATE_ATTEMPT_JOB = Path(__file__).with_name("late_attempt_job.py")
 ROWS = 3000
+LATE_ROWS = 400  # late_attempt_job's rows per partition
 
 
-def launch(job: str, args: list[str], tmp_path: Path, pause: str | None = None) -> tuple[subprocess.Popen[str], Path]:
-    """spark-submit ``job`` in its own process group; with ``pause``, its commit stops at that point."""
+def launch(job: str | Path, args: list[str], tmp_path: Path, pause: str | None = None,
+           hold: str | None = None, master: str = "local[2]") -> tuple[subprocess.Popen[str], Path]:
+    """spark-submit ``job`` (a name in jobs/, or a path) in its own process group; with ``pause``, its commit stops
+    at that point; ``hold`` (``<partition>:<folder>``) stalls that partition's first attempt (commit_pause/)."""
     marker = tmp_path / f"paused-{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     env.pop(PAUSE_ENV, None)
+    env.pop(HOLD_ENV, None)
     if pause is not None:
         env[PAUSE_ENV] = f"{pause}:{marker}"
+    if hold is not None:
+        env[HOLD_ENV] = hold
+    if pause is not None or hold is not None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PAUSE_HOOK_DIR), env.get("PYTHONPATH")) if p)
-    cmd = [str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-           "--conf", f"spark.driver.extraJavaOptions={SHORT_LIVED_JVM}", str(JOBS / job), *args]
-    log = open(tmp_path / f"{job}-{uuid.uuid4().hex[:6]}.log", "w")  # noqa: SIM115 - closed with the process
+    script = job if isinstance(job, Path) else JOBS / job
+    cmd = [str(SPARK_SUBMIT), "--master", master, "--conf", "spark.ui.enabled=false",
+           "--conf", f"spark.driver.extraJavaOptions={SHORT_LIVED_JVM}", str(script), *args]
+    log = open(tmp_path / f"{script.name}-{uuid.uuid4().hex[:6]}.log", "w")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     log.close()
@@ -257,3 +267,46 @@ def test_two_writes_sharing_a_prefix(bootstrap: str, topic_factory: Callable[...
     assert orders_a == Counter(range(ROWS)) and orders_b == Counter(range(ROWS))  # both once, nothing half done
     assert_nothing_open(bootstrap, topic_a)
     assert_nothing_open(bootstrap, topic_b)
+
+
+def test_a_late_first_attempt_fences_the_retry_that_finished(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Callable[..., list[ConsumedRecord]],
+        tmp_path: Path) -> None:
+    """Partition 1's first attempt fails upstream of the sink while its Python writer is stalled before its
+    InitProducerId; Spark's retry writes the partition and returns its message; the driver records its plan. Then
+    the stalled writer goes on: its InitProducerId fences the retry's transaction, and the driver's commit of it
+    fails. The job fails saying which partition's rows are visible; the same writeId run again writes the rest."""
+    topic = topic_factory(partitions=2)
+    prefix = f"late-{uuid.uuid4().hex[:8]}"
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    args = [bootstrap, topic, prefix, str(hold)]
+    logs_before = set(tmp_path.glob("*.log"))
+    job, marker = launch(LATE_ATTEMPT_JOB, args, tmp_path, pause="after-plan", hold=f"1:{hold}", master="local[2,4]")
+    (log,) = set(tmp_path.glob("*.log")) - logs_before
+    try:
+        wait_for("the driver's commit to reach its plan", lambda: marker.exists() or job.poll() is not None, 240)
+        assert marker.exists(), f"the job ended (status {job.returncode}) before its commit"
+        # The retry's transaction is planned; the first attempt's writer is still stalled, nothing fenced yet.
+        assert (hold / "held").exists() and not (hold / "fenced").exists()
+        (hold / "go").touch()
+        wait_for("the stalled first attempt's InitProducerId", lambda: (hold / "fenced").exists(), 120)
+        marker.with_name(marker.name + ".go").touch()  # the commit goes on
+        status = job.wait(300)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait(60)
+    out = log.read_text()
+    print("\n[late attempt] status", status, "\n"
+          + "\n".join(line for line in out.splitlines() if "TransactionCommitError:" in line)[:3000])
+    assert status != 0
+    assert "1 of 2 Kafka transactions could not be committed" in out and f"{prefix}-1: ProducerFencedError" in out
+    assert "a late attempt of a failed task" in out and "Run the same writeId (1) again" in out
+    values = Counter("-".join((r.value or b"").decode().split("-")[:2]) for r in readback(topic))
+    assert values == Counter({f"0-{n}": 1 for n in range(LATE_ROWS)})  # partition 0's rows only; none of 1's
+    assert_nothing_open(bootstrap, topic)
+    finish(launch(LATE_ATTEMPT_JOB, [bootstrap, topic, prefix, "-"], tmp_path,
+                  master="local[2,4]")[0])
+    values = Counter("-".join((r.value or b"").decode().split("-")[:2]) for r in readback(topic))
+    assert values == Counter({f"{p}-{n}": 1 for p in range(2) for n in range(LATE_ROWS)})  # every row once

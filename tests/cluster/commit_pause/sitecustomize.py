@@ -7,6 +7,10 @@ With ``DRIVER_CRASH_PAUSE_AT=<point>:<marker file>`` in the environment, it regi
 creates ``<marker>.go``: then the commit goes on. Points: after-plan,
 after-first-commit (exactly one EndTxn done: the hook lets one EndTxn run at a time), after-commits,
 after-complete. The package has no switch of its own: without this module nothing is registered.
+
+With ``LATE_ATTEMPT_HOLD=<partition>:<folder>``, the Python worker writing attempt 0 of that Spark partition stops
+before its InitProducerId (a stalled worker): it creates ``<folder>/held`` and waits for ``<folder>/go``; once its
+InitProducerId has been answered it creates ``<folder>/fenced``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import time
 from pathlib import Path
 
 PAUSE_ENV = "DRIVER_CRASH_PAUSE_AT"
+HOLD_ENV = "LATE_ATTEMPT_HOLD"
 PAUSE_LIMIT_S = 600.0  # nobody killed the process by then: the commit fails instead of hanging the job
 
 
@@ -51,7 +56,46 @@ class PauseAt:
         raise RuntimeError(f"{PAUSE_ENV}: nobody killed the driver at {self.point} within {PAUSE_LIMIT_S:g} s")
 
 
+def _wait_for(path: Path) -> None:
+    deadline = time.monotonic() + PAUSE_LIMIT_S
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{path} did not appear within {PAUSE_LIMIT_S:g} s")
+        time.sleep(0.05)  # poll interval of a condition wait
+
+
+def _hold_late_attempt(partition: int, folder: Path) -> None:
+    """Patch the producer so that attempt 0 of ``partition`` stalls before its InitProducerId (module docstring)."""
+    from pyspark import TaskContext
+
+    from spark_kafka_sink.producer import KafkaProducer
+
+    def held() -> bool:
+        ctx = TaskContext.get()
+        return ctx is not None and ctx.partitionId() == partition and ctx.attemptNumber() == 0
+
+    start, init = KafkaProducer.start_init_transactions, KafkaProducer.init_transactions
+
+    def start_init_transactions(self: KafkaProducer) -> None:
+        if held():
+            (folder / "held").write_text(str(os.getpid()))
+            _wait_for(folder / "go")
+        start(self)
+
+    def init_transactions(self: KafkaProducer, timeout_s: float | None = None) -> None:
+        init(self, timeout_s)
+        if held():
+            (folder / "fenced").touch()
+
+    KafkaProducer.start_init_transactions = start_init_transactions  # type: ignore[method-assign]
+    KafkaProducer.init_transactions = init_transactions  # type: ignore[method-assign]
+
+
 def _install() -> None:
+    hold = os.environ.get(HOLD_ENV)
+    if hold:
+        partition, _, folder = hold.partition(":")
+        _hold_late_attempt(int(partition), Path(folder))
     spec = os.environ.get(PAUSE_ENV)
     if not spec:
         return
