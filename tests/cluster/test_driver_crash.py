@@ -5,7 +5,9 @@ against the session's single broker.
 
 The kill points are reached through a commit hook the tests install in the job's processes (``commit_pause/``'s
 ``sitecustomize``, given ``DRIVER_CRASH_PAUSE_AT=<point>:<file>``): the driver's commit stops there, creates the file
-and waits; the test then kills the driver for real.
+and waits; the test then kills the driver for real, or lets it go on. The same hooks hold a write while another
+uses its transactionalIdPrefix, and stall the Python writer of a task's failed first attempt
+(``LATE_ATTEMPT_HOLD``) so that it goes on after Spark's retry of the task: the late attempts' tests.
 """
 
 from __future__ import annotations
@@ -310,3 +312,40 @@ def test_a_late_first_attempt_fences_the_retry_that_finished(
                   master="local[2,4]")[0])
     values = Counter("-".join((r.value or b"").decode().split("-")[:2]) for r in readback(topic))
     assert values == Counter({f"{p}-{n}": 1 for p in range(2) for n in range(LATE_ROWS)})  # every row once
+
+
+def test_a_late_first_attempt_fences_the_retry_still_writing(
+        bootstrap: str, topic_factory: Callable[..., str], readback: Callable[..., list[ConsumedRecord]],
+        tmp_path: Path) -> None:
+    """As above, but the stalled first attempt goes on while Spark's retry (attempt 1) is still sending: the
+    retry's next send is refused (its producer was fenced), the retry fails, Spark runs attempt 2, and the job
+    commits every row once."""
+    topic = topic_factory(partitions=2)
+    prefix = f"late-{uuid.uuid4().hex[:8]}"
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    (hold / "hold-retry").touch()
+    logs_before = set(tmp_path.glob("*.log"))
+    job = launch(LATE_ATTEMPT_JOB, [bootstrap, topic, prefix, str(hold)], tmp_path, hold=f"1:{hold}",
+                 master="local[2,4]")[0]
+    (log,) = set(tmp_path.glob("*.log")) - logs_before
+    try:
+        wait_for("Spark's retry to be writing", lambda: (hold / "retry-writing").exists() or job.poll() is not None,
+                 240)
+        assert (hold / "retry-writing").exists(), f"the job ended (status {job.returncode}) before its retry wrote"
+        assert (hold / "held").exists() and not (hold / "fenced").exists()
+        (hold / "go").touch()  # the first attempt's InitProducerId fences the retry's producer
+        status = job.wait(300)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait(60)
+    # Spark's report of the retry's failure: "Lost task 1.1 ...", then the Python traceback up to its exception.
+    report = log.read_text().partition("Lost task 1.1 in stage")[2].partition("SQLSTATE")[0]
+    error = [line for line in report.splitlines() if line.startswith("spark_kafka_sink.errors.")]
+    print(f"\n[late attempt, retry writing] status {status}\n" + "\n".join(error)[:2000])
+    assert status == 0
+    assert error and error[-1].startswith("spark_kafka_sink.errors.ProducerFencedError: PRODUCER_FENCED"), report
+    values = Counter("-".join((r.value or b"").decode().split("-")[:2]) for r in readback(topic))
+    assert values == Counter({f"{p}-{n}": 1 for p in range(2) for n in range(LATE_ROWS)})  # every row once
+    assert_nothing_open(bootstrap, topic)

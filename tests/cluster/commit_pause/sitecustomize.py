@@ -10,7 +10,9 @@ after-complete. The package has no switch of its own: without this module nothin
 
 With ``LATE_ATTEMPT_HOLD=<partition>:<folder>``, the Python worker writing attempt 0 of that Spark partition stops
 before its InitProducerId (a stalled worker): it creates ``<folder>/held`` and waits for ``<folder>/go``; once its
-InitProducerId has been answered it creates ``<folder>/fenced``.
+InitProducerId has been answered it creates ``<folder>/fenced``. If ``<folder>/hold-retry`` exists, attempt 1 of
+the partition (Spark's retry) stops before its second ``send_batch``, creates ``<folder>/retry-writing`` and waits
+for ``<folder>/fenced``: it is still writing when the first attempt's InitProducerId fences it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 PAUSE_ENV = "DRIVER_CRASH_PAUSE_AT"
 HOLD_ENV = "LATE_ATTEMPT_HOLD"
@@ -70,11 +73,24 @@ def _hold_late_attempt(partition: int, folder: Path) -> None:
 
     from spark_kafka_sink.producer import KafkaProducer
 
-    def held() -> bool:
+    def attempt_of_partition() -> int | None:
         ctx = TaskContext.get()
-        return ctx is not None and ctx.partitionId() == partition and ctx.attemptNumber() == 0
+        return ctx.attemptNumber() if ctx is not None and ctx.partitionId() == partition else None
 
-    start, init = KafkaProducer.start_init_transactions, KafkaProducer.init_transactions
+    def held() -> bool:
+        return attempt_of_partition() == 0
+
+    start, init, send_batch = (KafkaProducer.start_init_transactions, KafkaProducer.init_transactions,
+                               KafkaProducer.send_batch)
+    retry_calls = [0]  # send_batch calls of the retry in this worker
+
+    def held_send_batch(self: KafkaProducer, *args: Any, **kwargs: Any) -> Any:
+        if attempt_of_partition() == 1 and (folder / "hold-retry").exists():
+            retry_calls[0] += 1
+            if retry_calls[0] == 1:
+                (folder / "retry-writing").touch()
+                _wait_for(folder / "fenced")
+        return send_batch(self, *args, **kwargs)
 
     def start_init_transactions(self: KafkaProducer) -> None:
         if held():
@@ -89,6 +105,7 @@ def _hold_late_attempt(partition: int, folder: Path) -> None:
 
     KafkaProducer.start_init_transactions = start_init_transactions  # type: ignore[method-assign]
     KafkaProducer.init_transactions = init_transactions  # type: ignore[method-assign]
+    KafkaProducer.send_batch = held_send_batch  # type: ignore[method-assign]
 
 
 def _install() -> None:
