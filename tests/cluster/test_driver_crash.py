@@ -36,24 +36,29 @@ SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
 PAUSE_HOOK_DIR = Path(__file__).parent / "commit_pause"  # its sitecustomize registers the pause hook
 PAUSE_ENV = "DRIVER_CRASH_PAUSE_AT"
 HOLD_ENV = "LATE_ATTEMPT_HOLD"
+HOLD_AFTER_FLUSH_ENV = "HOLD_AFTER_FLUSH"
 LATE_ATTEMPT_JOB = Path(__file__).with_name("late_attempt_job.py")
 ROWS = 3000
 LATE_ROWS = 400  # late_attempt_job's rows per partition
 
 
 def launch(job: str | Path, args: list[str], tmp_path: Path, pause: str | None = None,
-           hold: str | None = None, master: str = "local[2]") -> tuple[subprocess.Popen[str], Path]:
+           hold: str | None = None, master: str = "local[2]",
+           hold_after_flush: Path | None = None) -> tuple[subprocess.Popen[str], Path]:
     """spark-submit ``job`` (a name in jobs/, or a path) in its own process group; with ``pause``, its commit stops
-    at that point; ``hold`` (``<partition>:<folder>``) stalls that partition's first attempt (commit_pause/)."""
+    at that point; ``hold`` (``<partition>:<folder>``) stalls that partition's first attempt; ``hold_after_flush``
+    stops every task after its flush (commit_pause/)."""
     marker = tmp_path / f"paused-{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    env.pop(PAUSE_ENV, None)
-    env.pop(HOLD_ENV, None)
+    for name in (PAUSE_ENV, HOLD_ENV, HOLD_AFTER_FLUSH_ENV):
+        env.pop(name, None)
     if pause is not None:
         env[PAUSE_ENV] = f"{pause}:{marker}"
     if hold is not None:
         env[HOLD_ENV] = hold
-    if pause is not None or hold is not None:
+    if hold_after_flush is not None:
+        env[HOLD_AFTER_FLUSH_ENV] = str(hold_after_flush)
+    if pause is not None or hold is not None or hold_after_flush is not None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PAUSE_HOOK_DIR), env.get("PYTHONPATH")) if p)
     script = job if isinstance(job, Path) else JOBS / job
     cmd = [str(SPARK_SUBMIT), "--master", master, "--conf", "spark.ui.enabled=false",
@@ -267,6 +272,47 @@ def test_two_writes_sharing_a_prefix(bootstrap: str, topic_factory: Callable[...
     orders_b = Counter(json.loads(r.value or b"{}")["order_id"] for r in readback(topic_b))
     print(f"[shared prefix] visible: A {sum(orders_a.values())} rows, B {sum(orders_b.values())} rows")
     assert orders_a == Counter(range(ROWS)) and orders_b == Counter(range(ROWS))  # both once, nothing half done
+    assert_nothing_open(bootstrap, topic_a)
+    assert_nothing_open(bootstrap, topic_b)
+
+
+def test_two_writes_sharing_a_prefix_without_write_id(bootstrap: str, topic_factory: Callable[..., str],
+                                                     readback: Callable[..., list[ConsumedRecord]],
+                                                     tmp_path: Path) -> None:
+    """Without writeId nothing is logged: write A's tasks stop after their flush, transactions open; write B runs
+    with the same prefix and no writeId; its tasks' InitProducerId aborts A's transactions. A's commit then fails,
+    naming the shared prefix among the causes, and none of A's rows are visible; B's are, once."""
+    topic_a, topic_b = topic_factory(partitions=2), topic_factory(partitions=2)
+    prefix = f"shared-{uuid.uuid4().hex[:8]}"
+    hold = tmp_path / "hold"
+    hold.mkdir()
+
+    def args(topic: str) -> list[str]:
+        return ["--bootstrap-servers", bootstrap, "--topic", topic, "--rows", str(ROWS), "--partitions", "2",
+                "--guarantee", "exactly_once", "--option", f"transactionalIdPrefix={prefix}"]
+
+    logs_before = set(tmp_path.glob("*.log"))
+    write_a = launch("batch_to_kafka.py", args(topic_a), tmp_path, hold_after_flush=hold)[0]
+    (log_a,) = set(tmp_path.glob("*.log")) - logs_before
+    try:
+        wait_for("write A's two tasks to flush", lambda: len(list(hold.glob("flushed-*"))) == 2
+                 or write_a.poll() is not None, 240)
+        assert write_a.poll() is None, f"write A ended (status {write_a.returncode}) before its tasks flushed"
+        finish(launch("batch_to_kafka.py", args(topic_b), tmp_path)[0])
+        (hold / "go").touch()
+        status_a = write_a.wait(300)
+    finally:
+        if write_a.poll() is None:
+            os.killpg(write_a.pid, signal.SIGKILL)
+            write_a.wait(60)
+    error = [line for line in log_a.read_text().splitlines() if "TransactionCommitError:" in line]
+    print("\n[shared prefix, no writeId] A: status", status_a, "\n" + "\n".join(error)[:3000])
+    assert status_a != 0
+    assert error and "2 of 2 Kafka transactions could not be committed" in error[-1]
+    assert f"another write with transactionalIdPrefix '{prefix}' ran at the same time" in error[-1]
+    assert readback(topic_a) == []  # none of A's rows
+    orders_b = Counter(json.loads(r.value or b"{}")["order_id"] for r in readback(topic_b))
+    assert orders_b == Counter(range(ROWS))
     assert_nothing_open(bootstrap, topic_a)
     assert_nothing_open(bootstrap, topic_b)
 

@@ -13,6 +13,9 @@ before its InitProducerId (a stalled worker): it creates ``<folder>/held`` and w
 InitProducerId has been answered it creates ``<folder>/fenced``. If ``<folder>/hold-retry`` exists, attempt 1 of
 the partition (Spark's retry) stops before its second ``send_batch``, creates ``<folder>/retry-writing`` and waits
 for ``<folder>/fenced``: it is still writing when the first attempt's InitProducerId fences it.
+
+With ``HOLD_AFTER_FLUSH=<folder>``, every task of the job stops once its records are flushed (its transaction open,
+its commit message not yet returned): it creates ``<folder>/flushed-<partition>`` and waits for ``<folder>/go``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 PAUSE_ENV = "DRIVER_CRASH_PAUSE_AT"
 HOLD_ENV = "LATE_ATTEMPT_HOLD"
+HOLD_AFTER_FLUSH_ENV = "HOLD_AFTER_FLUSH"
 PAUSE_LIMIT_S = 600.0  # nobody killed the process by then: the commit fails instead of hanging the job
 
 
@@ -108,7 +112,28 @@ def _hold_late_attempt(partition: int, folder: Path) -> None:
     KafkaProducer.send_batch = held_send_batch  # type: ignore[method-assign]
 
 
+def _hold_after_flush(folder: Path) -> None:
+    from pyspark import TaskContext
+
+    from spark_kafka_sink.producer import KafkaProducer
+
+    flush = KafkaProducer.flush
+
+    def held_flush(self: KafkaProducer, *args: Any, **kwargs: Any) -> Any:
+        flushed = flush(self, *args, **kwargs)
+        ctx = TaskContext.get()
+        if ctx is not None:  # a task's producer, not the driver's commit log
+            (folder / f"flushed-{ctx.partitionId()}").touch()
+            _wait_for(folder / "go")
+        return flushed
+
+    KafkaProducer.flush = held_flush  # type: ignore[method-assign]
+
+
 def _install() -> None:
+    after_flush = os.environ.get(HOLD_AFTER_FLUSH_ENV)
+    if after_flush:
+        _hold_after_flush(Path(after_flush))
     hold = os.environ.get(HOLD_ENV)
     if hold:
         partition, _, folder = hold.partition(":")
