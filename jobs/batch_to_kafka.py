@@ -31,6 +31,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="deliveryGuarantee (at_least_once)")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="extra sink option, e.g. kafka.compression.type=lz4 (repeatable)")
+    parser.add_argument("--register", action="store_true",
+                        help="register the format in the job (needed when the package comes with --py-files)")
     return parser.parse_args(argv)
 
 
@@ -69,6 +71,11 @@ def main(argv: list[str]) -> int:
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.appName("batch_to_kafka").getOrCreate()
+    if args.register:
+        # A wheel on --py-files is not scanned for pyspark_* modules: register the data source by hand.
+        from spark_kafka_sink.spark import KafkaSinkDataSource
+
+        spark.dataSource.register(KafkaSinkDataSource)
     df = dataset_rows(spark, args) if args.input else sample_orders(spark, args.rows, args.partitions)
     writer = (df.write.format("pykafka-sink")
               .option("kafka.bootstrap.servers", args.bootstrap_servers)

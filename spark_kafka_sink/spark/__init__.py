@@ -7,7 +7,7 @@
 """
 
 from spark_kafka_sink.producer.arrow_send import PartitionWrite
-from spark_kafka_sink.spark.commit import KafkaCommitMessage, TransactionCommitError
+from spark_kafka_sink.spark.commit import KafkaCommitMessage, SharedPrefixError, TransactionCommitError
 from spark_kafka_sink.spark.datasource import FORMAT_NAME, KafkaSinkDataSource
 from spark_kafka_sink.spark.options import DeliveryGuarantee, SinkOptions
 from spark_kafka_sink.spark.schema import InvalidColumnError
@@ -15,5 +15,6 @@ from spark_kafka_sink.spark.writer import KafkaBatchWriter, KafkaStreamWriter
 
 __all__ = [
     "FORMAT_NAME", "KafkaSinkDataSource", "KafkaBatchWriter", "KafkaStreamWriter", "KafkaCommitMessage",
-    "PartitionWrite", "TransactionCommitError", "DeliveryGuarantee", "SinkOptions", "InvalidColumnError",
+    "PartitionWrite", "TransactionCommitError", "SharedPrefixError", "DeliveryGuarantee", "SinkOptions",
+    "InvalidColumnError",
 ]

@@ -35,7 +35,7 @@ from spark_kafka_sink.spark.digest import EMPTY_DIGEST
 from spark_kafka_sink.spark.options import SinkOptions
 
 __all__ = [
-    "KafkaCommitMessage", "WriteSummary", "TransactionCommitError", "commit_write",
+    "KafkaCommitMessage", "WriteSummary", "TransactionCommitError", "SharedPrefixError", "commit_write",
     "abort_write", "recover_write", "summarize", "LOGGER_NAME", "COMMIT_STEPS", "CommitHook", "add_commit_hook",
 ]
 
@@ -94,6 +94,11 @@ class KafkaCommitMessage(WriterCommitMessage):
 
 class TransactionCommitError(KafkaError):
     """The driver could not commit every task's transaction. The message lists which failed and which committed."""
+
+
+class SharedPrefixError(TransactionCommitError):
+    """The commit failed because another write used the same transactionalIdPrefix meanwhile (seen in the commit
+    log); says how many of this write's rows are visible."""
 
 
 @dataclass(frozen=True)
@@ -264,7 +269,7 @@ def _commit_logged(options: SinkOptions, write_id: int, done: Sequence[KafkaComm
                                          m.digest or EMPTY_DIGEST)
                for m in done if not m.has_transaction}
     with _commit_log(options) as log:
-        log.append_plan(write_id, planned, carried)
+        plan_offset = log.append_plan(write_id, planned, carried)
         _at_step("after-plan", write_id)
 
         def end(message: KafkaCommitMessage, session: CoordinatorSession) -> None:
@@ -274,12 +279,42 @@ def _commit_logged(options: SinkOptions, write_id: int, done: Sequence[KafkaComm
             _at_step("after-end-txn", write_id)
 
         failures = _run_all(options, pending, end)
-        if not failures:
+        if failures:
+            _check_not_shared(options, log, write_id, plan_offset, pending)
+        else:
             log.flush()
             _at_step("after-commits", write_id)
             log.append_complete(write_id)
             _at_step("after-complete", write_id)
     return failures
+
+
+def _check_not_shared(options: SinkOptions, log: CommitLog, write_id: int, plan_offset: int,
+                      pending: Sequence[KafkaCommitMessage]) -> None:
+    """After a failed EndTxn: raise :class:`SharedPrefixError` if the commit log shows another write of this prefix
+    since this write's plan (its pre-flight took this write's driver for dead and finished the commit)."""
+    later = [e for e in log.entries(start_offset=plan_offset + 1) if e.value is not None]
+    others = sorted({int(e.value["writeId"]) for e in later if e.kind == "plan" and e.value is not None})
+    finished = [e.value for e in later if e.kind == "complete" and e.value is not None
+                and int(e.value["writeId"]) == write_id]
+    if not others and not finished:
+        return  # nothing in the log says the prefix is shared: the usual commit error follows
+    total = sum(m.rows for m in pending)
+    if finished:
+        lost = {int(p) for p in finished[0].get("lost", [])}
+        visible = sum(m.rows for m in pending if m.partition_id not in lost)
+        outcome = (f"another write's pre-flight took this one for a write whose driver died and committed its "
+                   f"transactions: {visible} of this write's {total} rows are visible")
+    else:
+        outcome = f"0 of this write's {total} rows are visible"
+    started = f" (writeId {', '.join(map(str, others))})" if others else ""
+    raise SharedPrefixError(
+        f"transactionalIdPrefix {options.transactional_id_prefix!r} is used by another write running at the same "
+        f"time: while this write (writeId {write_id}) was committing, another write{started} started with the same "
+        f"prefix, and its producers fenced this write's. {outcome}. Give each write that may run while another "
+        "does its own transactionalIdPrefix (or leave the option out: a batch write then takes a prefix of its "
+        "own from the pool). Do not re-run this writeId under this prefix: only a prefix's latest writeId is "
+        "remembered, so a re-run would write the visible rows again")
 
 
 def recover_write(options: SinkOptions) -> LoggedWrite | None:
@@ -357,7 +392,14 @@ def _commit_failure_text(options: SinkOptions, pending: Sequence[KafkaCommitMess
     text = (f"{len(failures)} of {len(pending)} Kafka transactions could not be committed ({details}). {visible}. "
             f"A fenced producer or invalid epoch usually means the transaction outlived "
             f"transaction.timeout.ms ({timeout_ms} ms) and the broker aborted it: raise kafka.transaction.timeout.ms "
-            f"(at most the broker's transaction.max.timeout.ms) or write less per job.")
+            f"(at most the broker's transaction.max.timeout.ms) or write less per job. Otherwise another write with "
+            f"transactionalIdPrefix {options.transactional_id_prefix!r} ran at the same time and its producers "
+            f"fenced this write's (give each write that may run while another does its own prefix), or a late "
+            f"attempt of a failed task of this write started its producer after Spark's retry of it had finished "
+            f"(a stalled Python worker).")
+    if options.write_id is not None:
+        text += (f" Run the same writeId ({options.write_id}) again: it skips the committed partitions and writes "
+                 "the others.")
     return text
 
 

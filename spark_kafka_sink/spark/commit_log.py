@@ -196,9 +196,10 @@ class CommitLog:
     # ------------------------------------------------------------------------------------------ appending
 
     def append_plan(self, write_id: int, planned: Mapping[int, PlannedTransaction],
-                    carried: Mapping[int, Committed]) -> None:
-        """Record the plan and wait until the brokers have it: only then may the first EndTxn go out."""
-        self._append_acknowledged("plan", {
+                    carried: Mapping[int, Committed]) -> int:
+        """Record the plan and wait until the brokers have it: only then may the first EndTxn go out. Returns the
+        plan's offset."""
+        return self._append_acknowledged("plan", {
             "writeId": write_id,
             "planned": {str(p): {"tid": t.transactional_id, "pid": t.producer_id, "epoch": t.producer_epoch,
                                  "tv": t.transaction_version, "rows": t.rows, "digest": t.digest}

@@ -370,8 +370,9 @@ class RecordingLog:
     def __exit__(self, *exc: object) -> None:
         self.events.append("log-closed")
 
-    def append_plan(self, write_id: int, planned: Mapping[int, Any], carried: Mapping[int, Any]) -> None:
+    def append_plan(self, write_id: int, planned: Mapping[int, Any], carried: Mapping[int, Any]) -> int:
         self.events.append(f"plan:{write_id}:{sorted(planned)}")
+        return 0
 
     def append_committed(self, write_id: int, partition: int) -> None:
         self.events.append(f"committed:{partition}")
