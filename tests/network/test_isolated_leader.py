@@ -33,7 +33,8 @@ def _state_seen_by(net: NetCluster, nodes: list[int], topic: str, partition: int
 def test_isolated_leader(net: NetCluster, acks: str) -> None:
     """send at ``acks`` while partition 0's leader is cut from its peers; the producer ends on the new leader.
     acks=all: 0 acknowledged records lost, 0 duplicated, order kept, no send failed. acks=1: the records lost are
-    exactly partition 0's, acknowledged by the cut leader between the cut and the election (printed)."""
+    partition 0's acknowledged by the cut leader alone (before its followers copied them, or after the cut; counted
+    and printed), none acknowledged by the new leader."""
     cluster = net.cluster
     topic = new_topic(cluster, PARTITIONS)
     producer = KafkaProducer({
@@ -75,5 +76,11 @@ def test_isolated_leader(net: NetCluster, acks: str) -> None:
     else:
         # What acks=1 loses, and only that: partition 0's records acknowledged by the cut leader alone.
         queued = {i: u.queued_at for u in writer.snapshot() for i in u.ids}
-        assert verdict.lost > 0, "the cut leader acknowledged nothing on its own: the test did not isolate it"
-        assert all(i % PARTITIONS == 0 and cut_at - 1.0 <= queued[i] <= elected_at for i in lost), lost[:10]
+        after_cut = sum(1 for i in lost if queued[i] >= cut_at)
+        after_election = sum(1 for i in lost if queued[i] >= elected_at)
+        print(f"  acks=1 lost {verdict.lost}: {verdict.lost - after_cut} sent before the cut (acknowledged before the "
+              f"followers copied them), {after_cut - after_election} between the cut and the election, "
+              f"{after_election} after it (before the producer saw the new leader)")
+        assert after_cut > 0, "the cut leader acknowledged nothing on its own: the test did not isolate it"
+        # Once healed, the cut node follows the new leader: nothing sent after that may be lost.
+        assert all(i % PARTITIONS == 0 and queued[i] <= healed_at for i in lost), lost[:10]
