@@ -69,7 +69,7 @@ def test_flapping_client_links(net: NetCluster, net_spark: Any) -> None:
             # Spark's tasks start after the first outage has begun, and write while the links keep flapping.
             wait_for("the first outage", lambda: flapper.flaps >= 1)
             write_df(frame, net.bootstrap, topic=sink_topic, deliveryGuarantee="exactly_once",
-                     writeId=f"flap-{uuid.uuid4().hex[:8]}", producerIdleTimeoutMs=1000,
+                     transactionalIdPrefix=f"flap-{uuid.uuid4().hex[:8]}", writeId=1, producerIdleTimeoutMs=1000,
                      **{"kafka.request.timeout.ms": REQUEST_TIMEOUT_MS,
                         "kafka.socket.connection.setup.timeout.ms": 1000,
                         "kafka.socket.connection.setup.timeout.max.ms": 2000, "kafka.batch.size": 16384})
@@ -90,7 +90,7 @@ def test_flapping_client_links(net: NetCluster, net_spark: Any) -> None:
         writer.stop()
         producer.close()
     wall_s = time.monotonic() - started
-    assert sink_error == [], sink_error
+    assert sink_error == [], [_message(e) for e in sink_error]
     sink_records = read_all(cluster, sink_topic)
     sink_verdict = check_ids(sink_records, set(range(ROWS)))
     # Each Spark task writes a contiguous range of ids in order: within a Kafka partition, a task's ids ascend.
@@ -101,7 +101,7 @@ def test_flapping_client_links(net: NetCluster, net_spark: Any) -> None:
         key = (r.partition, i * TASKS // ROWS)
         sink_verdict.out_of_order += key in last and i <= last[key]
         last[key] = i
-    sink_verdict.report(f"exactly_once Spark write, {flaps_at_return} outages", wall_s)
+    sink_verdict.report(f"exactly_once Spark write, {flaps_at_return} outages")
     batch_verdict = check_ids(read_all(cluster, batch_topic), writer.acked_ids(), PARTITIONS)
     batch_verdict.report(f"send_batch, {flapper.flaps} outages", writer.recovery_after(started))
     wrong_partition = Counter(int(r.value or b"-1") % PARTITIONS == r.partition for r in sink_records)[False]
@@ -112,7 +112,8 @@ def test_flapping_client_links(net: NetCluster, net_spark: Any) -> None:
                              timeout=60)
     threads_s = wait_for("the driver's threads back to those before",
                          lambda: set(thread_names()) <= set(threads_before), timeout=60)
-    print(f"  outages during the Spark write: {flaps_at_return}, in all: {flapper.flaps}; connections left: "
+    print(f"  the Spark write and its commit took {wall_s:.1f} s; "
+          f"outages during the Spark write: {flaps_at_return}, in all: {flapper.flaps}; connections left: "
           f"{connections_to(client_net)} (after {connections_s:.1f} s), threads left: "
           f"{sorted(set(thread_names()) - set(threads_before))} (after {threads_s:.1f} s)")
     assert flaps_at_return >= 1, "the Spark write ended before a full outage: it saw no flapping"
@@ -121,3 +122,9 @@ def test_flapping_client_links(net: NetCluster, net_spark: Any) -> None:
     assert writer.errors() == [], writer.errors()[:3]
     assert (batch_verdict.lost, batch_verdict.duplicated, batch_verdict.out_of_order, batch_verdict.extra) == (0,) * 4
     assert batch_verdict.read == len(writer.acked_ids())
+
+
+def _message(error: BaseException) -> str:
+    """An error's text: pyspark's AnalysisException keeps it in getMessage()."""
+    get = getattr(error, "getMessage", None)
+    return f"{type(error).__name__}: {get() if callable(get) else error}"[:3000]
