@@ -70,9 +70,9 @@ def test_flapping_client_links(net: NetCluster, net_spark: Any) -> None:
             wait_for("the first outage", lambda: flapper.flaps >= 1)
             write_df(frame, net.bootstrap, topic=sink_topic, deliveryGuarantee="exactly_once",
                      transactionalIdPrefix=f"flap-{uuid.uuid4().hex[:8]}", writeId=1, producerIdleTimeoutMs=1000,
-                     **{"kafka.request.timeout.ms": REQUEST_TIMEOUT_MS,
-                        "kafka.socket.connection.setup.timeout.ms": 1000,
-                        "kafka.socket.connection.setup.timeout.max.ms": 2000, "kafka.batch.size": 16384})
+                     **{"kafka.request.timeout.ms": str(REQUEST_TIMEOUT_MS),
+                        "kafka.socket.connection.setup.timeout.ms": "1000",
+                        "kafka.socket.connection.setup.timeout.max.ms": "2000", "kafka.batch.size": "16384"})
         except BaseException as exc:  # noqa: B036 -- the test asserts on it
             sink_error.append(exc)
         finally:
