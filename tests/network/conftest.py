@@ -6,8 +6,10 @@ Marked ``network`` and excluded from ``make test``; ``make test-network`` runs t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,7 +92,19 @@ def _all_answer(cluster: KafkaCluster) -> bool:
         return False
 
 
+COMMIT_GATE_DIR = Path(__file__).parent / "commit_gate"
+
+
 @pytest.fixture(scope="session")
-def net_spark(net_session: NetCluster) -> Iterator[Any]:
-    """A local Spark session (2 threads, up to 3 attempts per task) with Spark's Kafka connector."""
+def commit_gate(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder through which a test stops the Spark driver's commit after its plan (commit_gate/sitecustomize)."""
+    return tmp_path_factory.mktemp("commit-gate")
+
+
+@pytest.fixture(scope="session")
+def net_spark(net_session: NetCluster, commit_gate: Path) -> Iterator[Any]:
+    """A local Spark session (2 threads, up to 3 attempts per task) with Spark's Kafka connector, whose Python
+    processes load the commit gate (its JVM, started here, hands this environment to them)."""
+    os.environ["SKS_NET_COMMIT_GATE"] = str(commit_gate)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(COMMIT_GATE_DIR), os.environ.get("PYTHONPATH")) if p)
     yield from local_spark("spark-kafka-sink-network-tests", "1g")

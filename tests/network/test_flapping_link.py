@@ -19,6 +19,7 @@ from tests.conftest import wait_for
 from tests.network.conftest import NetCluster
 from tests.network.flapper import Flapper
 from tests.network.leaks import connections_to, thread_names
+from tests.network.spark_rows import out_of_order
 from tests.spark.conftest import write_df
 
 pytestmark = pytest.mark.network
@@ -93,14 +94,7 @@ def test_flapping_client_links(net: NetCluster, net_spark: Any) -> None:
     assert sink_error == [], [_message(e) for e in sink_error]
     sink_records = read_all(cluster, sink_topic)
     sink_verdict = check_ids(sink_records, set(range(ROWS)))
-    # Each Spark task writes a contiguous range of ids in order: within a Kafka partition, a task's ids ascend.
-    last: dict[tuple[int, int], int] = {}
-    sink_verdict.out_of_order = 0
-    for r in sink_records:
-        i = int(r.value or b"-1")
-        key = (r.partition, i * TASKS // ROWS)
-        sink_verdict.out_of_order += key in last and i <= last[key]
-        last[key] = i
+    sink_verdict.out_of_order = out_of_order(sink_records, ROWS, TASKS)
     sink_verdict.report(f"exactly_once Spark write, {flaps_at_return} outages")
     batch_verdict = check_ids(read_all(cluster, batch_topic), writer.acked_ids(), PARTITIONS)
     batch_verdict.report(f"send_batch, {flapper.flaps} outages", writer.recovery_after(started))

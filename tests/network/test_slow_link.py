@@ -66,7 +66,7 @@ def test_request_timeout_below_the_latency_fails_clearly(net: NetCluster) -> Non
     topic = new_topic(net.cluster, PARTITIONS)
     _slow_down(net, latency_ms=2000, rate_kb_s=256)
     producer = KafkaProducer({"bootstrap.servers": net.proxied_bootstrap, "request.timeout.ms": 1000,
-                              "max.block.ms": 12_000})
+                              "max.block.ms": 6_000})
     try:
         with pytest.raises(KafkaError) as raised:
             producer.send_batch(topic, _table(0, 10)).result(timeout=60)
