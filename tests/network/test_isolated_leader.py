@@ -33,8 +33,8 @@ def _state_seen_by(net: NetCluster, nodes: list[int], topic: str, partition: int
 def test_isolated_leader(net: NetCluster, acks: str) -> None:
     """send at ``acks`` while partition 0's leader is cut from its peers; the producer ends on the new leader.
     acks=all: 0 acknowledged records lost, 0 duplicated, order kept, no send failed. acks=1: the records lost are
-    partition 0's acknowledged by the cut leader alone (before its followers copied them, or after the cut; counted
-    and printed), none acknowledged by the new leader."""
+    those of the partitions it led, acknowledged by the cut leader alone (counted and printed), none sent after it
+    rejoined as a follower."""
     cluster = net.cluster
     topic = new_topic(cluster, PARTITIONS)
     producer = KafkaProducer({
@@ -46,6 +46,8 @@ def test_isolated_leader(net: NetCluster, acks: str) -> None:
         wait_for("the first acknowledgements", lambda: writer.acked_after(0.0) >= 50)
         victim = _state_seen_by(net, sorted(cluster.nodes), topic, 0)[0]
         others = sorted(set(cluster.nodes) - {victim})
+        # The partitions it leads (earlier tests may have left it leading more than partition 0).
+        led = [p for p in range(PARTITIONS) if _state_seen_by(net, sorted(cluster.nodes), topic, p)[0] == victim]
         cut_at = time.monotonic()
         net.network.cut_peers(victim)
         election_s = wait_for("the other nodes to elect a new leader of partition 0",
@@ -57,6 +59,7 @@ def test_isolated_leader(net: NetCluster, acks: str) -> None:
         healed_at = time.monotonic()
         rejoin_s = wait_for("the cut node back in partition 0's ISR",
                             lambda: sorted(_state_seen_by(net, others, topic, 0)[1]) == [1, 2, 3])
+        rejoined_at = time.monotonic()
         wait_for("acknowledgements after the heal", lambda: writer.acked_after(healed_at) >= 50)
     finally:
         writer.stop()
@@ -74,7 +77,7 @@ def test_isolated_leader(net: NetCluster, acks: str) -> None:
     if acks == "all":
         assert verdict.lost == 0
     else:
-        # What acks=1 loses, and only that: partition 0's records acknowledged by the cut leader alone.
+        # What acks=1 loses, and only that: records of the partitions it led, acknowledged by the cut leader alone.
         queued = {i: u.queued_at for u in writer.snapshot() for i in u.ids}
         after_cut = sum(1 for i in lost if queued[i] >= cut_at)
         after_election = sum(1 for i in lost if queued[i] >= elected_at)
@@ -82,5 +85,8 @@ def test_isolated_leader(net: NetCluster, acks: str) -> None:
               f"followers copied them), {after_cut - after_election} between the cut and the election, "
               f"{after_election} after it (before the producer saw the new leader)")
         assert after_cut > 0, "the cut leader acknowledged nothing on its own: the test did not isolate it"
-        # Once healed, the cut node follows the new leader: nothing sent after that may be lost.
-        assert all(i % PARTITIONS == 0 and queued[i] <= healed_at for i in lost), lost[:10]
+        # Back in the ISR, the cut node follows the new leader: nothing sent after that may be lost. (Between the
+        # heal and then, it may still take a few records as the leader before it learns of the new one.)
+        late = [i for i in lost if i % PARTITIONS not in led or queued[i] > rejoined_at]
+        print(f"  lost after the heal: {sum(1 for i in lost if queued[i] > healed_at)}")
+        assert late == [], (led, late[:10])
