@@ -103,7 +103,7 @@ def test_flapping_client_links(net: NetCluster, net_spark: Any) -> None:
     # Leaks: the producers are closed (the Spark workers' after producerIdleTimeoutMs), so no socket may remain
     # to the nodes, and the driver is back to the threads it had.
     connections_s = wait_for("no connection left to the nodes", lambda: connections_to(client_net) == 0,
-                             timeout=60)
+                             timeout=120)
     threads_s = wait_for("the driver's threads back to those before",
                          lambda: set(thread_names()) <= set(threads_before), timeout=60)
     print(f"  the Spark write and its commit took {wall_s:.1f} s; "
