@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: venv jars deps test test-cluster test-kerberos test-versions test-pyspark test-bench run run-avro bench kafka-up kafka-down clean
+.PHONY: venv jars deps test test-cluster test-network test-kerberos test-versions test-pyspark test-bench run run-avro bench kafka-up kafka-down clean
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -38,6 +38,24 @@ test: venv jars
 CLUSTER_WORKERS ?= 3
 test-cluster: venv jars
 	$(PY) -m pytest -n $(CLUSTER_WORKERS) --dist loadgroup -m cluster tests/cluster $(PYTEST_ARGS)
+
+# Network faults (tests/network): the 3-node cluster with each node's JVM in a network namespace of its own, one
+# veth link to clients and another to the controller quorum and replication, so a test can cut either for real (a
+# link set down drops packets: no FIN, no RST) -- a node blackholed, a leader isolated from its peers, a flapping
+# client link, the driver cut from its transaction coordinator -- and toxiproxy in front of each node for a slow
+# link (this kernel has no netem). Needs root (namespaces; CI runs as root) and Go, which builds toxiproxy into
+# .tools/bin from the Go module proxy. One process: one cluster for every test. About 5 minutes.
+TOXIPROXY_VERSION := v2.12.0
+TOXIPROXY := .tools/bin/toxiproxy-server
+$(TOXIPROXY):
+	@command -v go >/dev/null || { echo "error: make test-network builds toxiproxy with Go: install Go (go.dev/dl, \
+	or Debian's golang package) and run make test-network again"; exit 2; }
+	@mkdir -p .tools/bin .tools/go-build
+	GOBIN=$(abspath .tools/go-build) go install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
+	mv .tools/go-build/server $(TOXIPROXY)
+
+test-network: venv jars $(TOXIPROXY)
+	$(PY) -m pytest -p no:cacheprovider -n 0 -m network tests/network $(PYTEST_ARGS)
 
 # SASL/GSSAPI (tests/kerberos): a KDC (Apache Kerby, from Maven Central), a broker with a Kerberos listener, and
 # the optional gssapi package, which builds against MIT Kerberos's headers: installed here from Debian's
@@ -159,7 +177,7 @@ kafka-down: venv
 	@$(PY) -m spark_kafka_sink.testing down
 
 clean:
-	rm -rf $(VENV) .venv-pyspark-* .kafka build *.egg-info .pytest_cache
+	rm -rf $(VENV) .venv-pyspark-* .kafka .tools build *.egg-info .pytest_cache
 
 # The documentation site (mkdocs.yml, docs/): `make docs` builds it into site/ with --strict, so a broken link or
 # anchor, a page missing from the nav or a docstring mkdocstrings cannot render fails the build; `make docs-serve`

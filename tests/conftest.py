@@ -41,10 +41,12 @@ def _unwind_on_sigterm() -> None:
 # start once), the secure broker's tests all share one, the Spark tests share SPARK_PROCESSES sessions, and the
 # schema registry's other tests one registry. make test-cluster runs in processes too: the tests on the 3-node
 # cluster share one (the cluster starts once), the tests on a Spark cluster of their own (standalone, Connect)
-# another, and each other module goes where there is room.
+# another, and each other module goes where there is room. make test-network's tests share one process (their
+# cluster on network namespaces starts once).
 SPARK_PROCESSES = 2
 _THREE_NODE_FIXTURES = frozenset({"kafka3", "cluster3"})
 _SPARK_CLUSTER_FIXTURES = frozenset({"standalone", "server"})
+_NETWORK_FIXTURES = frozenset({"net_session", "net"})
 
 
 @pytest.hookimpl(wrapper=True)  # the marks go on before pytest-xdist's own hook reads them into the test ids
@@ -64,6 +66,8 @@ def _group_for_xdist(items: list[pytest.Item]) -> None:
         fixtures = fixtures_of[module]
         if fixtures & _THREE_NODE_FIXTURES:
             group = "three-node-cluster"
+        elif fixtures & _NETWORK_FIXTURES:
+            group = "network-cluster"  # one cluster on namespaces of its own
         elif fixtures & _SPARK_CLUSTER_FIXTURES:
             group = "spark-clusters"
         elif module.startswith("tests/security/"):

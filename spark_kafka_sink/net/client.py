@@ -441,8 +441,7 @@ class NetworkClient:
             node.failures = 0
             node.setup_failures = 0
             node.setup_timeout_ms = 0
-            node.last_error = None
-            self.metadata.set_connection_error(None)
+            node.last_error = None  # the metadata's connection_error stays until a Metadata answer arrives
         elif conn.state is ConnectionState.DISCONNECTED and node.active:
             node.active = False
             node.setup_failures = node.setup_failures + 1 if conn.failed_during_setup else 0

@@ -275,8 +275,10 @@ class Metadata:
 
     @property
     def connection_error(self) -> KafkaError | None:
-        """Why the last connection attempt that failed did, until an attempt succeeds: what a caller that timed out
-        waiting for metadata reports (e.g. a broker refusing connections, or a handshake waiting for a KDC)."""
+        """Why the last connection that failed did, until a Metadata answer arrives: what a caller that timed out
+        waiting for metadata reports (e.g. a broker refusing connections, a handshake waiting for a KDC, or a link
+        slower than request.timeout.ms). A connection merely coming up does not clear it: on a slow link each one
+        comes up and then times out its Metadata request, and the caller must still be told why."""
         return self._connection_error  # one reference, written by the network thread
 
     def set_connection_error(self, error: KafkaError | None) -> None:
@@ -326,6 +328,7 @@ class Metadata:
             self._need_update = False
             self._last_refresh_ms = now_ms
             self._last_success_ms = now_ms
+            self._connection_error = None  # an answer arrived: no failure stands between a waiter and metadata
             self._version += 1
             self._updated.notify_all()
 

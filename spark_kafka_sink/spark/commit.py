@@ -255,7 +255,7 @@ def commit_write(options: SinkOptions, messages: Sequence[KafkaCommitMessage | N
         else:
             failures = _commit_logged(options, write_id, done, pending)
         if failures:
-            raise TransactionCommitError(_commit_failure_text(options, pending, failures))
+            raise TransactionCommitError(_commit_failure_text(options, pending, failures, write_id))
     summary = summarize(options, done, batch_id)
     _log_summary(summary.line())
     return summary
@@ -383,24 +383,45 @@ def _at_step(step: str, write_id: int) -> None:
 
 
 def _commit_failure_text(options: SinkOptions, pending: Sequence[KafkaCommitMessage],
-                         failures: dict[str, BaseException]) -> str:
+                         failures: dict[str, BaseException], write_id: int | None = None) -> str:
     committed = [m for m in pending if m.transactional_id not in failures]
+    committed_ids = sorted(m.partition_id for m in committed)
+    failed_ids = sorted(m.partition_id for m in pending if m.transactional_id in failures)
     details = "; ".join(f"{tid}: {type(e).__name__}: {e}" for tid, e in sorted(failures.items()))
     timeout_ms = options.transaction_timeout_ms
-    visible = (f"{len(committed)} were committed: their {sum(m.rows for m in committed)} rows are visible, the "
-               f"others' rows are not" if committed else "0 were committed: no row of this write is visible")
-    text = (f"{len(failures)} of {len(pending)} Kafka transactions could not be committed ({details}). {visible}. "
-            f"A fenced producer or invalid epoch usually means the transaction outlived "
-            f"transaction.timeout.ms ({timeout_ms} ms) and the broker aborted it: raise kafka.transaction.timeout.ms "
-            f"(at most the broker's transaction.max.timeout.ms) or write less per job. Otherwise another write with "
-            f"transactionalIdPrefix {options.transactional_id_prefix!r} ran at the same time and its producers "
-            f"fenced this write's (give each write that may run while another does its own prefix), or a late "
-            f"attempt of a failed task of this write started its producer after Spark's retry of it had finished "
-            f"(a stalled Python worker).")
-    if options.write_id is not None:
-        text += (f" Run the same writeId ({options.write_id}) again: it skips the committed partitions and writes "
-                 "the others.")
-    return text
+    # Timeouts and lost connections only: the coordinators were out of reach for the whole commit, and the
+    # transactions they hold stay open until a re-run commits them or transaction.timeout.ms aborts them. An open
+    # transaction holds back read_committed consumers on every partition it wrote, committed rows included.
+    out_of_reach = all(isinstance(e, KafkaError) and e.retriable for e in failures.values())
+    text = f"{len(failures)} of {len(pending)} Kafka transactions could not be committed ({details}). "
+    if not committed:
+        text += f"0 were committed: no row of this write is visible (Spark partitions {failed_ids}). "
+    elif out_of_reach:
+        text += (f"Spark partitions {committed_ids} were committed and partitions {failed_ids} were not; the "
+                 f"committed {sum(m.rows for m in committed)} rows become visible to read_committed consumers once "
+                 f"the transactions left open end. ")
+    else:
+        text += (f"Spark partitions {committed_ids} were committed: their {sum(m.rows for m in committed)} rows are "
+                 f"visible; partitions {failed_ids} were not: their rows are not. ")
+    if not out_of_reach:
+        text += (f"A fenced producer or invalid epoch usually means the transaction outlived "
+                 f"transaction.timeout.ms ({timeout_ms} ms) and the broker aborted it: raise "
+                 f"kafka.transaction.timeout.ms (at most the broker's transaction.max.timeout.ms) or write less per "
+                 f"job. Otherwise another write with transactionalIdPrefix {options.transactional_id_prefix!r} ran "
+                 f"at the same time and its producers fenced this write's (give each write that may run while "
+                 f"another does its own prefix), or a late attempt of a failed task of this write started its "
+                 f"producer after Spark's retry of it had finished (a stalled Python worker).")
+        if write_id is not None:
+            text += (f" Run the same writeId ({write_id}) again: it skips the committed partitions and writes the "
+                     "others.")
+        return text
+    text += (f"Their transaction coordinators could not be reached within the commit's "
+             f"{_commit_timeout_s(options):.0f} s: check the network between the Spark driver and the brokers. ")
+    if write_id is not None:
+        return text + (f"Run the write again with the same writeId ({write_id}) and transactionalIdPrefix within "
+                       f"transaction.timeout.ms ({timeout_ms} ms): it commits the rest from the commit log.")
+    return text + (f"The brokers abort them after transaction.timeout.ms ({timeout_ms} ms); with a writeId, a re-run "
+                   f"would finish such a commit instead.")
 
 
 # ------------------------------------------------------------------------------------------ abort

@@ -55,6 +55,7 @@ from spark_kafka_sink.testing.broker_probe import metadata_broker_ids
 
 __all__ = [
     "KafkaCluster",
+    "NodeNetwork",
     "BrokerStartError",
     "free_port",
     "sweep_stale_dirs",
@@ -135,6 +136,34 @@ def sweep_stale_dirs(tmp_root: Path | None = None) -> list[Path]:
     return removed
 
 
+@dataclass(frozen=True)
+class NodeNetwork:
+    """Where one node listens when the cluster runs on a network of its own (the network fault tests): its JVM runs
+    inside the network namespace ``netns``; clients reach it at ``client_host``, the controller quorum and
+    replication at ``peer_host`` (an interface of its own, so either path can be cut alone). With ``proxy_port``,
+    a ``PROXIED`` listener on ``client_host`` is advertised as ``127.0.0.1:proxy_port``, where a proxy in front of
+    it forwards (clients bootstrapped there keep going through the proxy)."""
+
+    netns: str
+    client_host: str
+    peer_host: str
+    proxy_port: int | None = None
+
+
+_CLONE_NEWNET = 0x40000000
+
+
+def _enter_netns(name: str) -> None:
+    """Move the calling process into the named network namespace (``ip netns add`` keeps it in /run/netns)."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    fd = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    try:
+        if libc.setns(fd, _CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns into network namespace {name} failed")
+    finally:
+        os.close(fd)
+
+
 @dataclass
 class _Node:
     node_id: int
@@ -142,7 +171,13 @@ class _Node:
     controller_port: int
     listener_ports: dict[str, int]
     data_dir: Path
+    network: NodeNetwork | None = None
     process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def host(self) -> str:
+        """The address clients connect to."""
+        return self.network.client_host if self.network else "127.0.0.1"
 
     @property
     def log_file(self) -> Path:
@@ -181,6 +216,7 @@ class KafkaCluster:
     transaction_version: int | None = field(default_factory=selected_transaction_version)
     log_config: Path | None = None  # a log4j2 file instead of conf/kafka/log4j2.properties
     jvm_options: Sequence[str] = ()  # more -D... options for every node's JVM
+    networks: Mapping[int, NodeNetwork] = field(default_factory=dict)  # node id -> its own network (KRaft only)
     # A test's broker lives for minutes: the JIT's first tier alone (C1) costs far less CPU than compiling hot code
     # again with C2, which a broker that short-lived never earns back. Benchmarks and `make kafka-up` use both tiers.
     short_lived: bool = True
@@ -204,6 +240,8 @@ class KafkaCluster:
                              "ZooKeeper mode here")
         if self.transaction_version is not None and self.major < 4:
             raise ValueError(f"Kafka {self.version} has no transaction.version feature (KIP-890 is 4.0+)")
+        if self.networks and self.zookeeper_mode:
+            raise ValueError("nodes on networks of their own run in KRaft mode only (Kafka 3.7+)")
         if not any(broker_lib(self.version).glob("kafka_2.13-*.jar")):
             raise ToolMissingError(f"the Kafka {self.version} jars are not in {broker_lib(self.version)}: "
                                    "run `make jars` (Maven) first")
@@ -218,8 +256,13 @@ class KafkaCluster:
             port = self.port if (self.port and self.size == 1) else free_port()
             self.nodes[node_id] = _Node(
                 node_id, port, free_port(), {name: free_port() for name in self.listeners},
-                self.base_dir / f"node-{node_id}",
+                self.base_dir / f"node-{node_id}", self.networks.get(node_id),
             )
+            network = self.networks.get(node_id)
+            if network is not None:
+                self.nodes[node_id].listener_ports["REPLICATION"] = free_port()
+                if network.proxy_port is not None:
+                    self.nodes[node_id].listener_ports["PROXIED"] = free_port()
         cluster_id = _new_cluster_id()
         for node in self.nodes.values():
             self._write_config(node)
@@ -311,14 +354,14 @@ class KafkaCluster:
     # -- addresses -------------------------------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes.values())
+        return ",".join(f"{n.host}:{n.port}" for n in self.nodes.values())
 
     def bootstrap_of(self, node_ids: Iterable[int]) -> str:
         """Bootstrap servers naming only these nodes (e.g. the survivors of a kill)."""
-        return ",".join(f"127.0.0.1:{self.nodes[i].port}" for i in node_ids)
+        return ",".join(f"{self.nodes[i].host}:{self.nodes[i].port}" for i in node_ids)
 
     def listener_bootstrap(self, listener: str) -> str:
-        return ",".join(f"127.0.0.1:{n.listener_ports[listener]}" for n in self.nodes.values())
+        return ",".join(f"{n.host}:{n.listener_ports[listener]}" for n in self.nodes.values())
 
     def pids(self) -> list[int]:
         return [n.process.pid for n in self.nodes.values() if n.process is not None]
@@ -347,7 +390,7 @@ class KafkaCluster:
     def _all_answer(self, running: list[int]) -> bool:
         for node_id in running:
             try:
-                listed = metadata_broker_ids("127.0.0.1", self.nodes[node_id].port)
+                listed = metadata_broker_ids(self.nodes[node_id].host, self.nodes[node_id].port)
             except (OSError, struct.error, ConnectionError):
                 return False
             if not set(running) <= set(listed):
@@ -358,12 +401,16 @@ class KafkaCluster:
     def _write_config(self, node: _Node) -> None:
         node.data_dir.mkdir(parents=True, exist_ok=True)
         (node.data_dir / "logs").mkdir(exist_ok=True)
-        listeners = [f"PLAINTEXT://127.0.0.1:{node.port}", f"CONTROLLER://127.0.0.1:{node.controller_port}"]
-        advertised = [f"PLAINTEXT://127.0.0.1:{node.port}"]
+        peer = node.network.peer_host if node.network else "127.0.0.1"
+        listeners = [f"PLAINTEXT://{node.host}:{node.port}", f"CONTROLLER://{peer}:{node.controller_port}"]
+        advertised = [f"PLAINTEXT://{node.host}:{node.port}"]
         for name, port in node.listener_ports.items():
-            listeners.append(f"{name}://127.0.0.1:{port}")
-            advertised.append(f"{name}://127.0.0.1:{port}")
-        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values())
+            host = peer if name == "REPLICATION" else node.host
+            listeners.append(f"{name}://{host}:{port}")
+            advertised.append(f"{name}://127.0.0.1:{node.network.proxy_port}" if name == "PROXIED" and node.network
+                              else f"{name}://{host}:{port}")
+        voters = ",".join(f"{n.node_id}@{n.network.peer_host if n.network else '127.0.0.1'}:{n.controller_port}"
+                          for n in self.nodes.values())
         replication = 3 if self.size >= 3 else 1
         if self.zookeeper_mode:
             listeners = [x for x in listeners if not x.startswith("CONTROLLER:")]
@@ -374,9 +421,22 @@ class KafkaCluster:
             replication=replication, min_isr=2 if replication == 3 else 1,
             zookeeper=f"127.0.0.1:{self._zookeeper_port}",
         )
-        properties = {**self._version_properties(replication), **self.properties}
+        properties = {**self._version_properties(replication), **self._network_properties(node), **self.properties}
         extra = "".join(f"{k}={v}\n" for k, v in properties.items())
         (node.data_dir / "server.properties").write_text(text + extra)
+
+    @staticmethod
+    def _network_properties(node: _Node) -> dict[str, str]:
+        """On a network of its own, replication goes over the peer interface (a listener of its own), so cutting
+        the client interface leaves replication running, and the other way round. Later keys win in a Java
+        properties file, so these override the template's."""
+        if node.network is None:
+            return {}
+        return {
+            "inter.broker.listener.name": "REPLICATION",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,"
+                                              "PROXIED:PLAINTEXT",
+        }
 
     def _version_properties(self, replication: int) -> dict[str, str]:
         """Settings only some releases know: a 3.x broker warns about (and ignores) 4.x names."""
@@ -443,11 +503,19 @@ class KafkaCluster:
             *self.jvm_options,
             "-cp", f"{broker_lib(self.version)}/*", "kafka.Kafka", str(node.data_dir / "server.properties"),
         ]
+        netns = node.network.netns if node.network else None
+
+        def prepare() -> None:
+            if netns is not None:
+                _enter_netns(netns)
+            if not self.detach:
+                _die_with_parent()
+
         log = open(node.log_file, "ab")
         try:
             node.process = subprocess.Popen(
                 cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                preexec_fn=None if self.detach else _die_with_parent,
+                preexec_fn=prepare if (netns or not self.detach) else None,
                 start_new_session=self.detach,
             )
         finally:

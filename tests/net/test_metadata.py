@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from spark_kafka_sink.errors import LeaderNotAvailableError, UnknownTopicIdError, UnknownTopicOrPartitionError
+from spark_kafka_sink.errors import (
+    KafkaTimeoutError,
+    LeaderNotAvailableError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
 from spark_kafka_sink.net.metadata import Metadata
 from spark_kafka_sink.protocol.error_codes import NO_ERROR
 from spark_kafka_sink.protocol.messages.cluster import NO_AUTHORIZED_OPERATIONS, AclOperation
@@ -212,3 +217,14 @@ def test_allow_auto_create_topics_goes_into_every_refresh() -> None:
     md.add_topic("t", 0)
     assert md.request_body() == {"topics": [{"name": "t"}], "allow_auto_topic_creation": False}
     assert Metadata(CONFIG).request_body()["allow_auto_topic_creation"] is True  # the Java producer's default
+
+
+def test_connection_error_stays_until_a_metadata_answer() -> None:
+    """A connection that comes up does not clear why the last one failed: on a link slower than request.timeout.ms
+    each connection comes up and then times out its Metadata request, and a caller timing out must say so."""
+    md = Metadata(CONFIG)
+    timed_out = KafkaTimeoutError("Metadata request to h:9092 got no response within 1000 ms (request.timeout.ms)")
+    md.set_connection_error(timed_out)
+    assert md.connection_error is timed_out
+    md.update(response([topic("t", partition(0, 1))]), 0)
+    assert md.connection_error is None
