@@ -111,6 +111,7 @@ def _sample_frames() -> list[tuple[ApiSpec, int, bytes]]:
         10: {"coordinators": [{"key": "k", "node_id": 1, "host": "h", "port": 1}]},
         24: {"results_by_topic_v3_and_below": []},
         28: {"topics": []},
+        32: {"results": []},
         17: {"mechanisms": ["PLAIN"]},
         36: {},
     }

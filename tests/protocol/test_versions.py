@@ -29,7 +29,7 @@ from spark_kafka_sink.protocol.versions import (
 
 # What a Kafka 4.1+ broker advertises for the APIs we use (Produce min 0 although v0-2 are gone).
 KAFKA_4 = {0: (0, 13), 1: (4, 17), 2: (1, 10), 3: (0, 13), 9: (1, 10), 10: (0, 6), 17: (0, 1), 18: (0, 4),
-           19: (2, 7), 22: (0, 6), 24: (0, 5), 25: (0, 4), 26: (0, 5), 28: (0, 5), 36: (0, 2),
+           19: (2, 7), 22: (0, 6), 24: (0, 5), 25: (0, 4), 26: (0, 5), 28: (0, 5), 32: (1, 4), 36: (0, 2),
            61: (0, 0), 65: (0, 0), 66: (0, 1)}
 
 
@@ -40,7 +40,7 @@ def test_kafka_4_broker_gets_our_newest_versions() -> None:
         "SaslHandshake": 1,
         "ApiVersions": 4, "CreateTopics": 7, "InitProducerId": 5, "AddPartitionsToTxn": 3, "AddOffsetsToTxn": 4,
         "EndTxn": 5, "TxnOffsetCommit": 5, "SaslAuthenticate": 2, "ListTransactions": 1, "DescribeTransactions": 0,
-        "DescribeProducers": 0,
+        "DescribeProducers": 0, "DescribeConfigs": 4,
     }
 
 
