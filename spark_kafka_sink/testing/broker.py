@@ -58,6 +58,7 @@ __all__ = [
     "NodeNetwork",
     "BrokerStartError",
     "free_port",
+    "pid_alive",
     "sweep_stale_dirs",
 ]
 
@@ -114,7 +115,8 @@ def _die_with_parent() -> None:
     libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -130,7 +132,7 @@ def sweep_stale_dirs(tmp_root: Path | None = None) -> list[Path]:
     root = tmp_root or Path(tempfile.gettempdir())
     for path in root.glob(TMP_PREFIX + "*"):
         match = re.match(re.escape(TMP_PREFIX) + r"(\d+)-", path.name)
-        if match and not _pid_alive(int(match.group(1))):
+        if match and not pid_alive(int(match.group(1))):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed

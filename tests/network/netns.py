@@ -24,7 +24,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-from spark_kafka_sink.testing.broker import NodeNetwork
+from spark_kafka_sink.testing.broker import NodeNetwork, pid_alive
 
 _PREFIX_BASE = "skn"
 _NAME = re.compile(rf"^{_PREFIX_BASE}(\d+)(?:n|c|p|br)\d*$")
@@ -56,29 +56,19 @@ def require_netns() -> None:
                                 "a kernel with CONFIG_NET_NS and `ip netns`") from exc
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_stale() -> list[str]:
     """Remove namespaces and interfaces left by test sessions that are gone; return their names."""
     removed = []
     for line in ip("netns", "list").splitlines():
         name = line.split()[0] if line.strip() else ""
         match = _NAME.match(name)
-        if match and not _pid_alive(int(match.group(1))):
+        if match and not pid_alive(int(match.group(1))):
             ip("netns", "delete", name)
             removed.append(name)
     for link in json.loads(ip("-j", "link", "show") or "[]"):
         name = str(link.get("ifname", ""))
         match = _NAME.match(name)
-        if match and not _pid_alive(int(match.group(1))):
+        if match and not pid_alive(int(match.group(1))):
             subprocess.run(["ip", "link", "delete", name], capture_output=True)  # may be gone with its peer
             removed.append(name)
     return removed
