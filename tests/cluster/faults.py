@@ -233,5 +233,17 @@ def check_ids(records: list[ConsumedRecord], expected: set[int], partitions: int
     return Verdict(len(expected), len(records), lost, duplicated, out_of_order, extra)
 
 
+def out_of_order(records: list[ConsumedRecord], rows: int, tasks: int) -> int:
+    """Within each Kafka partition, the ids from one Spark task must ascend (each task writes its rows in order)."""
+    last: dict[tuple[int, int], int] = {}
+    wrong = 0
+    for r in records:
+        i = int(r.value or b"-1")
+        key = (r.partition, i * tasks // rows)
+        wrong += key in last and i <= last[key]
+        last[key] = i
+    return wrong
+
+
 def read_all(cluster: KafkaCluster, topic: str, isolation: str = "read_committed") -> list[ConsumedRecord]:
     return read_topic(cluster.bootstrap_servers, topic, isolation, timeout=180.0)

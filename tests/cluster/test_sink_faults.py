@@ -21,11 +21,12 @@ from tests.cluster.faults import (
     end_offsets,
     leader_of,
     new_topic,
+    out_of_order,
     read_all,
     transaction_coordinator,
     wait_full_isr,
 )
-from tests.conftest import ConsumedRecord, wait_for
+from tests.conftest import wait_for
 from tests.spark.conftest import write_df
 
 pytestmark = pytest.mark.cluster
@@ -39,18 +40,6 @@ def _frame(spark: Any) -> Any:
     """ids 0..ROWS-1 in TASKS Spark partitions of contiguous ids; Kafka partition = id % PARTITIONS."""
     return spark.range(0, ROWS, 1, TASKS).selectExpr("CAST(id AS STRING) AS value",
                                                      f"CAST(id % {PARTITIONS} AS INT) AS partition")
-
-
-def _out_of_order(records: list[ConsumedRecord]) -> int:
-    """Within each Kafka partition, the ids from one Spark task must ascend (each task writes its rows in order)."""
-    last: dict[tuple[int, int], int] = {}
-    wrong = 0
-    for r in records:
-        i = int(r.value or b"-1")
-        key = (r.partition, i * TASKS // ROWS)
-        wrong += key in last and i <= last[key]
-        last[key] = i
-    return wrong
 
 
 class _BackgroundWrite(threading.Thread):
@@ -112,7 +101,7 @@ def test_sink_while_a_leader_is_sigkilled_and_restarted(cluster3: KafkaCluster, 
     assert killed_at < write.returned_at, "the node was not killed during the write"
     records = read_all(cluster3, topic)
     verdict = check_ids(records, set(range(ROWS)))
-    verdict.out_of_order = _out_of_order(records)
+    verdict.out_of_order = out_of_order(records, ROWS, TASKS)
     verdict.report(f"sink {guarantee}: leader {victim} SIGKILLed mid-write and restarted", recovery_s)
     assert verdict.lost == 0 and verdict.extra == 0
     if guarantee == "exactly_once":
@@ -144,7 +133,7 @@ def test_sink_exactly_once_with_the_transaction_coordinator_sigkilled(cluster3: 
     write_df(_frame(spark3), cluster3.bootstrap_servers, **options)  # the re-run
     records = read_all(cluster3, topic)
     verdict = check_ids(records, set(range(ROWS)))
-    verdict.out_of_order = _out_of_order(records)
+    verdict.out_of_order = out_of_order(records, ROWS, TASKS)
     verdict.report(f"sink exactly_once: coordinator {victim} SIGKILLed mid-write ({outcome}), then re-run",
                    recovery_s)
     print(f"  per partition: {dict(sorted(Counter(r.partition for r in records).items()))}")
@@ -215,7 +204,7 @@ def test_sink_exactly_once_fails_after_a_coordinator_sigkill_leaving_nothing_the
     rerun_s = time.monotonic() - rerun_started
     records = read_all(cluster3, topic)
     verdict = check_ids(records, set(range(ROWS)))
-    verdict.out_of_order = _out_of_order(records)
+    verdict.out_of_order = out_of_order(records, ROWS, TASKS)
     verdict.report(f"sink exactly_once: coordinator {victim} SIGKILLed mid-write, then the write failed",
                    failover_s)
     print(f"  the failed write left {written} records in the log (aborted), 0 visible; nothing open "

@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.faults import check_ids, leader_of, new_topic, read_all, transaction_coordinator
+from tests.cluster.faults import check_ids, leader_of, new_topic, out_of_order, read_all, transaction_coordinator
 from tests.conftest import create_topic, wait_for
 from tests.network.conftest import NetCluster
-from tests.network.spark_rows import out_of_order
 from tests.spark.conftest import write_df
 
 pytestmark = pytest.mark.network

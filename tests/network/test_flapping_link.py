@@ -14,12 +14,11 @@ from typing import Any
 import pytest
 
 from spark_kafka_sink import KafkaProducer
-from tests.cluster.faults import PacedWriter, check_ids, new_topic, read_all
+from tests.cluster.faults import PacedWriter, check_ids, new_topic, out_of_order, read_all
 from tests.conftest import wait_for
 from tests.network.conftest import NetCluster
 from tests.network.flapper import Flapper
 from tests.network.leaks import connections_to, thread_names
-from tests.network.spark_rows import out_of_order
 from tests.spark.conftest import write_df
 
 pytestmark = pytest.mark.network
