@@ -401,6 +401,22 @@ def _option(lowered: Mapping[str, tuple[str, str]], key: str) -> str | None:
     return None if entry is None else entry[1]
 
 
+def _whole_option(lowered: Mapping[str, tuple[str, str]], key: str, *, minimum: int, what: str) -> int | None:
+    """An integer option of at least ``minimum`` (None when not given); anything else is refused, the error saying
+    ``what`` the option takes."""
+    raw = _option(lowered, key)
+    if raw is None:
+        return None
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        name = _CONNECTOR_OPTIONS[key]
+        raise ConfigError(f"option {name}={raw!r} is not valid: {what}", key=name)
+    return value
+
+
 def _topic(lowered: Mapping[str, tuple[str, str]]) -> str | None:
     topic = _option(lowered, "topic")
     if topic is None:
@@ -434,34 +450,21 @@ def _flag(lowered: Mapping[str, tuple[str, str]], key: str) -> bool:
 
 
 def _producer_idle_timeout_ms(lowered: Mapping[str, tuple[str, str]]) -> int:
-    raw = _option(lowered, "produceridletimeoutms")
-    if raw is None:
-        return DEFAULT_PRODUCER_IDLE_TIMEOUT_MS
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise ConfigError(f"option producerIdleTimeoutMs={raw!r} is not valid: milliseconds >= 0 (0 closes a "
-                          "producer after each task)", key="producerIdleTimeoutMs")
-    return value
+    value = _whole_option(lowered, "produceridletimeoutms", minimum=0,
+                          what="milliseconds >= 0 (0 closes a producer after each task)")
+    return DEFAULT_PRODUCER_IDLE_TIMEOUT_MS if value is None else value
 
 
 def _id_pool_lease_ms(lowered: Mapping[str, tuple[str, str]], id_pool: bool) -> int:
-    raw = _option(lowered, "idpoolleasems")
-    if raw is None:
+    if _option(lowered, "idpoolleasems") is None:
         return DEFAULT_ID_POOL_LEASE_MS
     if not id_pool:
         raise ConfigError("option idPoolLeaseMs applies only to batch exactly_once writes without "
                           "transactionalIdPrefix (their prefix comes from the pool): drop it", key="idPoolLeaseMs")
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise ConfigError(f"option idPoolLeaseMs={raw!r} is not valid: milliseconds > 0 (how long a write may hold "
-                          "its pooled transactional id prefix before another write may take it over)",
-                          key="idPoolLeaseMs")
+    value = _whole_option(lowered, "idpoolleasems", minimum=1,
+                          what="milliseconds > 0 (how long a write may hold its pooled transactional id prefix "
+                               "before another write may take it over)")
+    assert value is not None  # given: checked above
     return value
 
 
@@ -492,16 +495,8 @@ def _dead_letters(lowered: Mapping[str, tuple[str, str]], topic: str | None) -> 
     if _option(lowered, "deadlettercontextheaders") is not None and policy is not InvalidRecordPolicy.DEAD_LETTER:
         raise ConfigError("option deadLetterContextHeaders needs onInvalidRecord=deadLetter",
                           key="deadLetterContextHeaders")
-    raw_max = _option(lowered, "maxinvalidrecords")
-    max_invalid = None
-    if raw_max is not None:
-        try:
-            max_invalid = int(raw_max.strip())
-        except ValueError:
-            max_invalid = -1
-        if max_invalid < 0:
-            raise ConfigError(f"option maxInvalidRecords={raw_max!r} is not valid: a count >= 0 (the write fails "
-                              "when more records than this are invalid)", key="maxInvalidRecords")
+    max_invalid = _whole_option(lowered, "maxinvalidrecords", minimum=0,
+                                what="a count >= 0 (the write fails when more records than this are invalid)")
     return DeadLetters(policy, dead_topic, _flag(lowered, "deadlettercontextheaders"), max_invalid)
 
 
@@ -509,17 +504,7 @@ def _rate_limit(lowered: Mapping[str, tuple[str, str]]) -> RateLimit:
     """maxRecordsPerSecond, maxBytesPerSecond and rateLimitTasks (needed with either cap: the driver cannot know
     how many of the write's tasks Spark runs at once, and guessing low would let the write exceed its cap)."""
     def whole(key: str, what: str) -> int:
-        raw = _option(lowered, key)
-        if raw is None:
-            return 0
-        name = _CONNECTOR_OPTIONS[key]
-        try:
-            value = int(raw.strip())
-        except ValueError:
-            value = 0
-        if value <= 0:
-            raise ConfigError(f"option {name}={raw!r} is not valid: {what}", key=name)
-        return value
+        return _whole_option(lowered, key, minimum=1, what=what) or 0  # 0: not given
 
     records = whole("maxrecordspersecond", "records a second > 0, for the whole write (drop it for no limit)")
     size = whole("maxbytespersecond", "bytes a second > 0 (of record batches as sent, after compression), for the "

@@ -157,3 +157,15 @@ def test_secret_value_not_echoed_in_errors() -> None:
         parse_options({"kafka.sasl.jaas.config": "org.Foo required password=\"topsecret\";",
                        "kafka.security.protocol": "SASL_PLAINTEXT"})
     assert "topsecret" not in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "soon"])
+def test_id_pool_lease_ms_refuses_what_is_not_a_positive_count(value: str) -> None:
+    with pytest.raises(ConfigError, match=f"option idPoolLeaseMs='{value}' is not valid: milliseconds > 0"):
+        parse(deliveryGuarantee="exactly_once", idPoolLeaseMs=value)
+    assert parse(deliveryGuarantee="exactly_once", idPoolLeaseMs="5").id_pool_lease_ms == 5
+
+
+def test_id_pool_lease_ms_applies_only_to_pooled_writes() -> None:
+    with pytest.raises(ConfigError, match="idPoolLeaseMs applies only to batch exactly_once writes without"):
+        parse(deliveryGuarantee="exactly_once", transactionalIdPrefix="p", idPoolLeaseMs="5")
