@@ -103,6 +103,16 @@ def _message(error: BaseException | None) -> str:
     return str(get() if callable(get) else error)
 
 
+def _assert_exact(net: NetCluster, topic: str, label: str, recovery_s: float) -> None:
+    """Every one of the ROWS ids once, in each task's order per partition; the figures printed."""
+    records = read_all(net.cluster, topic)
+    verdict = check_ids(records, set(range(ROWS)))
+    verdict.out_of_order = out_of_order(records, ROWS, TASKS)
+    verdict.report(label, recovery_s)
+    assert (verdict.lost, verdict.duplicated, verdict.out_of_order, verdict.extra) == (0, 0, 0, 0)
+    assert verdict.read == ROWS
+
+
 def test_coordinator_back_within_the_commit_timeout(net: NetCluster, net_spark: Any, commit_gate: Path) -> None:
     topic = new_topic(net.cluster, PARTITIONS)
     log_topic, prefix, coordinator = _layout(net)
@@ -116,13 +126,8 @@ def test_coordinator_back_within_the_commit_timeout(net: NetCluster, net_spark: 
         healer.join()
     healed_at = cut_at + CUT_S
     assert error is None, _message(error)
-    records = read_all(net.cluster, topic)
-    verdict = check_ids(records, set(range(ROWS)))
-    verdict.out_of_order = out_of_order(records, ROWS, TASKS)
-    verdict.report(f"exactly_once commit, coordinator {coordinator} cut {CUT_S:g} s",
-                   write.returned_at - healed_at)
-    assert (verdict.lost, verdict.duplicated, verdict.out_of_order, verdict.extra) == (0, 0, 0, 0)
-    assert verdict.read == ROWS
+    _assert_exact(net, topic, f"exactly_once commit, coordinator {coordinator} cut {CUT_S:g} s",
+                  write.returned_at - healed_at)
     # The commit waited for the link: it cannot have finished before the coordinator was reachable again.
     assert write.returned_at >= healed_at, write.returned_at - cut_at
 
@@ -154,10 +159,5 @@ def test_coordinator_cut_past_the_commit_timeout_then_rerun(net: NetCluster, net
 
     rerun = _GatedWrite(net_spark, net, commit_gate, topic, log_topic, prefix, armed=False)
     assert rerun.finish() is None, _message(rerun.error)
-    records = read_all(net.cluster, topic)
-    verdict = check_ids(records, set(range(ROWS)))
-    verdict.out_of_order = out_of_order(records, ROWS, TASKS)
-    verdict.report(f"after the re-run of writeId 1 ({len(partial)} rows visible before it)",
-                   rerun.returned_at - healed_at)
-    assert (verdict.lost, verdict.duplicated, verdict.out_of_order, verdict.extra) == (0, 0, 0, 0)
-    assert verdict.read == ROWS
+    _assert_exact(net, topic, f"after the re-run of writeId 1 ({len(partial)} rows visible before it)",
+                  rerun.returned_at - healed_at)
