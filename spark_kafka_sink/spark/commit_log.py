@@ -266,33 +266,47 @@ class CommitLog:
         return NetworkClient(net_config, handshakes=handshakes_for)
 
     def _ensure(self, client: NetworkClient) -> int:
-        """The log partition of this prefix; creates the topic if it does not exist yet."""
-        timeout_ms = int(self._timeout_s * 1000)
+        """The log partition of this prefix; creates the topic if it does not exist yet.
+
+        Each request waits at most request.timeout.ms, and a lost connection or an unanswered request is tried again
+        (retry.backoff.ms apart) until the log's timeout: the driver reads and appends the log during the commit,
+        which must ride out a flapping link rather than fail on the first request the link swallowed."""
         deadline = time.monotonic() + self._timeout_s
+        backoff_s = client.config.retry_backoff_ms / 1000
         created = False
+        last_error: KafkaError | None = None
         while True:
+            operation = "Describe"
             try:
-                client.fetch_metadata([self.topic], timeout_ms, allow_auto_topic_creation=False,
-                                      include_topic_authorized_operations=True)
+                client.fetch_metadata([self.topic], self._request_ms(client, deadline),
+                                      allow_auto_topic_creation=False, include_topic_authorized_operations=True)
+                info = client.metadata.topic(self.topic)
+                if info is not None and info.error_code == NO_ERROR and info.partitions and all(
+                        p.leader_id is not None for p in info.partitions.values()):
+                    _check_authorized(info.authorized_operations, self.topic)
+                    count = len(info.partitions)
+                    self._partition = partition_for_key(murmur2(self.prefix.encode()), count)
+                    return self._partition
+                if info is not None and info.error_code == TopicAuthorizationFailedError.code:
+                    raise TopicAuthorizationFailedError(context=f"Metadata {self.topic}")
+                if not created:
+                    operation = "Create"
+                    self._create(client, self._request_ms(client, deadline))
+                    created = True
+                pause_s = 0.05  # the new topic's leaders are being elected: poll the metadata again
             except KafkaError as exc:
-                raise _access_error(exc, self.topic, "Describe") from exc
-            info = client.metadata.topic(self.topic)
-            if info is not None and info.error_code == NO_ERROR and info.partitions and all(
-                    p.leader_id is not None for p in info.partitions.values()):
-                _check_authorized(info.authorized_operations, self.topic)
-                count = len(info.partitions)
-                self._partition = partition_for_key(murmur2(self.prefix.encode()), count)
-                return self._partition
-            if info is not None and info.error_code == TopicAuthorizationFailedError.code:
-                raise _access_error(TopicAuthorizationFailedError(context=f"Metadata {self.topic}"), self.topic,
-                                    "Describe")
-            if not created:
-                self._create(client, timeout_ms)
-                created = True
-            if time.monotonic() > deadline:
+                if not exc.retriable:
+                    raise _access_error(exc, self.topic, operation) from exc
+                last_error, pause_s = exc, backoff_s
+            if time.monotonic() + pause_s > deadline:
+                cause = "" if last_error is None else f"; last error: {last_error}"
                 raise KafkaError(f"commit log topic {self.topic!r} did not become available within "
-                                 f"{self._timeout_s:g} s")
-            time.sleep(0.05)  # the new topic's leaders are being elected: poll the metadata again
+                                 f"{self._timeout_s:g} s{cause}")
+            time.sleep(pause_s)
+
+    def _request_ms(self, client: NetworkClient, deadline: float) -> int:
+        """One request's timeout: request.timeout.ms, or less when the log's deadline comes first."""
+        return max(1, min(client.config.request_timeout_ms, int((deadline - time.monotonic()) * 1000)))
 
     def _create(self, client: NetworkClient, timeout_ms: int) -> None:
         brokers = max(1, len(client.metadata.brokers()))
@@ -300,16 +314,12 @@ class CommitLog:
                             "replication_factor": min(3, brokers),
                             "configs": [{"name": k, "value": v} for k, v in _TOPIC_CONFIG.items()]}],
                 "timeout_ms": timeout_ms}
-        try:
-            answer = client.request(None, CREATE_TOPICS, body, timeout_ms, raise_on_error=False)
-        except KafkaError as exc:
-            raise _access_error(exc, self.topic, "Create") from exc
+        answer = client.request(None, CREATE_TOPICS, body, timeout_ms, raise_on_error=False)
         for result in answer.get("topics", []):
             code = int(result.get("error_code", NO_ERROR))
             if code in (NO_ERROR, TopicAlreadyExistsError.code):
                 continue
-            error = error_for_code(code)(result.get("error_message"), context=f"CreateTopics {self.topic}")
-            raise _access_error(error, self.topic, "Create")
+            raise error_for_code(code)(result.get("error_message"), context=f"CreateTopics {self.topic}")
 
 
 def _check_authorized(operations: int | None, topic: str) -> None:
