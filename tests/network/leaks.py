@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import sys
 import threading
+import traceback
 
 
 def connections_to(prefix: str) -> int:
@@ -25,4 +27,21 @@ def connections_to(prefix: str) -> int:
 
 
 def thread_names() -> list[str]:
-    return sorted(t.name for t in threading.enumerate())
+    """The names of this process's running threads. A thread started outside ``threading`` that once called into
+    Python stays listed by ``threading.enumerate`` as a Dummy thread after it ended (Python 3.11): only threads
+    that still have a frame count."""
+    running = sys._current_frames()
+    return sorted(t.name for t in threading.enumerate() if t.ident in running)
+
+
+def leftover_threads(before: list[str]) -> str:
+    """The threads not in ``before``, each with the stack it is in: what a failed leak check names."""
+    frames = sys._current_frames()
+    described = []
+    for thread in sorted(threading.enumerate(), key=lambda t: t.name):
+        if thread.name in set(before):
+            continue
+        frame = frames.get(thread.ident) if thread.ident is not None else None
+        if frame is not None:  # a thread without one has ended (see thread_names)
+            described.append(f"{thread.name} at {''.join(traceback.format_stack(frame)[-4:])}")
+    return "; ".join(described) or "none"

@@ -18,7 +18,7 @@ from tests.cluster.faults import PacedWriter, check_ids, new_topic, out_of_order
 from tests.conftest import wait_for
 from tests.network.conftest import NetCluster
 from tests.network.flapper import Flapper
-from tests.network.leaks import connections_to, thread_names
+from tests.network.leaks import connections_to, leftover_threads, thread_names
 from tests.spark.conftest import write_df
 
 pytestmark = pytest.mark.network
@@ -103,8 +103,11 @@ def test_flapping_client_links(net: NetCluster, net_spark: Any) -> None:
     # to the nodes, and the driver is back to the threads it had.
     connections_s = wait_for("no connection left to the nodes", lambda: connections_to(client_net) == 0,
                              timeout=120)
-    threads_s = wait_for("the driver's threads back to those before",
-                         lambda: set(thread_names()) <= set(threads_before), timeout=60)
+    try:
+        threads_s = wait_for("the driver's threads back to those before",
+                             lambda: set(thread_names()) <= set(threads_before), timeout=60)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; left: {leftover_threads(threads_before)}") from None
     print(f"  the Spark write and its commit took {wall_s:.1f} s; "
           f"outages during the Spark write: {flaps_at_return}, in all: {flapper.flaps}; connections left: "
           f"{connections_to(client_net)} (after {connections_s:.1f} s), threads left: "
