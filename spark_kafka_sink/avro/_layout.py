@@ -1,0 +1,215 @@
+"""Rows of Avro laid out in one buffer: every piece of every row written straight to its place, no per-piece join.
+
+    join(pieces, n) -> pa.Array     # large_binary: row i is every piece's row-i bytes, in order
+
+A piece covers the rows of one level and knows how many bytes it writes in each (``piece_sizes``):
+- a glue field ``(values, sizes)`` (``protocol.varint_arrays``): varints, or raw bytes as an (n, w) matrix;
+- ``Bytes``: a binary array's rows as they are (strings, bytes, a decimal's bytes), nothing where not ``present``;
+- ``Nested``: an array's (or map's) items, each item its own pieces; a row's items are consecutive items.
+
+How: the pieces' sizes are summed per row and cumulatively summed to each row's start in the output; each piece is
+then written at ``pos`` (where it starts in every row), and ``pos`` moves on by its sizes. Varints and fixed-width
+values are numpy scatters of whole columns (one per byte of width). A binary piece is copied by index arithmetic:
+its bytes are contiguous in its data buffer, so byte b of row r goes to b + (pos[r] - start[r]) (a ``repeat`` of
+the per-row shift plus an ``arange``). A nested piece writes its items where its rows put them: item k of row r at
+pos[r] + the sizes of the row's items before k.
+
+That index costs 8 bytes per copied byte, fine for short strings and a waste for long values, which a memcpy
+copies far cheaper: a binary piece whose present rows are ``_LONG`` bytes or more on average is therefore not
+copied here. It cuts every row in two: the pieces before it and after it form *segments*, each laid out as above
+in one shared buffer (segment after segment, all rows of one segment together), and one Arrow
+``binary_join_element_wise`` joins segment, long piece, segment, ... row by row in C++ (one memcpy each).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from spark_kafka_sink.protocol.murmur2 import binary_buffers
+from spark_kafka_sink.protocol.varint_arrays import I64, GlueField, put_varints
+
+__all__ = ["Bytes", "Nested", "Piece", "is_long", "join", "piece_sizes"]
+
+Mask = npt.NDArray[np.bool_]
+U8 = npt.NDArray[np.uint8]
+
+# A binary piece at least this long per present row (on average) is joined by Arrow instead of copied by index.
+_LONG = 48
+
+
+@dataclass
+class Bytes:
+    """A piece read as it is: row i's bytes, or nothing where ``present`` is false."""
+
+    array: pa.Array  # binary, one element per row of the level
+    present: Mask | None  # None: every row
+    offsets: I64 = field(init=False)  # int64, len(array) + 1, into ``data``
+    data: U8 = field(init=False)
+    sizes: I64 = field(init=False)  # bytes written per row: the row's length, 0 where not present
+    everywhere: bool = field(init=False)  # every row present
+
+    def __post_init__(self) -> None:
+        self.offsets, self.data = binary_buffers(self.array)
+        lengths: I64 = np.diff(self.offsets)
+        self.everywhere = self.present is None or bool(self.present.all())
+        self.sizes = lengths if self.present is None or self.everywhere else np.where(self.present, lengths, 0)
+
+
+@dataclass
+class Nested:
+    """An array's or map's items, written inside the rows of the level above: row r holds items
+    ``offsets[r] .. offsets[r + 1] - 1`` (each item's pieces in order). Items outside every row write nothing."""
+
+    pieces: list[Piece]  # over the items
+    offsets: I64  # int64, rows + 1, into the items
+    items: int
+    item_starts: I64 = field(init=False)  # items + 1: where each item starts, counting from the first item
+    sizes: I64 = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.item_starts = np.zeros(self.items + 1, np.int64)
+        if self.items:
+            np.cumsum(_row_sizes(self.pieces, self.items), out=self.item_starts[1:])
+        self.sizes = self.item_starts[self.offsets[1:]] - self.item_starts[self.offsets[:-1]]
+
+
+Piece = Union[GlueField, Bytes, Nested]
+
+
+def piece_sizes(piece: Piece) -> I64:
+    return piece[1] if isinstance(piece, tuple) else piece.sizes
+
+
+def _row_sizes(pieces: list[Piece], n: int) -> I64:
+    total = np.zeros(n, np.int64)
+    for piece in pieces:
+        total += piece_sizes(piece)
+    return total
+
+
+def is_long(piece: Piece) -> bool:
+    """A binary piece long enough to be joined by Arrow rather than copied here (see the module docstring)."""
+    if not isinstance(piece, Bytes):
+        return False
+    present = len(piece.sizes) if piece.present is None else int(np.count_nonzero(piece.present))
+    return present > 0 and int(piece.sizes.sum()) >= _LONG * present
+
+
+# ------------------------------------------------------------------------------------------------ writing
+
+
+def _put_glue(buf: U8, pos: I64, piece: GlueField) -> None:
+    values, sizes = piece
+    if values is None or len(sizes) == 0:
+        return
+    lo, hi = int(sizes.min()), int(sizes.max())
+    if hi == 0:
+        return
+    if values.ndim == 1:
+        put_varints(buf, pos, values.view(np.uint64), sizes, lo, hi)
+        return
+    raw = values.view(np.uint8)  # every row's first ``sizes[i]`` bytes: all of them or none
+    width = raw.shape[1]
+    columns = np.arange(width, dtype=np.int64)
+    if lo == hi:
+        buf[(pos[:, None] + columns).ravel()] = raw.ravel()
+    else:
+        sel = sizes > 0
+        buf[(pos[sel, None] + columns).ravel()] = raw[sel].ravel()
+
+
+def _put_bytes(buf: U8, pos: I64, piece: Bytes) -> None:
+    sizes, offsets = piece.sizes, piece.offsets
+    if len(sizes) == 0:
+        return
+    lo, hi = int(sizes.min()), int(sizes.max())
+    if hi == 0:
+        return
+    if piece.everywhere:
+        first, last = int(offsets[0]), int(offsets[-1])
+        if lo == hi:  # one length: a row of indices per row, no repeat
+            buf[(pos[:, None] + np.arange(hi, dtype=np.int64)).ravel()] = piece.data[first:last]
+            return
+        # Row r's bytes are data[offsets[r]:offsets[r + 1]], consecutive: byte b goes to b + pos[r] - offsets[r].
+        buf[np.repeat(pos - offsets[:-1], sizes) + np.arange(first, last, dtype=np.int64)] = piece.data[first:last]
+        return
+    before = np.cumsum(sizes) - sizes  # the present bytes before each row's
+    within = np.arange(int(before[-1] + sizes[-1]), dtype=np.int64)
+    source = np.repeat(offsets[:-1] - before, sizes) + within
+    buf[np.repeat(pos - before, sizes) + within] = piece.data[source]
+
+
+def _put_nested(buf: U8, pos: I64, piece: Nested) -> None:
+    offsets, starts = piece.offsets, piece.item_starts
+    if len(offsets) < 2 or not piece.items:
+        return
+    first, last = int(offsets[0]), int(offsets[-1])
+    item_pos = np.zeros(piece.items, np.int64)
+    item_pos[first:last] = np.repeat(pos - starts[offsets[:-1]], np.diff(offsets)) + starts[first:last]
+    _write(buf, item_pos, piece.pieces)
+
+
+def _write(buf: U8, pos: I64, pieces: list[Piece]) -> None:
+    """Write ``pieces`` one after the other from ``pos`` (each row's start; moved past them)."""
+    for piece in pieces:
+        if isinstance(piece, tuple):
+            _put_glue(buf, pos, piece)
+        elif isinstance(piece, Bytes):
+            _put_bytes(buf, pos, piece)
+        else:
+            _put_nested(buf, pos, piece)
+        pos += piece_sizes(piece)
+
+
+def _laid_out(segments: list[list[Piece]], n: int) -> list[pa.Array]:
+    """Each segment as a large_binary array of ``n`` rows, all in one buffer, one segment after the other."""
+    sizes = [_row_sizes(s, n) for s in segments]
+    offsets = np.zeros(len(segments) * n + 1, np.int64)
+    np.cumsum(np.concatenate(sizes), out=offsets[1:])
+    buf = np.empty(int(offsets[-1]), np.uint8)
+    for k, segment in enumerate(segments):
+        _write(buf, offsets[k * n:(k + 1) * n].copy(), segment)
+    data = pa.py_buffer(buf)
+    return [pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets[k * n:(k + 1) * n + 1]), data])
+            for k in range(len(segments))]
+
+
+def _long_array(piece: Bytes) -> pa.Array:
+    """The long piece as large_binary, null where not present (the join writes nothing there)."""
+    arr = piece.array
+    if not pa.types.is_large_binary(arr.type):
+        arr = arr.view(pa.binary()) if pa.types.is_string(arr.type) else arr
+        arr = arr.view(pa.large_binary()) if pa.types.is_large_string(arr.type) else arr.cast(pa.large_binary())
+    if piece.everywhere and arr.null_count == 0:
+        return arr
+    # The validity bitmap counts from the buffers' start, as the offsets do: ``arr.offset`` leading bits.
+    valid = np.concatenate([np.zeros(arr.offset, np.bool_), piece.sizes > 0])
+    return pa.Array.from_buffers(pa.large_binary(), len(arr), [pa.py_buffer(np.packbits(valid, bitorder="little")),
+                                                               *arr.buffers()[1:]], offset=arr.offset)
+
+
+def join(pieces: list[Piece], n: int) -> pa.Array:
+    """A large_binary array of ``n`` rows, row i the concatenation of every piece's row i."""
+    segments: list[list[Piece]] = [[]]
+    longs: list[Bytes] = []
+    for piece in pieces:
+        if isinstance(piece, Bytes) and is_long(piece):
+            longs.append(piece)
+            segments.append([])
+        else:
+            segments[-1].append(piece)
+    laid = _laid_out(segments, n)
+    if not longs:
+        return laid[0]
+    parts: list[pa.Array] = [laid[0]]
+    for long, segment in zip(longs, laid[1:], strict=True):
+        parts += [_long_array(long), segment]
+    joined = pc.binary_join_element_wise(*parts, pa.scalar(b"", pa.large_binary()), null_handling="replace",
+                                         null_replacement="")
+    return joined
