@@ -45,7 +45,7 @@ from spark_kafka_sink.avro._schema import (
 )
 from spark_kafka_sink.errors import ConfigError, SerializationError
 from spark_kafka_sink.protocol.murmur2 import binary_buffers
-from spark_kafka_sink.protocol.varint_arrays import I64, GlueField, varint_sizes, zigzag
+from spark_kafka_sink.protocol.varint_arrays import I64, GlueField, varint_sizes, zigzag, zigzag_positive
 
 __all__ = ["AvroWriter"]
 
@@ -73,12 +73,23 @@ def _raw_values(arr: pa.Array, dtype: type[np.generic]) -> npt.NDArray[np.generi
 
 
 def _sized(present: Mask, width: int) -> I64:
-    return present.astype(np.int64) * width
+    """``width`` bytes on the present rows, 0 on the others. (A broadcast view when every row is present: pieces'
+    sizes and values are only read, never written.)"""
+    if present.all():
+        return np.broadcast_to(np.int64(width), present.shape)
+    return np.where(present, np.int64(width), np.int64(0))
 
 
-def _varints(values: I64, present: Mask) -> GlueField:
-    u = zigzag(values)
-    return u, np.where(present, varint_sizes(u), 0)
+def _constant(value: int, present: Mask) -> GlueField:
+    """The same long on every present row (a union's branch index)."""
+    u = zigzag(np.array([value], np.int64))
+    return np.broadcast_to(u, present.shape), _sized(present, int(varint_sizes(u)[0]))
+
+
+def _varints(values: I64, present: Mask, *, nonnegative: bool = False) -> GlueField:
+    u = zigzag_positive(values) if nonnegative else zigzag(values)
+    sizes = varint_sizes(u)
+    return u, sizes if present.all() else np.where(present, sizes, 0)
 
 
 def _path_error(path: str, message: str) -> ConfigError:
@@ -185,7 +196,8 @@ class _Binary(_Plan):
         self._required(arr, present, row_of)
         if pa.types.is_fixed_size_binary(arr.type):
             arr = arr.cast(pa.binary())
-        return [_varints(_lengths(arr), present), Bytes(arr, present)]
+        data = Bytes(arr, present)
+        return [_varints(data.sizes, present, nonnegative=True), data]  # sizes: the lengths (0 where absent)
 
 
 @dataclass
@@ -281,7 +293,7 @@ class _Decimal(_Plan):
         offsets = np.zeros(len(arr) + 1, np.int64)
         np.cumsum(kept, out=offsets[1:])
         body = pa.Array.from_buffers(pa.large_binary(), len(arr), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-        return [_varints(size, present), Bytes(body, None)]
+        return [_varints(size, present, nonnegative=True), Bytes(body, None)]
 
 
 def _all_ones_below(magnitude: U8, first: I64, top: I64) -> Mask:
@@ -306,6 +318,9 @@ class _UnionPlan(_Plan):
     branches: list[tuple[int, _Plan]]
 
     def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[Piece]:
+        if arr.null_count == 0 and len(self.branches) == 1:  # every row takes the one branch
+            index, plan = self.branches[0]
+            return [_constant(index, present), *plan.pieces(arr, present, row_of)]
         valid = _validity(arr)
         if self.null_index is None:
             self._required(arr, present, row_of)
@@ -381,7 +396,7 @@ class _Repeated(_Plan):
                                                                               pa.py_buffer(data)]), None)
         else:
             items = Nested(item_pieces, offsets, count)
-        return [_varints(counts, inner & (counts > 0)), items, (np.zeros(len(arr), np.uint64), _sized(present, 1))]
+        return [_varints(counts, inner & (counts > 0), nonnegative=True), items, _constant(0, present)]
 
 
 # ------------------------------------------------------------------------------------------------- planning
@@ -536,7 +551,8 @@ class AvroWriter:
         present = _validity(array)
         pieces = plan.pieces(array, present, lambda i: i)
         if prefix:
-            pieces.insert(0, (np.frombuffer(prefix, np.uint8)[None, :].repeat(n, 0), _sized(present, len(prefix))))
+            framing = np.broadcast_to(np.frombuffer(prefix, np.uint8), (n, len(prefix)))
+            pieces.insert(0, (framing, _sized(present, len(prefix))))
         body = join(pieces, n)
         if array.null_count:
             return pa.Array.from_buffers(body.type, n, [array.is_valid().buffers()[1], *body.buffers()[1:]])

@@ -112,16 +112,23 @@ def _put_glue(buf: U8, pos: I64, piece: GlueField) -> None:
     if hi == 0:
         return
     if values.ndim == 1:
+        if hi == 1:  # one byte, the value itself (below 0x80): no shifting or masking
+            if lo == 1:
+                buf[pos] = values
+            else:
+                sel = sizes > 0
+                buf[pos[sel]] = values[sel]
+            return
         put_varints(buf, pos, values.view(np.uint64), sizes, lo, hi)
         return
     raw = values.view(np.uint8)  # every row's first ``sizes[i]`` bytes: all of them or none
     width = raw.shape[1]
     columns = np.arange(width, dtype=np.int64)
     if lo == hi:
-        buf[(pos[:, None] + columns).ravel()] = raw.ravel()
+        buf[pos[:, None] + columns] = raw
     else:
         sel = sizes > 0
-        buf[(pos[sel, None] + columns).ravel()] = raw[sel].ravel()
+        buf[pos[sel, None] + columns] = raw[sel]
 
 
 def _put_bytes(buf: U8, pos: I64, piece: Bytes) -> None:
