@@ -179,10 +179,12 @@ def _laid_out(segments: list[list[Piece]], n: int) -> list[pa.Array]:
     sizes = [_row_sizes(s, n) for s in segments]
     offsets = np.zeros(len(segments) * n + 1, np.int64)
     np.cumsum(np.concatenate(sizes), out=offsets[1:])
-    buf = np.empty(int(offsets[-1]), np.uint8)
+    # From Arrow's memory pool, which keeps freed pages for the next batch (numpy's large arrays come and go
+    # through the C allocator, which hands them back to the system and faults them in afresh every time).
+    data = pa.allocate_buffer(int(offsets[-1]))
+    buf = np.frombuffer(data, np.uint8)
     for k, segment in enumerate(segments):
         _write(buf, offsets[k * n:(k + 1) * n].copy(), segment)
-    data = pa.py_buffer(buf)
     return [pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets[k * n:(k + 1) * n + 1]), data])
             for k in range(len(segments))]
 
