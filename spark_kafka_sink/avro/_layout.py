@@ -131,6 +131,24 @@ def _put_glue(buf: U8, pos: I64, piece: GlueField) -> None:
         buf[pos[sel, None] + columns] = raw[sel]
 
 
+def _scratch(count: int) -> I64:
+    """An int64 array for byte indices from Arrow's pool (see _laid_out: no page faults afresh every batch)."""
+    return np.frombuffer(pa.allocate_buffer(8 * count), np.int64)
+
+
+def _byte_targets(target: I64, pos: I64, starts: I64, sizes: I64) -> None:
+    """Where each byte of consecutive rows goes: row r's ``sizes[r]`` bytes, which start at ``starts[r]`` of
+    ``target``, to pos[r], pos[r] + 1, ... Written as steps of 1 with a jump at each row's first byte, summed in
+    place (no index array per byte besides ``target``)."""
+    rows = np.flatnonzero(sizes) if int(sizes.min()) == 0 else None
+    p, s, z = (pos, starts, sizes) if rows is None else (pos[rows], starts[rows], sizes[rows])
+    jumps = p.copy()
+    jumps[1:] -= p[:-1] + z[:-1] - 1  # from the previous row's last byte to this row's first
+    target.fill(1)
+    target[s] = jumps
+    np.cumsum(target, out=target)
+
+
 def _put_bytes(buf: U8, pos: I64, piece: Bytes) -> None:
     sizes, offsets = piece.sizes, piece.offsets
     if len(sizes) == 0:
@@ -140,11 +158,12 @@ def _put_bytes(buf: U8, pos: I64, piece: Bytes) -> None:
         return
     if piece.everywhere:
         first, last = int(offsets[0]), int(offsets[-1])
-        if lo == hi:  # one length: a row of indices per row, no repeat
-            buf[(pos[:, None] + np.arange(hi, dtype=np.int64)).ravel()] = piece.data[first:last]
-            return
-        # Row r's bytes are data[offsets[r]:offsets[r + 1]], consecutive: byte b goes to b + pos[r] - offsets[r].
-        buf[np.repeat(pos - offsets[:-1], sizes) + np.arange(first, last, dtype=np.int64)] = piece.data[first:last]
+        target = _scratch(last - first)
+        if lo == hi:  # one length: a row of indices per row
+            np.add(pos[:, None], np.arange(hi, dtype=np.int64), out=target.reshape(len(pos), hi))
+        else:
+            _byte_targets(target, pos, offsets[:-1] - first, sizes)
+        buf[target] = piece.data[first:last]
         return
     before = np.cumsum(sizes) - sizes  # the present bytes before each row's
     within = np.arange(int(before[-1] + sizes[-1]), dtype=np.int64)
