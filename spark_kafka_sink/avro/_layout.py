@@ -10,9 +10,10 @@ A piece covers the rows of one level and knows how many bytes it writes in each 
 How: the pieces' sizes are summed per row and cumulatively summed to each row's start in the output; each piece is
 then written at ``pos`` (where it starts in every row), and ``pos`` moves on by its sizes. Varints and fixed-width
 values are numpy scatters of whole columns (one per byte of width). A binary piece is copied by index arithmetic:
-its bytes are contiguous in its data buffer, so byte b of row r goes to b + (pos[r] - start[r]) (a ``repeat`` of
-the per-row shift plus an ``arange``). A nested piece writes its items where its rows put them: item k of row r at
-pos[r] + the sizes of the row's items before k.
+its rows' bytes are consecutive in its data buffer, so their targets are steps of 1 with a jump at each row's first
+byte (to pos[r]), one cumulative sum (``_byte_targets``). A nested piece writes its items where its rows put them:
+item k of row r at pos[r] + the sizes of the row's items before k. The output and the byte targets come from
+Arrow's memory pool, which keeps its pages from batch to batch.
 
 That index costs 8 bytes per copied byte, fine for short strings and a waste for long values, which a memcpy
 copies far cheaper: a binary piece whose present rows are ``_LONG`` bytes or more on average is therefore not
