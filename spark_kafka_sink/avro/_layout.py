@@ -114,22 +114,25 @@ def _put_glue(buf: U8, pos: I64, piece: GlueField) -> None:
         return
     if values.ndim == 1:
         if hi == 1:  # one byte, the value itself (below 0x80): no shifting or masking
-            if lo == 1:
-                buf[pos] = values
-            else:
-                sel = sizes > 0
-                buf[pos[sel]] = values[sel]
+            if lo < 1:
+                pos, values = pos[sizes > 0], values[sizes > 0]
+            buf[pos] = _uint8(values)
             return
         put_varints(buf, pos, values.view(np.uint64), sizes, lo, hi)
         return
     raw = values.view(np.uint8)  # every row's first ``sizes[i]`` bytes: all of them or none
-    width = raw.shape[1]
-    columns = np.arange(width, dtype=np.int64)
-    if lo == hi:
-        buf[pos[:, None] + columns] = raw
-    else:
-        sel = sizes > 0
-        buf[pos[sel, None] + columns] = raw[sel]
+    if lo < hi:
+        pos, raw = pos[sizes > 0], raw[sizes > 0]
+    for j in range(raw.shape[1]):  # a column at a time: an index per row, not per byte
+        buf[pos + j] = _uint8(raw[:, j])
+
+
+def _uint8(values: npt.NDArray[np.generic]) -> npt.NDArray[np.uint8] | np.uint8:
+    """``values`` (all below 256) as bytes to store: one scalar for a broadcast constant (a union's branch, the
+    frame prefix), else a uint8 array (a scatter that casts as it stores is twice as slow)."""
+    if values.ndim == 1 and values.strides[0] == 0 and len(values):
+        return np.uint8(values[0])
+    return values.astype(np.uint8, copy=False)
 
 
 def _scratch(count: int) -> I64:
