@@ -65,10 +65,10 @@ class Bytes:
 @dataclass
 class Nested:
     """An array's or map's items, written inside the rows of the level above: row r holds items
-    ``offsets[r] .. offsets[r + 1] - 1`` (each item's pieces in order). Items outside every row write nothing."""
+    ``offsets[r] .. offsets[r + 1] - 1`` (each item's pieces in order)."""
 
     pieces: list[Piece]  # over the items
-    offsets: I64  # int64, rows + 1, into the items
+    offsets: I64  # int64, rows + 1, from 0 to ``items``: every item is in a row
     items: int
     item_starts: I64 = field(init=False)  # items + 1: where each item starts, counting from the first item
     sizes: I64 = field(init=False)
@@ -179,9 +179,8 @@ def _put_nested(buf: U8, pos: I64, piece: Nested) -> None:
     offsets, starts = piece.offsets, piece.item_starts
     if len(offsets) < 2 or not piece.items:
         return
-    first, last = int(offsets[0]), int(offsets[-1])
-    item_pos = np.zeros(piece.items, np.int64)
-    item_pos[first:last] = np.repeat(pos - starts[offsets[:-1]], np.diff(offsets)) + starts[first:last]
+    # Item k of row r goes to pos[r] + the sizes of the row's items before it.
+    item_pos = np.repeat(pos - starts[offsets[:-1]], np.diff(offsets)) + starts[:-1]
     _write(buf, item_pos, piece.pieces)
 
 
