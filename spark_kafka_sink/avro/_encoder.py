@@ -1,18 +1,17 @@
-"""Vectorized Arrow -> Avro binary encoder: numpy for the varints and fixed-width values, one Arrow ``take`` per
-array or map level for the byte copies, no per-row Python loop.
+"""Vectorized Arrow -> Avro binary encoder: numpy for the varints, the fixed-width values and the byte copies into
+one output buffer, no per-row Python loop.
 
     writer = AvroWriter(arrow_type, schema, column="value")   # checks that the type fits the schema (driver side)
     writer.encode(array, prefix=b"") -> pa.Array              # binary: prefix + the Avro body of each row
 
-How: every type's encoding is a list of *pieces*, each covering the rows of one level: a glue field (varints or
-raw fixed-width bytes written by numpy, ``protocol.varint_arrays``) or a binary Arrow array whose rows are read
-as they are (strings, bytes, an array's joined items). A row's encoding is its pieces' bytes in order. Each
-element carries a *present* mask: false where an enclosing union took another branch or an enclosing value is
-null or absent, and then its pieces write nothing (a glue size of 0, a null take index). Records add no piece of
-their own, so a record of records is one flat list; an array (or map) joins its items' pieces into one binary
-array over all items (``_join``: concatenate the pieces, then one ``take`` with interleaved indices reads them back
-item by item), whose per-row slices are then a single piece of the parent: a row's items are consecutive. Adjacent
-glue fields are written as one glue array, so a record of numbers is written by numpy alone.
+How: every type's encoding is a list of *pieces* (``_layout``), each covering the rows of one level: a glue field
+(varints or raw fixed-width bytes, ``protocol.varint_arrays``), a binary array whose rows are written as they are
+(strings, bytes), or an array's (map's) items with their own pieces. A row's encoding is its pieces' bytes in
+order; ``_layout.join`` sizes every piece per row, sums them to each row's place in one buffer and writes each
+piece there. Each element carries a *present* mask: false where an enclosing union took another branch or an
+enclosing value is null or absent, and then its pieces write nothing (a size of 0). Records add no piece of their
+own, so a record of records is one flat list of pieces; an array or map is a count, its items (a row's items are
+consecutive items) and a 0 count.
 
 Encodings (Avro 1.11 binary): int and long zigzag varints; boolean one byte; float and double little-endian;
 bytes and string a long length then the bytes; fixed its bytes; enum the symbol's index as an int; union the
@@ -23,16 +22,15 @@ fastavro's ``schemaless_writer`` writes, byte for byte.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from spark_kafka_sink.avro._layout import Bytes, Nested, Piece, is_long, join
 from spark_kafka_sink.avro._schema import (
     Array,
     AvroSchema,
@@ -47,7 +45,7 @@ from spark_kafka_sink.avro._schema import (
 )
 from spark_kafka_sink.errors import ConfigError, SerializationError
 from spark_kafka_sink.protocol.murmur2 import binary_buffers
-from spark_kafka_sink.protocol.varint_arrays import I64, GlueField, glue, varint_sizes, zigzag
+from spark_kafka_sink.protocol.varint_arrays import I64, GlueField, varint_sizes, zigzag, zigzag_positive
 
 __all__ = ["AvroWriter"]
 
@@ -56,20 +54,7 @@ U8 = npt.NDArray[np.uint8]
 # Maps an element index of a level to the input row it belongs to (for error messages only).
 RowOf = Callable[[int], int]
 
-
-@dataclass(frozen=True)
-class _Bytes:
-    """A piece read as it is: row i's bytes, or nothing where ``present`` is false."""
-
-    array: pa.Array  # binary, one element per row of the level
-    present: Mask | None  # None: every row
-
-
-_Piece = Union[GlueField, _Bytes]
-
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
-# A join covers at most this many bytes in one take: int32 offsets stay valid below 2 GiB.
-_SMALL_BYTES = 1 << 30
 
 
 def _validity(arr: pa.Array) -> Mask:
@@ -88,12 +73,23 @@ def _raw_values(arr: pa.Array, dtype: type[np.generic]) -> npt.NDArray[np.generi
 
 
 def _sized(present: Mask, width: int) -> I64:
-    return present.astype(np.int64) * width
+    """``width`` bytes on the present rows, 0 on the others. (A broadcast view when every row is present: pieces'
+    sizes and values are only read, never written.)"""
+    if present.all():
+        return np.broadcast_to(np.int64(width), present.shape)
+    return np.where(present, np.int64(width), np.int64(0))
 
 
-def _varints(values: I64, present: Mask) -> GlueField:
-    u = zigzag(values)
-    return u, np.where(present, varint_sizes(u), 0)
+def _constant(value: int, present: Mask) -> GlueField:
+    """The same long on every present row (a union's branch index)."""
+    u = zigzag(np.array([value], np.int64))
+    return np.broadcast_to(u, present.shape), _sized(present, int(varint_sizes(u)[0]))
+
+
+def _varints(values: I64, present: Mask, *, nonnegative: bool = False) -> GlueField:
+    u = zigzag_positive(values) if nonnegative else zigzag(values)
+    sizes = varint_sizes(u)
+    return u, sizes if present.all() else np.where(present, sizes, 0)
 
 
 def _path_error(path: str, message: str) -> ConfigError:
@@ -105,7 +101,7 @@ class _Plan:
 
     path: str
 
-    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[_Piece]:
+    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[Piece]:
         raise NotImplementedError
 
     def _row_error(self, present: Mask, bad: Mask, row_of: RowOf, what: str) -> SerializationError:
@@ -123,7 +119,7 @@ class _Plan:
 class _Null(_Plan):
     path: str
 
-    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[_Piece]:
+    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[Piece]:
         return []
 
 
@@ -131,7 +127,7 @@ class _Null(_Plan):
 class _Boolean(_Plan):
     path: str
 
-    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[_Piece]:
+    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[Piece]:
         self._required(arr, present, row_of)
         values = pc.fill_null(arr, False).to_numpy(zero_copy_only=False).astype(np.uint64)
         return [(values, _sized(present, 1))]
@@ -161,7 +157,7 @@ class _Integer(_Plan):
             values = values * self.multiply
         return values
 
-    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[_Piece]:
+    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[Piece]:
         self._required(arr, present, row_of)
         values = self.values(arr)
         if self.int32:
@@ -176,7 +172,7 @@ class _Floating(_Plan):
     path: str
     dtype: str  # "<f4" or "<f8"
 
-    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[_Piece]:
+    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[Piece]:
         self._required(arr, present, row_of)
         values = _raw_values(arr, np.float32 if pa.types.is_float32(arr.type) else np.float64)
         width = np.dtype(self.dtype).itemsize
@@ -196,11 +192,12 @@ class _Binary(_Plan):
 
     path: str
 
-    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[_Piece]:
+    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[Piece]:
         self._required(arr, present, row_of)
         if pa.types.is_fixed_size_binary(arr.type):
             arr = arr.cast(pa.binary())
-        return [_varints(_lengths(arr), present), _Bytes(arr, present)]
+        data = Bytes(arr, present)
+        return [_varints(data.sizes, present, nonnegative=True), data]  # sizes: the lengths (0 where absent)
 
 
 @dataclass
@@ -208,14 +205,14 @@ class _FixedBytes(_Plan):
     path: str
     size: int
 
-    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[_Piece]:
+    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[Piece]:
         self._required(arr, present, row_of)
         if pa.types.is_fixed_size_binary(arr.type):
             arr = arr.cast(pa.binary())
         wrong = _lengths(arr) != self.size
         if (wrong & present).any():
             raise self._row_error(present, wrong, row_of, f"not {self.size} bytes long, the size of its Avro fixed")
-        return [_Bytes(arr, present)]
+        return [Bytes(arr, present)]
 
 
 @dataclass
@@ -223,7 +220,7 @@ class _EnumSymbols(_Plan):
     path: str
     symbols: tuple[str, ...]
 
-    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[_Piece]:
+    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[Piece]:
         self._required(arr, present, row_of)
         index = pc.index_in(arr, value_set=pa.array(self.symbols, arr.type))
         unknown = ~_validity(index) & _validity(arr)
@@ -271,7 +268,7 @@ class _Decimal(_Plan):
                             f"{self.scale}) of the Avro schema") from None
             raise
 
-    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[_Piece]:
+    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[Piece]:
         self._required(arr, present, row_of)
         big = _decimal_matrix(self._rescaled(arr, present, row_of))
         if self.size:
@@ -296,7 +293,7 @@ class _Decimal(_Plan):
         offsets = np.zeros(len(arr) + 1, np.int64)
         np.cumsum(kept, out=offsets[1:])
         body = pa.Array.from_buffers(pa.large_binary(), len(arr), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-        return [_varints(size, present), _Bytes(body, None)]
+        return [_varints(size, present, nonnegative=True), Bytes(body, None)]
 
 
 def _all_ones_below(magnitude: U8, first: I64, top: I64) -> Mask:
@@ -320,7 +317,10 @@ class _UnionPlan(_Plan):
     null_index: int | None
     branches: list[tuple[int, _Plan]]
 
-    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[_Piece]:
+    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[Piece]:
+        if arr.null_count == 0 and len(self.branches) == 1:  # every row takes the one branch
+            index, plan = self.branches[0]
+            return [_constant(index, present), *plan.pieces(arr, present, row_of)]
         valid = _validity(arr)
         if self.null_index is None:
             self._required(arr, present, row_of)
@@ -335,7 +335,7 @@ class _UnionPlan(_Plan):
             branch[take] = index
             left &= ~take
             chosen.append((plan, present & take))
-        pieces: list[_Piece] = [_varints(branch, present)]
+        pieces: list[Piece] = [_varints(branch, present)]
         for plan, mask in chosen:
             pieces += plan.pieces(arr, mask, row_of)
         return pieces
@@ -346,24 +346,16 @@ class _RecordPlan(_Plan):
     path: str
     fields: list[tuple[int | None, _Plan]]  # (the struct child's index, or None: the null branch written) ...
 
-    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[_Piece]:
+    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[Piece]:
         self._required(arr, present, row_of)
         inner = present & _validity(arr) if arr.null_count else present
-        pieces: list[_Piece] = []
+        pieces: list[Piece] = []
         for child, plan in self.fields:
             if child is None:
                 pieces += plan.pieces(pa.nulls(len(arr)), inner, row_of)
             else:
                 pieces += plan.pieces(arr.field(child), inner, row_of)
         return pieces
-
-
-def _item_present(present: Mask, offsets: I64, size: int) -> Mask:
-    counts = np.diff(offsets)
-    items = np.zeros(size, np.bool_)
-    if len(offsets) > 1:
-        items[offsets[0]:offsets[-1]] = np.repeat(present, counts)
-    return items
 
 
 def _item_rows(offsets: I64, row_of: RowOf) -> RowOf:
@@ -378,7 +370,7 @@ class _Repeated(_Plan):
     key: _Plan | None
     item: _Plan
 
-    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[_Piece]:
+    def pieces(self, arr: pa.Array, present: Mask, row_of: RowOf) -> list[Piece]:
         self._required(arr, present, row_of)
         inner = present & _validity(arr) if arr.null_count else present
         if pa.types.is_fixed_size_list(arr.type):
@@ -386,70 +378,25 @@ class _Repeated(_Plan):
             offsets = (np.arange(len(arr) + 1, dtype=np.int64) + arr.offset) * width
         else:
             offsets = arr.offsets.to_numpy().astype(np.int64)
-        values = arr.items if self.key is not None else arr.values
-        item_present = _item_present(inner, offsets, len(values))
+        # A slice's child arrays hold every row's items: only this slice's are encoded, offsets counted from them.
+        first, count = int(offsets[0]), int(offsets[-1] - offsets[0])
+        offsets = offsets - first
+        values = (arr.items if self.key is not None else arr.values).slice(first, count)
+        item_present = np.repeat(inner, np.diff(offsets))
         item_row = _item_rows(offsets, row_of)
-        item_pieces = [] if self.key is None else self.key.pieces(arr.keys, item_present, item_row)
+        item_pieces = [] if self.key is None else self.key.pieces(arr.keys.slice(first, count), item_present, item_row)
         item_pieces += self.item.pieces(values, item_present, item_row)
-        items = _join(item_pieces, len(values))
-        item_offsets, data = binary_buffers(items)
-        row_offsets = item_offsets[offsets]
-        rows = pa.Array.from_buffers(pa.large_binary(), len(arr),
-                                     [None, pa.py_buffer(row_offsets - row_offsets[0]),
-                                      pa.py_buffer(data[row_offsets[0]:row_offsets[-1]])])
         counts = np.where(inner, np.diff(offsets), 0)
-        return [_varints(counts, inner & (counts > 0)), _Bytes(rows, None), (np.zeros(len(arr), np.uint64),
-                                                                               _sized(present, 1))]
-
-
-# ------------------------------------------------------------------------------------------------------ join
-
-
-def _glue_runs(pieces: list[_Piece], n: int, binary_type: pa.DataType) -> list[_Bytes]:
-    """Adjacent glue fields written as one glue array each; the other pieces as they are."""
-    out: list[_Bytes] = []
-    run: list[GlueField] = []
-    for piece in [*pieces, None]:
-        if isinstance(piece, tuple):
-            run.append(piece)
-            continue
-        if run:
-            out.append(_Bytes(glue(run, n, binary_type), None))
-            run = []
-        if piece is not None:
-            out.append(piece)
-    return out
-
-
-@functools.lru_cache(maxsize=8)
-def _interleave(rows: int, pieces: int) -> npt.NDArray[np.int64] | npt.NDArray[np.int32]:
-    """Take indices reading ``pieces`` concatenated arrays of ``rows`` rows row by row."""
-    grid: npt.NDArray[np.int64] = (np.arange(rows, dtype=np.int64)[:, None]
-                                   + np.arange(pieces, dtype=np.int64)[None, :] * rows).ravel()
-    return grid.astype(np.int32) if rows * pieces < _INT32_MAX else grid  # int32: half the bytes for take
-
-
-def _join(pieces: list[_Piece], n: int) -> pa.Array:
-    """A binary array of ``n`` rows, row i the concatenation of every piece's row i."""
-    if not pieces:
-        return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(np.zeros(n + 1, np.int32)), None])
-    payload = sum(p.array.nbytes for p in pieces if isinstance(p, _Bytes))
-    binary_type = pa.binary() if payload + 16 * n * len(pieces) < _SMALL_BYTES else pa.large_binary()
-    runs = _glue_runs(pieces, n, binary_type)
-    if len(runs) == 1 and runs[0].present is None:
-        return runs[0].array
-    arrays = [r.array if r.array.type == binary_type else r.array.cast(binary_type) for r in runs]
-    indices = _interleave(n, len(runs))
-    masks = [r.present for r in runs]
-    take_mask = None
-    if any(m is not None for m in masks):
-        absent = np.stack([np.zeros(n, np.bool_) if m is None else ~m for m in masks], axis=1).ravel()
-        take_mask = absent
-    joined = pa.concat_arrays(arrays).take(pa.array(indices, mask=take_mask))
-    offsets, data = binary_buffers(joined)
-    row_offsets = offsets[:: len(runs)]
-    return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(row_offsets - row_offsets[0]),
-                                                        pa.py_buffer(data[row_offsets[0]:row_offsets[-1]])])
+        items: Piece
+        if any(is_long(p) for p in item_pieces):
+            # Long items are joined by Arrow (see _layout), then read as one binary piece per row.
+            item_offsets, data = binary_buffers(join(item_pieces, count))
+            row_offsets = item_offsets[offsets]
+            items = Bytes(pa.Array.from_buffers(pa.large_binary(), len(arr), [None, pa.py_buffer(row_offsets),
+                                                                              pa.py_buffer(data)]), None)
+        else:
+            items = Nested(item_pieces, offsets, count)
+        return [_varints(counts, inner & (counts > 0), nonnegative=True), items, _constant(0, present)]
 
 
 # ------------------------------------------------------------------------------------------------- planning
@@ -604,8 +551,9 @@ class AvroWriter:
         present = _validity(array)
         pieces = plan.pieces(array, present, lambda i: i)
         if prefix:
-            pieces.insert(0, (np.frombuffer(prefix, np.uint8)[None, :].repeat(n, 0), _sized(present, len(prefix))))
-        body = _join(pieces, n)
+            framing = np.broadcast_to(np.frombuffer(prefix, np.uint8), (n, len(prefix)))
+            pieces.insert(0, (framing, _sized(present, len(prefix))))
+        body = join(pieces, n)
         if array.null_count:
             return pa.Array.from_buffers(body.type, n, [array.is_valid().buffers()[1], *body.buffers()[1:]])
         return body

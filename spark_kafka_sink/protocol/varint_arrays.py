@@ -34,8 +34,10 @@ _VARINT_LIMITS = np.array([1 << (7 * i) for i in range(1, 10)], dtype=np.uint64)
 
 
 def zigzag(v: I64) -> U64:
-    zz: U64 = ((v << 1) ^ (v >> 63)).view(np.uint64)
-    return zz
+    zz = v << 1
+    zz ^= v >> 63
+    out: U64 = zz.view(np.uint64)
+    return out
 
 
 def zigzag_positive(v: I64) -> U64:
