@@ -61,7 +61,8 @@ def test_commit_log_retries_swallowed_requests(bootstrap: str, monkeypatch: pyte
 
 def test_commit_log_gives_up_at_its_timeout_naming_the_last_error(bootstrap: str,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    swallowed = [KafkaTimeoutError(f"Metadata request {i} got no response (request.timeout.ms)") for i in range(500)]
+    swallowed: list[KafkaError] = [KafkaTimeoutError(f"Metadata request {i} got no response (request.timeout.ms)")
+                                   for i in range(500)]
     _flaky_requests(monkeypatch, {"Metadata": swallowed}, {})
     config = {"bootstrap.servers": bootstrap, "request.timeout.ms": REQUEST_TIMEOUT_MS, "retry.backoff.ms": 200}
     with CommitLog(f"commit-log-{uuid.uuid4().hex[:10]}", "gives-up", config, 1.0) as log, \
