@@ -75,6 +75,9 @@ class AppendResult(NamedTuple):
     new_batch_created: bool
 
 
+_new_result = tuple.__new__
+
+
 class ReadyCheck(NamedTuple):
     ready_nodes: frozenset[int]
     next_ready_check_delay_ms: int  # when a not-yet-ready batch may become ready (linger or backoff)
@@ -172,7 +175,8 @@ class RecordAccumulator:
                 if last.is_open:
                     future = last.try_append(timestamp_ms, key, value, headers, now_ms, callback)
                     if future is not None:
-                        return AppendResult(future, len(batches) > 1 or last.is_full(), False)
+                        # tuple.__new__: a NamedTuple's own constructor is a Python function, called per record.
+                        return _new_result(AppendResult, (future, len(batches) > 1 or last.is_full(), False))
                     self._close(last)  # full: the next record opens a new batch, this one can go
         # A new batch is needed: reserve its memory without holding any lock (this may block). It holds its records
         # uncompressed until it is built: reserve what it may hold (batch.size, more with a codec that compresses).

@@ -139,6 +139,13 @@ class AsyncKafkaProducer:
         relay = self._relay
         if relay is None or relay.loop is not asyncio.get_running_loop():
             relay = self._loop_relay()
+        gate = self._gate
+        assert gate is not None  # made with the relay
+        if partition is None and timestamp_ms is None and not headers and not gate.locked():
+            # The common record, in one call when it cannot wait (else None: the checks below decide).
+            future = self._producer._send_now(topic, value, key, callback)
+            if future is not None:
+                return DeliveryFuture(future, relay)
         if type(value) is bytes and (key is None or type(key) is bytes) and not headers:  # _record_bound's, inline
             bound: int | None = HEADER_SIZE + RECORD_OVERHEAD_BOUND + len(value) + (len(key) if key is not None
                                                                                     else 0)
@@ -146,8 +153,6 @@ class AsyncKafkaProducer:
             bound = _record_bound(key, value, headers)
         if bound is not None and bound > self._size_limit:
             bound = None  # send refuses it at once, or its exact size fits: send decides, off the loop
-        gate = self._gate
-        assert gate is not None  # made with the relay
         # A rate limited producer's send waits for the limit: always off the loop.
         limited = self._producer.rate_limited
         if (bound is not None and not limited and not gate.locked() and type(topic) is str

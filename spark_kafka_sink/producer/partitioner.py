@@ -57,7 +57,11 @@ class PartitionInfo(NamedTuple):
 @dataclass
 class _TopicSticky:
     current: int = -1  # -1: draw one at the next record
-    produced_bytes: int = 0  # bytes appended to ``current`` since it was chosen
+    # Bytes appended to ``current`` since it was chosen. Reset under the sticky lock; counted up without it by
+    # ``on_append`` until a switch is due. Sending threads racing there may lose a record's count (that run ends
+    # a record later) or write the old partition's count over a fresh one's (that run ends early): only where a
+    # run ends moves, never which partitions records may go to.
+    produced_bytes: int = 0
     queue_sizes: Mapping[int, int] | None = None  # adaptive partitioning input
 
 
@@ -71,6 +75,7 @@ class StickyPartitioner:
         self._rng = rng if rng is not None else np.random.default_rng()
         self._lock = threading.Lock()
         self._topics: dict[str, _TopicSticky] = {}
+        self._candidate_cache: dict[tuple[int, tuple[int, ...] | None], tuple[I32, list[int]]] = {}  # under _lock
 
     def _state(self, topic: str) -> _TopicSticky:
         # Caller holds _lock.
@@ -79,18 +84,39 @@ class StickyPartitioner:
             state = self._topics[topic] = _TopicSticky()
         return state
 
+    def _candidates(self, num_partitions: int, available: Sequence[int] | None) -> tuple[I32, list[int]]:
+        # Caller holds _lock. Per (count, available set): a per-record sticky partition draws one each batch, and
+        # building the array each time cost more than the draw.
+        key = (num_partitions, tuple(available) if available else None)
+        found = self._candidate_cache.get(key)
+        if found is None:
+            candidates = np.asarray(available if available else range(num_partitions), dtype=np.int32)
+            candidates = candidates[candidates < num_partitions]
+            if len(candidates) == 0:
+                candidates = np.arange(num_partitions, dtype=np.int32)
+            if len(self._candidate_cache) >= 64:  # availability sets come and go: keep the recent ones
+                self._candidate_cache.clear()
+            found = self._candidate_cache[key] = (candidates, candidates.tolist())
+        return found
+
     def _draw(self, state: _TopicSticky, num_partitions: int, available: Sequence[int] | None, count: int) -> I32:
         # Caller holds _lock. ``count`` partitions drawn independently (uniform or load-weighted).
-        candidates = np.asarray(available if available else range(num_partitions), dtype=np.int32)
-        candidates = candidates[candidates < num_partitions]
-        if len(candidates) == 0:
-            candidates = np.arange(num_partitions, dtype=np.int32)
-        weights = None
-        if self.adaptive and state.queue_sizes:
-            sizes = np.array([state.queue_sizes.get(int(p), 0) for p in candidates], dtype=np.float64)
-            raw = sizes.max() + 1 - sizes  # Java: shorter queues get proportionally more new records
-            weights = raw / raw.sum()
-        return self._rng.choice(candidates, size=count, p=weights).astype(np.int32)
+        candidates, listed = self._candidates(num_partitions, available)
+        weights: npt.NDArray[np.float64] | list[float] | None = None
+        queue_sizes = state.queue_sizes
+        if self.adaptive and queue_sizes:
+            # Java: shorter queues get proportionally more new records (max + 1 - queue). In Python for a few
+            # partitions, where numpy's set-up per call costs more than the loop.
+            if len(listed) <= 64:
+                sizes = [queue_sizes.get(p, 0) for p in listed]
+                top = max(sizes) + 1
+                total = top * len(sizes) - sum(sizes)
+                weights = [(top - size) / total for size in sizes]
+            else:
+                array = np.array([queue_sizes.get(p, 0) for p in listed], dtype=np.float64)
+                raw = array.max() + 1 - array
+                weights = raw / raw.sum()
+        return self._rng.choice(candidates, size=count, p=weights).astype(np.int32, copy=False)
 
     def current(self, topic: str, num_partitions: int, available: Sequence[int] | None = None) -> int:
         """The topic's sticky partition, drawing one if there is none (or it no longer exists)."""
@@ -106,17 +132,27 @@ class StickyPartitioner:
                 state.produced_bytes = 0
             return state.current
 
-    def on_append(self, topic: str, partition: int, appended_bytes: int, batch_is_full: bool) -> None:
-        """Count bytes appended to the sticky partition; switch per the Java rule (module docstring)."""
+    def on_append(self, topic: str, partition: int, appended_bytes: int, batch_is_full: bool) -> bool:
+        """Count bytes appended to the sticky partition; switch per the Java rule (module docstring). True if it
+        switched: the next record draws a partition, so that is when ``update_partition_load`` pays off."""
+        # Per record, the common case (no switch) without the lock: see ``_TopicSticky.produced_bytes``.
+        state = self._topics.get(topic)
+        if state is not None and partition == state.current:
+            produced = state.produced_bytes + appended_bytes
+            if produced < self.batch_size or (not batch_is_full and produced < 2 * self.batch_size):
+                state.produced_bytes = produced
+                return False
         with self._lock:
             state = self._topics.get(topic) or self._state(topic)
             if partition != state.current:
-                return  # the partition changed meanwhile (another thread switched): nothing to count
+                return False  # the partition changed meanwhile (another thread switched): nothing to count
             state.produced_bytes += appended_bytes
             if (state.produced_bytes >= self.batch_size and batch_is_full) or \
                     state.produced_bytes >= 2 * self.batch_size:
                 state.current = -1  # the next record draws a new one
                 state.produced_bytes = 0
+                return True
+            return False
 
     def update_partition_load(self, topic: str, queue_sizes: Mapping[int, int]) -> None:
         """Queued batches per partition (e.g. ``RecordAccumulator.queue_sizes``): weights the next draws."""
@@ -202,8 +238,8 @@ class Partitioner:
             return PartitionChoice(partition_for_key(murmur2(key), num_partitions), False)
         return PartitionChoice(self.sticky.current(topic, num_partitions, available), True)
 
-    def on_sticky_append(self, topic: str, partition: int, appended_bytes: int, batch_is_full: bool) -> None:
-        self.sticky.on_append(topic, partition, appended_bytes, batch_is_full)
+    def on_sticky_append(self, topic: str, partition: int, appended_bytes: int, batch_is_full: bool) -> bool:
+        return self.sticky.on_append(topic, partition, appended_bytes, batch_is_full)
 
     def update_partition_load(self, topic: str, queue_sizes: Mapping[int, int]) -> None:
         self.sticky.update_partition_load(topic, queue_sizes)

@@ -55,6 +55,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
+from time import monotonic_ns as _monotonic_ns
 from typing import Any, SupportsIndex
 
 import pyarrow as pa
@@ -164,6 +165,7 @@ class KafkaProducer:
         self._builtin_rules = self._partitioner.custom is None
         self._ignore_keys = self._partitioner.ignore_keys
         self._sticky = self._partitioner.sticky
+        self._adaptive = cfg.partitioner_adaptive_partitioning_enable
         self._pool = BufferPool(cfg.buffer_memory)
         self._accumulator = RecordAccumulator.from_config(cfg, self._pool)
         self._client = NetworkClient(net_config, handshakes=handshakes_for)
@@ -185,6 +187,9 @@ class KafkaProducer:
         self._wakeup = self._client.wakeup  # per record: what SenderThread.wakeup calls, without its two hops
         # max.records.per.second / max.bytes.per.second: one budget for send() and send_batch()
         self._rate_limits = BatchRateLimits(cfg.max_records_per_second, cfg.max_bytes_per_second)
+        self._rate_limited = self._rate_limits.active  # read per record: the limits are fixed
+        # send's straight path (_append_plain) serves records that need none of these
+        self._plain_sends = self._builtin_rules and not self._intercepted and not self._rate_limited
         self._arrow = ArrowSender(cfg, self._accumulator, self._partitioner, self._tm, self._partition_info,
                                   self._thread.wakeup, self._rate_limits)
         self._max_block_ms = cfg.max_block_ms
@@ -205,7 +210,7 @@ class KafkaProducer:
     @property
     def rate_limited(self) -> bool:
         """Whether max.records.per.second or max.bytes.per.second is set: send and send_batch may then wait."""
-        return self._rate_limits.active
+        return self._rate_limited
 
     def send(self, topic: str, value: _Bytes, key: _Bytes = None, partition: SupportsIndex | None = None,
              timestamp_ms: SupportsIndex | None = None,
@@ -223,6 +228,15 @@ class KafkaProducer:
         tm = self._tm
         if tm is not None:
             tm.fail_if_not_ready_for_send()
+        if (partition is None and timestamp_ms is None and not headers and self._plain_sends
+                and type(value) is bytes and (key is None or type(key) is bytes) and type(topic) is str):
+            # The common record, straight through: nothing to convert, intercept or wait for.
+            cached = self._partition_cache.get(topic)
+            if (cached is not None and cached.metadata_version == self._metadata.version
+                    and cached.unavailable is self._availability.unavailable and cached.info.partition_count):
+                size = HEADER_SIZE + RECORD_OVERHEAD_BOUND + len(value) + (len(key) if key is not None else 0)
+                if size <= self._size_limit:
+                    return self._append_plain(cached, topic, value, key, size, callback)
         # The per-record path: plain bytes and ints pass through untouched; only what is given is converted.
         partition = partition if partition is None or type(partition) is int else _as_int(partition, "partition")
         timestamp_ms = (timestamp_ms if timestamp_ms is None or type(timestamp_ms) is int
@@ -248,13 +262,13 @@ class KafkaProducer:
                                      "wire's timestamp field); record timestamps are epoch milliseconds")
         tp: TopicPartition | None = None
         try:
-            started = now = monotonic_ms()
+            started = now = _monotonic_ns() // 1_000_000  # monotonic_ms's clock, without its call per record
             # The common case read inline: the topic's partitions cached for the current metadata and availability.
+            # Its metadata.max.idle.ms is renewed below, once per new batch rather than per record.
             cached = self._partition_cache.get(topic) if type(topic) is str else None
             if (cached is not None and cached.metadata_version == self._metadata.version
                     and cached.unavailable is self._availability.unavailable
                     and (partition is None or partition < cached.info.partition_count)):
-                self._metadata.touch_topic(topic, now)  # metadata.max.idle.ms counts from the last send
                 num_partitions, available = cached.info
             else:
                 num_partitions, available = self._partition_info(topic, self._max_block_ms,
@@ -281,7 +295,7 @@ class KafkaProducer:
             if self._adds_partitions:
                 assert tm is not None
                 tm.maybe_add_partition(tp)
-            if self._rate_limits.active:
+            if self._rate_limited:
                 wait = self._rate_limits.reserve(1, size)
                 if wait > 0:  # (not part of max.block.ms: the deadline moves by the wait)
                     time.sleep(wait)
@@ -298,13 +312,44 @@ class KafkaProducer:
                 failed = record or ProducerRecord(topic, value_b, key_b, header_t, partition, timestamp_ms)
                 self._interceptors.on_send_error(failed, tp, exc)
             raise
-        if sticky:
-            if result.batch_is_full and self.config.partitioner_adaptive_partitioning_enable:
-                # A batch boundary, where the sticky partition may move: weight the next draw by queue depth so
-                # slower brokers get less (KIP-794). Once per batch, not per record.
-                self._partitioner.update_partition_load(topic, self._accumulator.queue_sizes(topic))
-            self._sticky.on_append(topic, chosen, size, result.batch_is_full)
-        if result.batch_is_full or result.new_batch_created:
+        if sticky and self._sticky.on_append(topic, chosen, size, result.batch_is_full) and self._adaptive:
+            # The sticky partition moved: weight the next draw by queue depth so slower brokers get less
+            # (KIP-794). Once per switch: batch_is_full holds for every record while batches queue up behind.
+            self._partitioner.update_partition_load(topic, self._accumulator.queue_sizes(topic))
+        if result.new_batch_created:
+            # metadata.max.idle.ms counts from the last send: renewed with each new batch, so it lags the last
+            # record by at most the life of an open batch (linger.ms), far below the expiry.
+            self._metadata.touch_topic(topic, now)
+            self._wakeup()
+        elif result.batch_is_full:
+            self._wakeup()
+        return result.future
+
+    def _append_plain(self, cached: _CachedPartitionInfo, topic: str, value: bytes, key: bytes | None, size: int,
+                      callback: Callback | None) -> Future[RecordMetadata]:
+        """``send``'s common case once its checks passed: bytes value and key, no partition, timestamp or headers,
+        the topic's partitions cached for the current metadata, ``size`` (the record's bound) within the limits,
+        and ``_plain_sends`` (built-in partitioner, no interceptors, no rate limit). What ``send`` does then, in
+        one call: the built-in partitioner's rules, the append (waiting only for buffer memory), the sticky
+        partition's accounting and the sender's wake-up."""
+        num_partitions, available = cached.info
+        if key is not None and not self._ignore_keys:
+            chosen, sticky = (murmur2(key) & 0x7FFFFFFF) % num_partitions, False
+        else:
+            chosen, sticky = self._sticky.current(topic, num_partitions, available), True
+        tp = cached.partitions[chosen]
+        if self._adds_partitions:
+            assert self._tm is not None  # (transactional)
+            self._tm.maybe_add_partition(tp)
+        now = _monotonic_ns() // 1_000_000
+        result = self._accumulator.append(tp, time.time_ns() // 1_000_000, key, value, (), now,
+                                          self._max_block_ms, callback)
+        if sticky and self._sticky.on_append(topic, chosen, size, result.batch_is_full) and self._adaptive:
+            self._partitioner.update_partition_load(topic, self._accumulator.queue_sizes(topic))
+        if result.new_batch_created:
+            self._metadata.touch_topic(topic, now)  # (as in send)
+            self._wakeup()
+        elif result.batch_is_full:
             self._wakeup()
         return result.future
 
@@ -493,6 +538,34 @@ class KafkaProducer:
         pool = self._pool
         return (pool.can_allocate_now(self._largest_new_batch) and record_bound <= self._largest_new_batch) or \
             pool.can_allocate_now(self._new_batch_bound(topic, record_bound))
+
+    def _send_now(self, topic: str, value: object, key: object, callback: Callback | None
+                  ) -> Future[RecordMetadata] | None:
+        """``send(topic, value, key, callback=callback)`` if it is ``send``'s common case (``_append_plain``) and
+        cannot wait: buffer.memory has room for a new batch (as ``_sends_without_blocking``, the same snapshot
+        for the same caller). None, having done nothing, otherwise. Raises what ``send`` raises before queueing
+        (closed, fatal, transaction state)."""
+        if self._closed:
+            raise ProducerClosedError("the producer is closed: no more records can be sent")
+        if self._metadata.fatal_error is not None:
+            self._raise_if_fatal()
+        tm = self._tm
+        if tm is not None:
+            tm.fail_if_not_ready_for_send()
+        if not (self._plain_sends and type(value) is bytes and (key is None or type(key) is bytes)
+                and type(topic) is str):
+            return None
+        cached = self._partition_cache.get(topic)
+        if (cached is None or cached.metadata_version != self._metadata.version
+                or cached.unavailable is not self._availability.unavailable or not cached.info.partition_count):
+            return None
+        size = HEADER_SIZE + RECORD_OVERHEAD_BOUND + len(value) + (len(key) if key is not None else 0)
+        largest = self._largest_new_batch
+        if size > self._size_limit or not (
+                (size <= largest and self._pool.can_allocate_now(largest))
+                or self._pool.can_allocate_now(self._new_batch_bound(topic, size))):
+            return None
+        return self._append_plain(cached, topic, value, key, size, callback)
 
     def _partitions_cached(self, topic: str, partition: object) -> bool:
         """``topic``'s partitions are cached (``send`` need not wait for metadata), ``partition`` among them."""
