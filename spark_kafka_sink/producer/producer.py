@@ -221,13 +221,7 @@ class KafkaProducer:
         ``callback(metadata, error)`` runs on the sender thread when it completes. Raises at once for local
         failures: closed producer, fatal/abortable transaction state, no metadata or memory within max.block.ms,
         a record too large."""
-        if self._closed:
-            raise ProducerClosedError("the producer is closed: no more records can be sent")
-        if self._metadata.fatal_error is not None:
-            self._raise_if_fatal()
-        tm = self._tm
-        if tm is not None:
-            tm.fail_if_not_ready_for_send()
+        self._check_sendable()
         if (partition is None and timestamp_ms is None and not headers and self._plain_sends
                 and type(value) is bytes and (key is None or type(key) is bytes) and type(topic) is str):
             # The common record, straight through: nothing to convert, intercept or wait for.
@@ -293,8 +287,8 @@ class KafkaProducer:
             tps = cached.partitions if cached is not None else ()
             tp = tps[chosen] if chosen < len(tps) else TopicPartition(topic, chosen)
             if self._adds_partitions:
-                assert tm is not None
-                tm.maybe_add_partition(tp)
+                assert self._tm is not None  # (transactional)
+                self._tm.maybe_add_partition(tp)
             if self._rate_limited:
                 wait = self._rate_limits.reserve(1, size)
                 if wait > 0:  # (not part of max.block.ms: the deadline moves by the wait)
@@ -374,10 +368,7 @@ class KafkaProducer:
         Other columns are ignored. A bad column raises SerializationError naming it, before anything is queued.
         ``data`` may also be any table with the Arrow stream interface (``__arrow_c_stream__``: a RecordBatchReader,
         recent Polars data frames), read whole first."""
-        self._ensure_open()
-        self._raise_if_fatal()
-        if self._tm is not None:
-            self._tm.fail_if_not_ready_for_send()
+        self._check_sendable()
         data = as_table_input(data)
         if self._interceptors:
             data = self._interceptors.on_send_batch(topic or "", data)
@@ -400,10 +391,7 @@ class KafkaProducer:
         if not isinstance(prepared, PreparedBatch):
             raise TypeError(f"send_prepared takes what prepare_batch() returned, got {type(prepared).__name__}; "
                             "send a table or record batch with send_batch()")
-        self._ensure_open()
-        self._raise_if_fatal()
-        if self._tm is not None:
-            self._tm.fail_if_not_ready_for_send()
+        self._check_sendable()
         return self._arrow.send_prepared(prepared, self._interceptors if self._interceptors else None)
 
     def _record_size(self, key: bytes | None, value: bytes | None,
@@ -545,13 +533,7 @@ class KafkaProducer:
         cannot wait: buffer.memory has room for a new batch (as ``_sends_without_blocking``, the same snapshot
         for the same caller). None, having done nothing, otherwise. Raises what ``send`` raises before queueing
         (closed, fatal, transaction state)."""
-        if self._closed:
-            raise ProducerClosedError("the producer is closed: no more records can be sent")
-        if self._metadata.fatal_error is not None:
-            self._raise_if_fatal()
-        tm = self._tm
-        if tm is not None:
-            tm.fail_if_not_ready_for_send()
+        self._check_sendable()
         if not (self._plain_sends and type(value) is bytes and (key is None or type(key) is bytes)
                 and type(topic) is str):
             return None
@@ -741,6 +723,17 @@ class KafkaProducer:
         if error is not None:
             # A copy per raise: raising one instance from many threads would chain their tracebacks together.
             raise copy.copy(error).with_traceback(None)
+
+    def _check_sendable(self) -> None:
+        """Raise what every send raises before it queues anything: the producer is closed, a fatal error stopped
+        it, or its transaction takes no records now."""
+        if self._closed:  # a plain read: set once under _close_lock, never reset
+            raise ProducerClosedError("the producer is closed: no more records can be sent")
+        if self._metadata.fatal_error is not None:
+            self._raise_if_fatal()
+        tm = self._tm
+        if tm is not None:
+            tm.fail_if_not_ready_for_send()
 
     def _ensure_open(self) -> None:
         if self._closed:  # a plain read: set once under _close_lock, never reset
