@@ -71,7 +71,7 @@ from spark_kafka_sink.errors import (
 from spark_kafka_sink.net.client import NetworkClient
 from spark_kafka_sink.net.connection import monotonic_ms
 from spark_kafka_sink.net.security import check_security, handshakes_for
-from spark_kafka_sink.producer.accumulator import RecordAccumulator
+from spark_kafka_sink.producer.accumulator import AppendResult, RecordAccumulator
 from spark_kafka_sink.producer.arrow_send import (
     ArrowSender,
     BatchSendResult,
@@ -306,18 +306,7 @@ class KafkaProducer:
                 failed = record or ProducerRecord(topic, value_b, key_b, header_t, partition, timestamp_ms)
                 self._interceptors.on_send_error(failed, tp, exc)
             raise
-        if sticky and self._sticky.on_append(topic, chosen, size, result.batch_is_full) and self._adaptive:
-            # The sticky partition moved: weight the next draw by queue depth so slower brokers get less
-            # (KIP-794). Once per switch: batch_is_full holds for every record while batches queue up behind.
-            self._partitioner.update_partition_load(topic, self._accumulator.queue_sizes(topic))
-        if result.new_batch_created:
-            # metadata.max.idle.ms counts from the last send: renewed with each new batch, so it lags the last
-            # record by at most the life of an open batch (linger.ms), far below the expiry.
-            self._metadata.touch_topic(topic, now)
-            self._wakeup()
-        elif result.batch_is_full:
-            self._wakeup()
-        return result.future
+        return self._appended(topic, chosen, size, sticky, result, now)
 
     def _append_plain(self, cached: _CachedPartitionInfo, topic: str, value: bytes, key: bytes | None, size: int,
                       callback: Callback | None) -> Future[RecordMetadata]:
@@ -338,10 +327,20 @@ class KafkaProducer:
         now = _monotonic_ns() // 1_000_000
         result = self._accumulator.append(tp, time.time_ns() // 1_000_000, key, value, (), now,
                                           self._max_block_ms, callback)
+        return self._appended(topic, chosen, size, sticky, result, now)
+
+    def _appended(self, topic: str, chosen: int, size: int, sticky: bool, result: AppendResult,
+                  now: int) -> Future[RecordMetadata]:
+        """After a record's append: the sticky partition's accounting, the topic's idle timer, the sender's
+        wake-up; returns the record's future."""
         if sticky and self._sticky.on_append(topic, chosen, size, result.batch_is_full) and self._adaptive:
+            # The sticky partition moved: weight the next draw by queue depth so slower brokers get less
+            # (KIP-794). Once per switch: batch_is_full holds for every record while batches queue up behind.
             self._partitioner.update_partition_load(topic, self._accumulator.queue_sizes(topic))
         if result.new_batch_created:
-            self._metadata.touch_topic(topic, now)  # (as in send)
+            # metadata.max.idle.ms counts from the last send: renewed with each new batch, so it lags the last
+            # record by at most the life of an open batch (linger.ms), far below the expiry.
+            self._metadata.touch_topic(topic, now)
             self._wakeup()
         elif result.batch_is_full:
             self._wakeup()
