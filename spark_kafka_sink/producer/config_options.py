@@ -380,7 +380,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _opt("metrics.num.samples", "int", _int(1, MAX_INT32), 2,
          "How many windows the metrics' rates, averages and maxima cover."),
     # --- delivery
-    _opt("acks", "enum", _acks, -1, "all (-1): every in-sync replica; 1: the leader; 0: no acknowledgement."),
+    _opt("acks", "enum", _acks, -1,
+         "all (-1): every in-sync replica; 1: the leader; 0: no acknowledgement, so a request the broker refuses"
+         " (a partition whose leader is moving, say) loses its records without an error, as in Java."),
     _opt("enable.idempotence", "bool", _bool, True,
          "No duplicates from retries (needs acks=all, retries>0, max.in.flight<=5). Turned off silently if "
          "not set and acks/retries/max.in.flight conflict, as in Java."),

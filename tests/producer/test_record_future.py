@@ -53,13 +53,15 @@ def test_a_pending_record_future_is_light() -> None:
 
 
 def bytes_each(futures: list[RecordFuture[int]], act: Callable[[RecordFuture[int]], object]) -> float:
-    """Memory ``act`` allocates per future (and keeps)."""
-    tracemalloc.start()
+    """Memory ``act`` allocates per future (and keeps). Only allocations made under this module's frames count:
+    other threads of the test process (a pytest-xdist worker's, a garbage collection) allocate meanwhile."""
+    mine = [tracemalloc.Filter(True, __file__, all_frames=True)]
+    tracemalloc.start(8)
     try:
-        before = tracemalloc.take_snapshot()
+        before = tracemalloc.take_snapshot().filter_traces(mine)
         for future in futures:
             act(future)
-        after = tracemalloc.take_snapshot()
+        after = tracemalloc.take_snapshot().filter_traces(mine)
     finally:
         tracemalloc.stop()
     return sum(s.size_diff for s in after.compare_to(before, "filename")) / len(futures)
@@ -95,13 +97,15 @@ def test_completing_and_reading_without_waiting_makes_no_condition() -> None:
         future.set_result(4)
     with pytest.raises(cf.InvalidStateError):
         failed.set_exception(ValueError())
-    # The fast path builds no Condition: what it keeps per future is a small fraction of what one waited on keeps
-    # (its Condition, RLock and waiter deque: about 1.3 KB).
-    n = 2000
+    # The fast path builds no Condition: a future waited on keeps its Condition, RLock and waiter deque (about
+    # 1.3 KB) on top of what the fast path keeps. The fast path's own share (the instance dict growing by the
+    # result, the callback list) varies a little with how the class's shared dict keys have been used before.
+    n = 500
     waited = bytes_each([RecordFuture() for _ in range(n)], wait_then_complete)
     completed = bytes_each([RecordFuture() for _ in range(n)], complete_and_read)
     failed_each = bytes_each([RecordFuture() for _ in range(n)], fail_and_read)
-    assert completed < 400 and failed_each < 400 and waited > 1000, (completed, failed_each, waited)
+    assert completed < 700 and failed_each < 700 and waited - max(completed, failed_each) > 900, (
+        completed, failed_each, waited)
 
 
 def complete_alternately(futures: list[RecordFuture[int]], start: threading.Barrier) -> None:
