@@ -215,9 +215,10 @@ def _log_summary(line: str) -> None:
 
 
 def _commit_timeout_s(options: SinkOptions) -> float:
-    # A commit may wait for the coordinator to write markers on every partition: allow a request timeout several
-    # times over, at least one minute.
-    return max(60.0, 3 * options.request_timeout_ms / 1000)
+    # The driver's EndTxn (commit or abort) blocks like Java's commitTransaction: up to max.block.ms. A commit may
+    # wait for the coordinator to write markers on every partition, so never less than a request timeout several
+    # times over.
+    return max(options.max_block_ms, 3 * options.request_timeout_ms) / 1000
 
 
 # ------------------------------------------------------------------------------------------ commit

@@ -220,8 +220,8 @@ def test_sink_with_two_of_three_nodes_sigkilled_fails_after_the_delivery_timeout
         cluster3: KafkaCluster, spark3: Any, guarantee: str) -> None:
     """acks=all cannot be met with one node left (and no controller quorum): every task attempt fails after
     kafka.delivery.timeout.ms with an error naming it, and the job fails reporting nothing written. The nodes
-    return once Spark has failed the job, while exactly_once's driver is still trying (for up to a minute) to fence
-    the failed tasks' transactional ids: exactly_once leaves nothing visible and nothing open (at the latest
+    return once Spark has failed the job, while exactly_once's driver tries (for kafka.max.block.ms) to fence the
+    failed tasks' transactional ids: exactly_once leaves nothing visible and nothing open (at the latest
     transaction.timeout.ms, 30 s here, after the nodes return); at_least_once's error says the expired records
     may or may not have been written, and what the topic holds are ids of the job."""
     topic = new_topic(cluster3, PARTITIONS)

@@ -25,7 +25,8 @@ PARTITIONS = 3
 ROWS = 20_000
 TASKS = 4
 REQUEST_TIMEOUT_MS = 3000
-CUT_S = 6.0  # the outage of the first test: shorter than the commit's timeout (60 s at least)
+MAX_BLOCK_MS = 20_000  # the driver's commit retries for this long (as Java's commitTransaction)
+CUT_S = 6.0  # the outage of the first test: shorter than the commit's timeout
 
 
 def _layout(net: NetCluster) -> tuple[str, str, int]:
@@ -76,7 +77,7 @@ class _GatedWrite(threading.Thread):
         try:
             write_df(frame, self.net.bootstrap, topic=self.topic, deliveryGuarantee="exactly_once",
                      transactionalIdPrefix=self.prefix, writeId=1, commitLogTopic=self.log_topic,
-                     **{"kafka.request.timeout.ms": str(REQUEST_TIMEOUT_MS),
+                     **{"kafka.request.timeout.ms": str(REQUEST_TIMEOUT_MS), "kafka.max.block.ms": str(MAX_BLOCK_MS),
                         "kafka.socket.connection.setup.timeout.ms": "1000",
                         "kafka.socket.connection.setup.timeout.max.ms": "2000"})
         except BaseException as exc:  # noqa: B036 -- the test asserts on it
@@ -148,6 +149,9 @@ def test_coordinator_cut_past_the_commit_timeout_then_rerun(net: NetCluster, net
     print(f"\n[exactly_once commit, coordinator {coordinator} cut for good] failed after "
           f"{write.returned_at - cut_at:.1f} s: {message[:1500]}")
     assert error is not None, "the commit succeeded with its coordinator cut off"
+    # kafka.max.block.ms bounds the commit, then the abort that Spark calls after it: about twice that in all.
+    took_s = write.returned_at - cut_at
+    assert MAX_BLOCK_MS / 1000 <= took_s < 3 * MAX_BLOCK_MS / 1000, took_s
     committed_ids = sorted(set(range(TASKS)) - set(failed_ids))
     assert f"Spark partitions {committed_ids} were committed" in message, message
     assert f"partitions {failed_ids} were not" in message, message
