@@ -327,7 +327,8 @@ class SinkOptions:
                    tuple(sorted(ignored)),
                    bootstrap_servers=",".join(config.bootstrap_servers), batch_size=config.batch_size,
                    delivery_timeout_ms=config.delivery_timeout_ms, request_timeout_ms=config.request_timeout_ms,
-                   max_block_ms=config.max_block_ms, transaction_timeout_ms=config.transaction_timeout_ms, rate_limit=rate_limit,
+                   max_block_ms=config.max_block_ms, transaction_timeout_ms=config.transaction_timeout_ms,
+                   rate_limit=rate_limit,
                    dead_letters=_dead_letters(lowered, topic),
                    max_record_batch=min(config.max_request_size, config.buffer_memory),
                    **_schema_options(lowered, registry_raw))
