@@ -359,6 +359,26 @@ def test_end_transaction_from_another_client_with_the_coordinator_sigstopped(clu
     assert (verdict.lost, verdict.duplicated, verdict.out_of_order, verdict.extra) == (0, 0, 0, 0)
 
 
+def _group_coordinated_elsewhere(cluster3: KafkaCluster, tid: str, node: int) -> str:
+    """A consumer group id whose coordinator is not ``node``. Earlier tests on this cluster may have left every
+    ``__consumer_offsets`` leadership on one node (it does not rebalance leaders on its own): if no group of 60
+    draws is coordinated elsewhere, the offsets topic's leaderships go back to their preferred replicas first."""
+    groups = [f"g-{tid}-{i}" for i in range(60)]  # 50 offsets partitions: 60 draws reach nearly every one
+    found: list[str] = []
+
+    def elsewhere() -> bool:
+        found[:] = [g for g in groups if group_coordinator(cluster3, g) != node][:1]
+        return bool(found)
+
+    if not elsewhere():
+        admin = admin_for(cluster3)  # kept alive until the future completes
+        offsets = admin.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"]
+        admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("__consumer_offsets", p)
+                                                     for p in offsets.partitions]).result(timeout=60)
+        wait_for(f"a consumer group coordinated by a node other than {node}", elsewhere, timeout=60)
+    return found[0]
+
+
 def test_the_group_coordinator_sigkilled_before_send_offsets_to_transaction(cluster3: KafkaCluster) -> None:
     """The node coordinating a consumer group dies between two transactions that commit the group's offsets (its
     coordinator was found and remembered in the first). The second's TxnOffsetCommit meets the dead node, looks the
@@ -374,8 +394,7 @@ def test_the_group_coordinator_sigkilled_before_send_offsets_to_transaction(clus
         producer.send_offsets_to_transaction({(source, 0): 1}, f"warm-up-{tid}", 60)
         producer.commit_transaction(60)
         txn_coordinator = transaction_coordinator(cluster3, tid)
-        group = next(g for g in (f"g-{tid}-{i}" for i in range(1000))
-                     if group_coordinator(cluster3, g) != txn_coordinator)  # only the group's coordinator dies
+        group = _group_coordinated_elsewhere(cluster3, tid, txn_coordinator)  # only the group's coordinator dies
         producer.begin_transaction()
         producer.send_batch(sink, pa.table({"value": [b"first-%d" % i for i in range(100)]})).result(60)
         producer.send_offsets_to_transaction({(source, p): 100 + p for p in range(3)}, ConsumerGroupMetadata(group))
