@@ -45,9 +45,9 @@ _MAX_PARALLEL_END_TXN = 8  # EndTxn round trips overlap; more threads only queue
 _RETRY_BACKOFF_S = 0.2
 _SUMMARY_PARTITIONS = 20  # one log line stays readable: the rest is counted, not listed
 #: The steps of a logged commit (a stable writeId) at which hooks (:func:`add_commit_hook`) are called, in order:
-#: the plan recorded; before each transaction's EndTxn; after it (once the log recorded it); every EndTxn done and
-#: the log flushed; the completion recorded.
-COMMIT_STEPS = ("after-plan", "before-end-txn", "after-end-txn", "after-commits", "after-complete")
+#: the plan recorded; before each transaction's EndTxn; after it (once the log recorded it), or instead after it
+#: failed; every EndTxn done and the log flushed; the completion recorded.
+COMMIT_STEPS = ("after-plan", "before-end-txn", "after-end-txn", "end-txn-failed", "after-commits", "after-complete")
 #: ``hook(step, write_id)``: see :func:`add_commit_hook`.
 CommitHook = Callable[[str, int], None]
 _commit_hooks: list[CommitHook] = []  # changed only by add_commit_hook and its remover (list ops are atomic)
@@ -275,8 +275,12 @@ def _commit_logged(options: SinkOptions, write_id: int, done: Sequence[KafkaComm
 
         def end(message: KafkaCommitMessage, session: CoordinatorSession) -> None:
             _at_step("before-end-txn", write_id)
-            _end(options, message, session, commit=True)
-            log.append_committed(write_id, message.partition_id)
+            try:
+                _end(options, message, session, commit=True)
+                log.append_committed(write_id, message.partition_id)
+            except BaseException:
+                _at_step("end-txn-failed", write_id)
+                raise
             _at_step("after-end-txn", write_id)
 
         failures = _run_all(options, pending, end)

@@ -73,14 +73,17 @@ def launch(job: str | Path, args: list[str], tmp_path: Path, pause: str | None =
 def kill_when_paused(proc: subprocess.Popen[str], marker: Path, timeout: float = 240.0) -> int:
     """Wait until the driver's commit reached its pause point, then SIGKILL the whole driver process group.
     Returns the writeId (streaming: the micro-batch) whose commit was paused."""
-    wait_for("the job to reach its pause point", lambda: marker.exists() or proc.poll() is not None, timeout)
-    assert marker.exists(), f"the job ended (status {proc.returncode}) before reaching its pause point"
-    # The marker exists: its two words are being written.
-    wait_for("the pause marker's two words", lambda: len(marker.read_text().split()) >= 2, timeout=30,
-             interval=0.01)
-    paused_pid, write_id = (int(word) for word in marker.read_text().split())
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(60)
+    try:
+        wait_for("the job to reach its pause point", lambda: marker.exists() or proc.poll() is not None, timeout)
+        assert marker.exists(), f"the job ended (status {proc.returncode}) before reaching its pause point"
+        # The marker exists: its two words are being written.
+        wait_for("the pause marker's two words", lambda: len(marker.read_text().split()) >= 2, timeout=30,
+                 interval=0.01)
+        paused_pid, write_id = (int(word) for word in marker.read_text().split())
+    finally:  # paused or not, the job ends here: none of it outlives this test
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(60)
     # The paused commit runs in a Python worker outside the JVM: it dies with its daemon once the JVM is gone.
     wait_for(f"the paused commit worker {paused_pid} to end with the driver", lambda: not _alive(paused_pid), 60)
     return write_id
@@ -187,10 +190,11 @@ def test_re_run_after_the_transaction_timeout_rewrites_only_what_the_broker_abor
     args = ["--bootstrap-servers", bootstrap, "--topic", topic, "--rows", str(ROWS), "--partitions", "3",
             "--guarantee", "exactly_once", "--option", f"transactionalIdPrefix=late-{uuid.uuid4().hex[:8]}",
             "--option", "writeId=2"]
-    # A short timeout for the killed run only, so the broker aborts its open transactions soon. The re-run keeps
-    # the default: with 3 s, a slow host could see the broker abort the re-run's own transactions before the driver
-    # commits them (it did once, at 2026-11-27 19:57, the job taking over 3 s from task to commit).
-    proc, marker = launch("batch_to_kafka.py", [*args, "--option", "kafka.transaction.timeout.ms=3000"], tmp_path,
+    # A short timeout for the killed run only, so the broker aborts its open transactions soon; 10 s, not less: a
+    # slow host takes several seconds from a task's first record to the driver's first EndTxn (the commit's Python
+    # worker starts then), and a transaction the broker aborted first cannot be the one committed (the pause hook
+    # then lets the next EndTxn be the first). The re-run keeps the default, for the same reason.
+    proc, marker = launch("batch_to_kafka.py", [*args, "--option", "kafka.transaction.timeout.ms=10000"], tmp_path,
                           pause="after-first-commit")
     kill_when_paused(proc, marker)  # one partition committed, two transactions left open
     wait_until_nothing_open(bootstrap, topic)  # ... until the broker aborted them (transaction.timeout.ms)

@@ -383,6 +383,9 @@ class RecordingLog:
     def append_complete(self, write_id: int, lost: frozenset[int] = frozenset()) -> None:
         self.events.append("complete")
 
+    def entries(self, start_offset: int = 0) -> list[Any]:
+        return []  # no other write of the prefix: a failed EndTxn is the usual commit error
+
 
 def test_commit_hooks_see_each_step_of_a_logged_commit(txn_calls: list[tuple[Any, ...]],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
@@ -400,5 +403,21 @@ def test_commit_hooks_see_each_step_of_a_logged_commit(txn_calls: list[tuple[Any
         remove()
     assert events == ["plan:6:[0]", "after-plan@6", "before-end-txn@6", "committed:0", "after-end-txn@6", "flush",
                       "after-commits@6", "complete", "after-complete@6", "log-closed"]
-    assert [e for e in events if "@" in e] == [f"{step}@6" for step in commit_module.COMMIT_STEPS]
+    assert [e for e in events if "@" in e] == [f"{step}@6" for step in commit_module.COMMIT_STEPS
+                                               if step != "end-txn-failed"]
     assert not commit_module._commit_hooks
+
+
+def test_commit_hooks_see_a_failed_end_txn(txn_calls: list[tuple[Any, ...]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed EndTxn reaches ``end-txn-failed`` instead of ``after-end-txn`` (a hook holding something from
+    ``before-end-txn`` lets it go there), and the commit fails without recording that partition or completing."""
+    events: list[str] = []
+    monkeypatch.setattr(commit_module, "_commit_log", lambda options: RecordingLog(events))
+    opts = SinkOptions.parse({**EO, "writeId": "6"}, streaming=False)
+    remove = commit_module.add_commit_hook(lambda step, write_id: events.append(f"{step}@{write_id}"))
+    try:
+        with pytest.raises(TransactionCommitError, match="p-9: ProducerFencedError"):
+            commit_write(opts, [_message(9, 3, "p-9")])
+    finally:
+        remove()
+    assert events == ["plan:6:[9]", "after-plan@6", "before-end-txn@6", "end-txn-failed@6", "log-closed"]

@@ -4,9 +4,9 @@ folder on the job's PYTHONPATH; Spark passes it on to its Python workers, where 
 With ``DRIVER_CRASH_PAUSE_AT=<point>:<marker file>`` in the environment, it registers a commit hook
 (``spark_kafka_sink.spark.commit.add_commit_hook``) that stops the driver's commit at ``point``, writes
 "<pid> <writeId>" to the marker and waits there to be killed (the test SIGKILLs the driver), or until the test
-creates ``<marker>.go``: then the commit goes on. Points: after-plan,
-after-first-commit (exactly one EndTxn done: the hook lets one EndTxn run at a time), after-commits,
-after-complete. The package has no switch of its own: without this module nothing is registered.
+creates ``<marker>.go``: then the commit goes on. Points: after-plan, after-first-commit (exactly one EndTxn done:
+the hook lets one EndTxn run at a time, and one that fails lets the next go), after-commits, after-complete.
+The package has no switch of its own: without this module nothing is registered.
 
 With ``LATE_ATTEMPT_HOLD=<partition>:<folder>``, the Python worker writing attempt 0 of that Spark partition stops
 before its InitProducerId (a stalled worker): it creates ``<folder>/held`` and waits for ``<folder>/go``; once its
@@ -42,8 +42,9 @@ class PauseAt:
 
     def __call__(self, step: str, write_id: int) -> None:
         if self.point == "after-first-commit" and step == "before-end-txn":
-            # Only for this point: an EndTxn that fails never reaches after-end-txn, and would keep the lock.
             self._one_at_a_time.acquire()
+        elif self.point == "after-first-commit" and step == "end-txn-failed":
+            self._one_at_a_time.release()  # the next EndTxn may be the first to succeed
         elif self.point == "after-first-commit" and step == "after-end-txn":
             try:
                 self._pause(write_id)
