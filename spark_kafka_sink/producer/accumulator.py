@@ -55,6 +55,7 @@ from spark_kafka_sink.producer.compression_ratio import CompressionRatioEstimato
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.incomplete_batches import IncompleteBatches
 from spark_kafka_sink.producer.record_metadata import BatchMetadata, RecordMetadata, TopicPartition
+from spark_kafka_sink.producer.record_outcomes import RowPlaces
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, Header, record_size
 
@@ -76,6 +77,18 @@ class AppendResult(NamedTuple):
 
 
 _new_result = tuple.__new__
+
+
+class RunAppend(NamedTuple):
+    """What one ``append_run`` did: ``count`` rows appended (their bound bytes ``run_bytes``), whether the batch
+    they went to is full (as ``AppendResult``'s), whether it was opened for them, and ``needs_memory``: the bytes a
+    new batch needs that buffer.memory could not give at once (0: none was needed, or it was given)."""
+
+    count: int
+    run_bytes: int
+    batch_is_full: bool
+    new_batch_created: bool
+    needs_memory: int
 
 
 class ReadyCheck(NamedTuple):
@@ -199,6 +212,55 @@ class RecordAccumulator:
                 queue.batches.append(batch)
                 full = len(queue.batches) > 1 or batch.is_full()
                 return AppendResult(future, full, True)
+        finally:
+            if size:
+                self.pool.deallocate(size)
+
+    def append_run(self, tp: TopicPartition, rows: Sequence[int], timestamps: Sequence[int],
+                   keys: Sequence[bytes | None], values: Sequence[bytes],
+                   callbacks: Sequence[RecordCallback | None] | None, places: RowPlaces, now_ms: int,
+                   soft_budget: int = 1 << 62, hard_budget: int = 1 << 62) -> RunAppend:
+        """Append headerless records ``rows`` (non-empty) to ``tp``'s open batch, or else to one new batch, in
+        order, under one hold of the partition's lock (``ProducerBatch.append_run``: their places land in ``places``;
+        the budgets stop a sticky partition's run where ``send`` would switch). Never waits: a new batch whose
+        memory buffer.memory cannot give at once appends nothing and returns that size as ``needs_memory``."""
+        if self._closed:
+            self._check_open()
+        queue = self._queues.get(tp) or self._queue(tp)
+        with queue.lock:
+            batches = queue.batches
+            if batches and batches[-1].is_open:
+                last = batches[-1]
+                count, run_bytes, refused = last.append_run(rows, timestamps, keys, values, callbacks, places,
+                                                            now_ms, soft_budget, hard_budget, len(batches) > 1)
+                if refused:
+                    self._close(last)  # full: the next record opens a new batch, this one can go
+                if count:
+                    return RunAppend(count, run_bytes, len(batches) > 1 or last.is_full(), False, 0)
+        first = rows[0]
+        limit = self.compression_ratio.records_limit(tp.topic)
+        size = max(limit, HEADER_SIZE + record_size(0, 0, keys[first], values[first], ()))
+        if not self.pool.try_allocate(size):
+            return RunAppend(0, 0, False, False, size)
+        try:
+            with queue.lock:
+                self._check_open()
+                batches = queue.batches
+                if batches and batches[-1].is_open:  # another thread opened one meanwhile: go on in it
+                    self.pool.deallocate(size)
+                    size = 0
+                    return self.append_run(tp, rows, timestamps, keys, values, callbacks, places, now_ms,
+                                           soft_budget, hard_budget)
+                batch = ProducerBatch.for_records(tp, limit, self.compression, now_ms,
+                                                  allocated_bytes=size, transactional=self.transactional,
+                                                  compression_level=self.compression_level)
+                count, run_bytes, _ = batch.append_run(rows, timestamps, keys, values, callbacks, places, now_ms,
+                                                       soft_budget, hard_budget, bool(batches))
+                assert count  # the first record always fits
+                self._track(batch)
+                size = 0  # owned by the batch now
+                batches.append(batch)
+                return RunAppend(count, run_bytes, len(batches) > 1 or batch.is_full(), True, 0)
         finally:
             if size:
                 self.pool.deallocate(size)

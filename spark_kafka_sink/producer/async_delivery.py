@@ -16,19 +16,28 @@ Thread-safety: ``LoopRelay._handed`` is a deque appended to by the sender thread
 (deque appends and pops are atomic); ``_scheduled`` is set by the sender thread and cleared by the loop thread
 before it empties the deque, so a hand-over either sees it clear (and schedules a run) or lands in the deque
 before the run that cleared it empties it.
+
+``StagedDelivery`` is a record's ``DeliveryFuture`` while the record may still be staged on the loop
+(``StagedRecords``: ``AsyncKafkaProducer`` gathers a burst of sends there and queues them together); its
+producer future exists once the records were queued, and awaiting it before then queues them first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
 
-__all__ = ["DeliveryFuture", "LoopRelay"]
+from spark_kafka_sink.producer.record_metadata import RecordMetadata
+from spark_kafka_sink.producer.record_outcomes import RowPlaces
+
+__all__ = ["DeliveryFuture", "LoopRelay", "StagedRecords", "StagedDelivery"]
 
 _T = TypeVar("_T")
+_log = logging.getLogger(__name__)
 
 
 class LoopRelay:
@@ -101,3 +110,101 @@ class DeliveryFuture(Generic[_T]):
 
     def __repr__(self) -> str:
         return f"DeliveryFuture({'done' if self._source.done() else 'pending'})"
+
+
+class StagedRecords:
+    """Records an ``AsyncKafkaProducer`` gathered on its loop for one topic, in call order, not yet queued: their
+    columns (send times in epoch ms, keys, values, callbacks -- None until one has one), their bound bytes (and the
+    most it may reach), and once they are handed to the producer, where each row went (``places``; a row not
+    queued yet has none). Loop thread only. ``settle`` queues every staged record of the producer (awaitable)."""
+
+    __slots__ = ("topic", "timestamps", "keys", "values", "callbacks", "places", "opened_ms", "size", "limit",
+                 "settle")
+
+    def __init__(self, topic: str, opened_ms: int, limit: int, settle: Callable[[], Awaitable[None]]) -> None:
+        self.topic = topic
+        self.limit = limit  # handed over once ``size`` (the records' bound bytes) reaches it
+        self.timestamps: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes] = []
+        self.callbacks: list[Any] | None = None
+        self.places: RowPlaces | None = None
+        self.opened_ms = opened_ms
+        self.size = 0
+        self.settle = settle
+
+    def handed(self) -> RowPlaces:
+        """Where the rows went, made on the first hand-over."""
+        places = self.places
+        if places is None:
+            places = self.places = RowPlaces(len(self.values))
+        return places
+
+    def fail(self, error: BaseException) -> None:
+        """Every row not queued ends with ``error`` (its callback runs with it, as a failed send's would)."""
+        placed = self.handed().placed
+        for row, place in enumerate(placed):
+            if place is None:
+                failed: Future[RecordMetadata] = Future()
+                failed.set_exception(error)
+                placed[row] = failed
+                callback = self.callbacks[row] if self.callbacks is not None else None
+                if callback is not None:
+                    try:
+                        callback(None, error)
+                    except Exception:  # noqa: BLE001 -- as the producer's callbacks: logged, never raised
+                        _log.exception("a send callback raised")
+
+
+class StagedDelivery(DeliveryFuture[RecordMetadata]):
+    """A record's ``DeliveryFuture`` that may still be staged (``StagedRecords``): pending until queued; awaiting
+    it queues the staged records first, then waits as ``DeliveryFuture`` does."""
+
+    __slots__ = ("_staged", "_index")
+
+    def __init__(self, staged: StagedRecords, index: int, relay: LoopRelay) -> None:  # no source yet
+        self._staged = staged
+        self._index = index
+        self._relay = relay
+
+    def _handed(self) -> Future[RecordMetadata] | None:
+        try:
+            return self._source
+        except AttributeError:
+            places = self._staged.places
+            source = None if places is None else places.future(self._index)
+            if source is not None:
+                self._source = source
+            return source
+
+    def done(self) -> bool:
+        source = self._handed()
+        return source is not None and source.done()
+
+    def result(self) -> RecordMetadata:
+        source = self._handed()
+        if source is None or not source.done():
+            raise asyncio.InvalidStateError("the outcome is not known yet: await it")
+        return source.result(0)
+
+    @property
+    def concurrent_future(self) -> Future[RecordMetadata]:
+        source = self._handed()
+        if source is None:
+            raise asyncio.InvalidStateError("the record is still staged on the event loop: await it, or the "
+                                            "producer's flush(), first")
+        return source
+
+    def __await__(self) -> Generator[Any, None, RecordMetadata]:
+        source = self._handed()
+        if source is None:
+            yield from self._staged.settle().__await__()
+            source = self._handed()
+            assert source is not None  # settle queued it, or failed it
+        if source.done():
+            return source.result(0)
+        return (yield from self._relay.watch(source).__await__())
+
+    def __repr__(self) -> str:
+        source = self._handed()
+        return f"DeliveryFuture({'staged' if source is None else 'done' if source.done() else 'pending'})"

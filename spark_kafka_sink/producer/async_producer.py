@@ -50,22 +50,27 @@ import asyncio
 import operator
 import time
 from collections.abc import Callable, Iterable, Mapping
+from time import time_ns as _time_ns
 from typing import Any, SupportsIndex, TypeVar
 
 import pyarrow as pa
 
 from spark_kafka_sink.errors import IllegalStateError
 from spark_kafka_sink.producer.arrow_send import BatchSendResult
-from spark_kafka_sink.producer.async_delivery import DeliveryFuture, LoopRelay
+from spark_kafka_sink.producer.async_delivery import DeliveryFuture, LoopRelay, StagedDelivery, StagedRecords
 from spark_kafka_sink.producer.config import ProducerConfig
 from spark_kafka_sink.producer.producer import Callback, KafkaProducer
 from spark_kafka_sink.producer.record_metadata import RecordMetadata
+from spark_kafka_sink.producer.record_stage import RECORD_BOUND
 from spark_kafka_sink.producer.transactions import ConsumerGroupMetadata, OffsetAndMetadata, TransactionIdentity
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, RECORD_OVERHEAD_BOUND, record_size_bound
 
 __all__ = ["AsyncKafkaProducer"]
 
 _T = TypeVar("_T")
+#: A stage is queued once it holds this many records or bytes (records outside buffer.memory: keep them few).
+STAGE_ROWS = 1024
+STAGE_BYTES = 256 * 1024
 _Bytes = bytes | bytearray | memoryview | str | None
 _Headers = Iterable[tuple[str | bytes, _Bytes]] | Mapping[str, _Bytes] | None
 
@@ -112,6 +117,11 @@ class AsyncKafkaProducer:
         self._size_limit = min(self._producer.config.max_request_size, self._producer.config.buffer_memory)
         self._relay: LoopRelay | None = None  # bound to the loop of the first call (loop thread only)
         self._gate: asyncio.Lock | None = None  # held while a send waits off the loop (loop thread only)
+        # Loop thread only: the records staged now (one topic, headerless, not yet queued), and the hand-overs
+        # that wait for buffer.memory (tasks: a cancelled send leaves them running).
+        self._stage: StagedRecords | None = None
+        self._hand_overs: set[asyncio.Task[None]] = set()
+        self._linger_ms = self._producer.config.linger_ms
 
     def _loop_relay(self) -> LoopRelay:
         loop = asyncio.get_running_loop()
@@ -139,6 +149,44 @@ class AsyncKafkaProducer:
         relay = self._relay
         if relay is None or relay.loop is not asyncio.get_running_loop():
             relay = self._loop_relay()
+        if (partition is None and timestamp_ms is None and not headers and type(value) is bytes
+                and (key is None or type(key) is bytes)):
+            # The common record: staged on the loop, queued with the others of its burst (the module docstring).
+            if self._hand_overs:  # a burst waits for buffer.memory: wait behind it, as a send waits for memory
+                await self._wait_for_hand_overs()
+            size = RECORD_BOUND + len(value) + (len(key) if key is not None else 0)
+            stage = self._stage
+            now_ms = _time_ns() // 1_000_000
+            if stage is not None and (stage.topic != topic or len(stage.values) >= STAGE_ROWS
+                                      or stage.size >= stage.limit or now_ms - stage.opened_ms > self._linger_ms):
+                await self._hand_over()
+                stage = None
+            producer = self._producer
+            if size <= self._size_limit and producer._plain_sends and type(topic) is str:
+                if stage is None:
+                    gate = self._gate
+                    assert gate is not None  # made with the relay
+                    room = 0 if gate.locked() or self._hand_overs else producer._staging_room(topic, size)
+                    if room:
+                        producer._check_sendable()  # a send's errors before anything is queued, at once
+                        # At most half the free memory: the burst's batches then find room, without waiting.
+                        stage = self._stage = StagedRecords(topic, now_ms, min(STAGE_BYTES, room // 2),
+                                                            self._settle)
+                        relay.loop.call_soon(self._hand_over_soon, stage)
+            else:
+                stage = None  # send decides, on its waiting path
+            if stage is not None:
+                stage.timestamps.append(now_ms)
+                stage.keys.append(key)
+                stage.values.append(value)
+                if callback is not None or stage.callbacks is not None:
+                    if stage.callbacks is None:
+                        stage.callbacks = [None] * (len(stage.values) - 1)
+                    stage.callbacks.append(callback)
+                stage.size += size
+                return StagedDelivery(stage, len(stage.values) - 1, relay)
+        if self._stage is not None or self._hand_overs:
+            await self._settle()  # records staged before this one go first
         gate = self._gate
         assert gate is not None  # made with the relay
         if partition is None and timestamp_ms is None and not headers and not gate.locked():
@@ -167,6 +215,88 @@ class AsyncKafkaProducer:
                 future = await hold.run(self._producer.send, topic, value, key, partition, timestamp_ms, headers,
                                         callback)
         return DeliveryFuture(future, relay)
+
+    def _hand_over_soon(self, stage: StagedRecords) -> None:
+        """The loop's next turn after a stage opened: queue it if it is still the stage (a burst of sends without
+        a yield in between shares one hand-over; a service that yields between sends gets each record queued
+        within one turn of the loop, as a direct ``send`` would)."""
+        if stage is self._stage:
+            self._stage = None
+            try:
+                self._queue(stage)
+            except Exception:  # noqa: BLE001,S110 -- in the staged records' futures; no send awaits this turn
+                pass
+
+    async def _hand_over(self) -> None:
+        """Queue the staged records (waiting for buffer.memory, off the loop, if they need it)."""
+        stage = self._stage
+        if stage is not None:
+            self._stage = None
+            waiting = self._queue(stage)
+            if waiting is not None:
+                await asyncio.shield(waiting)
+
+    async def _settle(self) -> None:
+        """Queue every staged record, and wait for the hand-overs that wait for memory: before anything that
+        must come after them (a send off the common path, ``send_batch``, ``flush``, the transaction calls)."""
+        try:
+            await self._hand_over()
+        except Exception:  # noqa: BLE001,S110 -- in the staged records' futures, which their awaits raise
+            pass
+        await self._wait_for_hand_overs()
+
+    async def _wait_for_hand_overs(self) -> None:
+        while self._hand_overs:
+            await asyncio.wait(set(self._hand_overs))  # (a cancelled wait leaves them running)
+
+    def _queue(self, stage: StagedRecords) -> asyncio.Task[None] | None:
+        """Queue ``stage``'s records now if that needs no wait (None), else in a task that waits its turn at the
+        gate and for memory (returned). A failure ends the rows not yet queued with its error."""
+        gate = self._gate
+        assert gate is not None  # made with the relay
+        if not gate.locked() and not self._hand_overs:
+            try:
+                if not self._producer._send_run(stage.topic, stage.timestamps, stage.keys, stage.values,
+                                                stage.callbacks, stage.handed()):
+                    return None
+            except BaseException as error:
+                stage.fail(error)
+                raise
+        task = asyncio.ensure_future(self._queue_waiting(stage))
+        self._hand_overs.add(task)
+        task.add_done_callback(self._hand_over_done)
+        return task
+
+    def _hand_over_done(self, task: asyncio.Task[None]) -> None:
+        self._hand_overs.discard(task)
+        _retrieve(task)  # its error is in the records' futures, and raised to the send that awaited it
+
+    async def _queue_waiting(self, stage: StagedRecords) -> None:
+        """``_queue``'s waiting path: at the gate, in order, then as ``send`` would wait (max.block.ms from the
+        start of the wait); rows the many-at-a-time path does not take go through ``send`` one by one."""
+        producer = self._producer
+        gate = self._gate
+        assert gate is not None
+        try:
+            async with _GateHold(gate) as hold:
+                deadline = time.monotonic() + self._max_block_ms / 1000
+                places = stage.handed()
+                while needs := producer._send_run(stage.topic, stage.timestamps, stage.keys, stage.values,
+                                                  stage.callbacks, places):
+                    if needs < 0:
+                        placed = places.placed
+                        for row, place in enumerate(placed):
+                            if place is None:
+                                callback = stage.callbacks[row] if stage.callbacks is not None else None
+                                placed[row] = await hold.run(producer.send, stage.topic, stage.values[row],
+                                                             stage.keys[row], None, stage.timestamps[row], None,
+                                                             callback)
+                        return
+                    remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
+                    await hold.run(producer._wait_for_memory, needs, remaining_ms)
+        except BaseException as error:
+            stage.fail(error)
+            raise
 
     async def _wait_until_sendable(self, hold: _GateHold, topic: str, partition: object, bound: int) -> bool:
         """Wait off the loop until ``send`` would not block (the caller holds the gate, so it stays so): True.
@@ -198,6 +328,7 @@ class AsyncKafkaProducer:
         """Queue an Arrow table as ``KafkaProducer.send_batch`` does, encoding it on a worker thread and waiting
         for buffer memory off the loop; returns once it is queued, with its result to await."""
         relay = self._loop_relay()
+        await self._settle()  # records staged before this table go first
         producer = self._producer
         prepared = await asyncio.to_thread(producer.prepare_batch, topic, data)
         gate = self._gate
@@ -216,6 +347,8 @@ class AsyncKafkaProducer:
 
     async def flush(self, timeout_s: float | None = None) -> None:
         """Send everything queued and wait until all of it completed, off the loop (``KafkaProducer.flush``)."""
+        self._loop_relay()
+        await self._settle()
         await self._off_loop(self._producer.flush, timeout_s)
 
     async def partitions_for(self, topic: str) -> list[int]:
@@ -237,14 +370,20 @@ class AsyncKafkaProducer:
 
     async def commit_transaction(self, timeout_s: float | None = None) -> None:
         """Flush, then commit, off the loop. Cancelled, the commit goes on: call it again for its outcome."""
+        self._loop_relay()
+        await self._settle()  # the transaction's staged records go first
         await self._off_loop(self._producer.commit_transaction, timeout_s)
 
     async def abort_transaction(self, timeout_s: float | None = None) -> None:
+        self._loop_relay()
+        await self._settle()  # queued, then aborted with the rest: their deliveries fail as the others'
         await self._off_loop(self._producer.abort_transaction, timeout_s)
 
     async def send_offsets_to_transaction(self, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata],
                                           group_metadata: ConsumerGroupMetadata | str,
                                           timeout_s: float | None = None) -> None:
+        self._loop_relay()
+        await self._settle()
         await self._off_loop(self._producer.send_offsets_to_transaction, offsets, group_metadata, timeout_s)
 
     def transaction_identity(self) -> TransactionIdentity:
@@ -255,6 +394,8 @@ class AsyncKafkaProducer:
     async def close(self, timeout_s: float | None = None, *, abort_open_transaction: bool = True) -> None:
         """``KafkaProducer.close`` off the loop: sends what is queued, waits up to ``timeout_s``, then fails
         what is left. Cancelled, the close goes on."""
+        self._loop_relay()
+        await self._settle()
         await self._off_loop(lambda: self._producer.close(timeout_s, abort_open_transaction=abort_open_transaction))
 
     async def __aenter__(self) -> AsyncKafkaProducer:

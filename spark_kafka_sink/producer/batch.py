@@ -54,7 +54,7 @@ from spark_kafka_sink.producer.record_metadata import (
     RecordMetadata,
     TopicPartition,
 )
-from spark_kafka_sink.producer.record_outcomes import LazyRecordFuture, RecordOutcomes
+from spark_kafka_sink.producer.record_outcomes import LazyRecordFuture, RecordOutcomes, RowPlaces
 from spark_kafka_sink.producer.record_stage import RecordStage
 from spark_kafka_sink.protocol.arrow_encoder import EncodedBatch
 from spark_kafka_sink.protocol.record_batch import (
@@ -248,6 +248,33 @@ class ProducerBatch:
             self._record_callbacks.append(callback)
         self.last_append_ms = now_ms
         return LazyRecordFuture(outcomes, index)
+
+    def append_run(self, rows: Sequence[int], timestamps: Sequence[int], keys: Sequence[bytes | None],
+                   values: Sequence[bytes], callbacks: Sequence[RecordCallback | None] | None, places: RowPlaces,
+                   now_ms: int, soft_budget: int, hard_budget: int, queued_behind: bool) -> tuple[int, int, bool]:
+        """Append headerless records ``rows`` in order while they fit, as ``try_append`` each, within the budgets
+        of ``RecordStage.append_run``; each appended row's place goes to ``places`` and its callback (from
+        ``callbacks``, aligned with the columns) is kept. Caller holds the deque lock. Returns what the stage's
+        ``append_run`` returns."""
+        records = self._records
+        if records is None or self._state is not _OPEN:
+            raise IllegalStateError(f"append to a {self._state.name} {'bulk ' if self.is_bulk else ''}batch of "
+                                    f"{self.tp}")
+        first = records.record_count
+        staged, run_bytes, refused = records.append_run(rows, timestamps, keys, values, soft_budget, hard_budget,
+                                                        queued_behind)
+        if staged:
+            outcomes = self._outcomes
+            assert outcomes is not None  # made with the stage
+            appended = rows[:staged]
+            places.place(appended, outcomes, first)
+            if callbacks is not None or self._record_callbacks is not None:
+                if self._record_callbacks is None:
+                    self._record_callbacks = [None] * first
+                self._record_callbacks.extend([None] * staged if callbacks is None
+                                              else [callbacks[row] for row in appended])
+            self.last_append_ms = now_ms
+        return staged, run_bytes, refused
 
     @property
     def is_open(self) -> bool:

@@ -154,6 +154,14 @@ class StickyPartitioner:
                 return True
             return False
 
+    def run_budget(self, topic: str, partition: int) -> tuple[int, int]:
+        """The bytes ``partition`` (the topic's sticky one) may still take before ``on_append`` switches: at
+        once past the second, past the first once its batch is full (the rule of the module docstring). For a
+        run of records appended together, which stops where record-by-record appends would have switched."""
+        state = self._topics.get(topic)
+        produced = state.produced_bytes if state is not None and state.current == partition else 0
+        return self.batch_size - produced, 2 * self.batch_size - produced
+
     def update_partition_load(self, topic: str, queue_sizes: Mapping[int, int]) -> None:
         """Queued batches per partition (e.g. ``RecordAccumulator.queue_sizes``): weights the next draws."""
         with self._lock:

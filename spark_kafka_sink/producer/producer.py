@@ -49,15 +49,17 @@ from __future__ import annotations
 import concurrent.futures
 import copy
 import dataclasses
+import itertools
 import logging
 import operator
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from time import monotonic_ns as _monotonic_ns
 from typing import Any, SupportsIndex
 
+import numpy as np
 import pyarrow as pa
 
 from spark_kafka_sink.errors import (
@@ -71,7 +73,7 @@ from spark_kafka_sink.errors import (
 from spark_kafka_sink.net.client import NetworkClient
 from spark_kafka_sink.net.connection import monotonic_ms
 from spark_kafka_sink.net.security import check_security, handshakes_for
-from spark_kafka_sink.producer.accumulator import AppendResult, RecordAccumulator
+from spark_kafka_sink.producer.accumulator import AppendResult, RecordAccumulator, RunAppend
 from spark_kafka_sink.producer.arrow_send import (
     ArrowSender,
     BatchSendResult,
@@ -88,6 +90,7 @@ from spark_kafka_sink.producer.node_availability import sticky_candidates
 from spark_kafka_sink.producer.partitioner import Partitioner, PartitionInfo
 from spark_kafka_sink.producer.rate_limit import BatchRateLimits
 from spark_kafka_sink.producer.record_metadata import RecordMetadata, TopicPartition
+from spark_kafka_sink.producer.record_outcomes import RowPlaces
 from spark_kafka_sink.producer.sender import Sender, SenderThread
 from spark_kafka_sink.producer.transactions import (
     ConsumerGroupMetadata,
@@ -96,7 +99,7 @@ from spark_kafka_sink.producer.transactions import (
     TransactionManager,
     offsets_to_commit,
 )
-from spark_kafka_sink.protocol.murmur2 import murmur2
+from spark_kafka_sink.protocol.murmur2 import murmur2, murmur2_array
 from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, RECORD_OVERHEAD_BOUND, record_size, record_size_bound
 
 __all__ = ["KafkaProducer", "RecordMetadata", "BatchSendResult", "PartitionWrite"]
@@ -547,6 +550,113 @@ class KafkaProducer:
                 or self._pool.can_allocate_now(self._new_batch_bound(topic, size))):
             return None
         return self._append_plain(cached, topic, value, key, size, callback)
+
+    def _staging_room(self, topic: str, record_bound: int) -> int:
+        """For the asyncio producer opening a stage (records it gathers before ``_send_run``): buffer.memory's
+        free bytes now if a record of ``record_bound`` bytes to ``topic`` would be queued without waiting
+        (``_sends_without_blocking``), else 0 (the record takes ``send``'s waiting path)."""
+        if not self._sends_without_blocking(topic, None, record_bound):
+            return 0
+        return self._pool.available_memory
+
+    def _send_run(self, topic: str, timestamps: Sequence[int], keys: Sequence[bytes | None],
+                  values: Sequence[bytes], callbacks: Sequence[Callback | None] | None, places: RowPlaces) -> int:
+        """Queue records that ``send`` would queue one by one through ``_append_plain`` (bytes values, bytes or
+        None keys, no partition, timestamp or headers; each within the size limits), many at a time, in order:
+        the asyncio producer's records staged on its loop. Each queued row's place lands in ``places`` (its
+        future made from it when asked); rows placed already were queued by an earlier call and are skipped.
+        Never waits.
+
+        Returns 0 once every row is queued; the bytes of buffer.memory a new batch needs, having stopped there
+        (wait for them, then call again); -1 for rows this path does not take now (a custom partitioner,
+        interceptors, a rate limit, or the topic's partitions not cached for the current metadata: ``send``
+        them one by one). Raises what ``send`` raises before queueing (closed, fatal, transaction state).
+        Per-partition order is the rows' order; keyed rows are partitioned as ``send`` does (Java's murmur2),
+        headerless rows without keys go to the sticky partition, which moves where ``send`` would move it."""
+        self._check_sendable()
+        cached = self._partition_cache.get(topic)
+        if not (self._plain_sends and cached is not None and cached.metadata_version == self._metadata.version
+                and cached.unavailable is self._availability.unavailable and cached.info.partition_count):
+            return -1
+        n = len(values)
+        waiting = places.unplaced()
+        if not waiting:
+            return 0
+        placed = places.placed
+        rows: Sequence[int] = range(n) if waiting == n else [i for i in range(n) if placed[i] is None]
+        unkeyed = self._ignore_keys or keys.count(None) == n
+        segments: list[tuple[bool, Sequence[int]]]
+        if unkeyed:
+            segments = [(True, rows)]
+        else:  # runs of keyed and of keyless rows, in order: keyless ones take the sticky partition
+            segments = [(keyless, list(group)) for keyless, group in
+                        itertools.groupby(rows, key=lambda row: keys[row] is None)]
+        for sticky, segment in segments:
+            needs = (self._append_sticky(topic, cached, segment, timestamps, keys, values, callbacks, places)
+                     if sticky else
+                     self._append_keyed(topic, cached, segment, timestamps, keys, values, callbacks, places))
+            if needs:
+                return needs
+        return 0
+
+    def _append_sticky(self, topic: str, cached: _CachedPartitionInfo, rows: Sequence[int],
+                       timestamps: Sequence[int], keys: Sequence[bytes | None], values: Sequence[bytes],
+                       callbacks: Sequence[Callback | None] | None, places: RowPlaces) -> int:
+        """``_send_run``'s keyless rows: runs to the sticky partition, each ending where it switches."""
+        num_partitions, available = cached.info
+        sticky, accumulator = self._sticky, self._accumulator
+        start, end = 0, len(rows)
+        while start < end:
+            chosen = sticky.current(topic, num_partitions, available)
+            tp = cached.partitions[chosen]
+            if self._adds_partitions:
+                assert self._tm is not None  # (transactional)
+                self._tm.maybe_add_partition(tp)
+            soft, hard = sticky.run_budget(topic, chosen)
+            now = _monotonic_ns() // 1_000_000
+            run = accumulator.append_run(tp, rows[start:], timestamps, keys, values, callbacks, places, now,
+                                         soft, hard)
+            if run.needs_memory:
+                return run.needs_memory
+            start += run.count
+            if sticky.on_append(topic, chosen, run.run_bytes, run.batch_is_full) and self._adaptive:
+                self._partitioner.update_partition_load(topic, accumulator.queue_sizes(topic))
+            self._after_run(topic, run, now)
+        return 0
+
+    def _append_keyed(self, topic: str, cached: _CachedPartitionInfo, rows: Sequence[int],
+                      timestamps: Sequence[int], keys: Sequence[bytes | None], values: Sequence[bytes],
+                      callbacks: Sequence[Callback | None] | None, places: RowPlaces) -> int:
+        """``_send_run``'s keyed rows: murmur2 of every key at once, then one run per partition, in row order."""
+        num_partitions = cached.info.partition_count
+        hashes = murmur2_array(pa.array([keys[row] for row in rows], pa.binary()))
+        chosen = (hashes.astype(np.int64) & 0x7FFFFFFF) % num_partitions
+        order = np.argsort(chosen, kind="stable")
+        ordered = chosen[order]
+        bounds = np.flatnonzero(np.diff(ordered)) + 1
+        rows_array = np.asarray(rows, dtype=np.int64)[order]
+        for part, group in zip(np.split(ordered, bounds), np.split(rows_array, bounds), strict=True):
+            tp = cached.partitions[int(part[0])]
+            if self._adds_partitions:
+                assert self._tm is not None  # (transactional)
+                self._tm.maybe_add_partition(tp)
+            pending: list[int] = group.tolist()
+            while pending:
+                now = _monotonic_ns() // 1_000_000
+                run = self._accumulator.append_run(tp, pending, timestamps, keys, values, callbacks, places, now)
+                if run.needs_memory:
+                    return run.needs_memory
+                pending = pending[run.count:]
+                self._after_run(topic, run, now)
+        return 0
+
+    def _after_run(self, topic: str, run: RunAppend, now: int) -> None:
+        """As ``_appended`` after a record: the topic's idle timer and the sender's wake-up, once per run."""
+        if run.new_batch_created:
+            self._metadata.touch_topic(topic, now)
+            self._wakeup()
+        elif run.batch_is_full:
+            self._wakeup()
 
     def _partitions_cached(self, topic: str, partition: object) -> bool:
         """``topic``'s partitions are cached (``send`` need not wait for metadata), ``partition`` among them."""

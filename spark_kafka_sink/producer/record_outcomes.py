@@ -24,13 +24,14 @@ sees the outcome finished (it checks under the same lock), so no waiter is misse
 from __future__ import annotations
 
 import bisect
-from concurrent.futures import InvalidStateError
+from collections.abc import Sequence
+from concurrent.futures import Future, InvalidStateError
 from concurrent.futures._base import FINISHED, RUNNING
 
 from spark_kafka_sink.producer.record_future import FUTURES_LOCK, LazyConditionFuture
 from spark_kafka_sink.producer.record_metadata import NO_OFFSET, NO_TIMESTAMP, RecordMetadata, TopicPartition
 
-__all__ = ["RecordOutcomes", "LazyRecordFuture"]
+__all__ = ["RecordOutcomes", "LazyRecordFuture", "RowPlaces"]
 
 
 class RecordOutcomes:
@@ -163,3 +164,37 @@ class LazyRecordFuture(LazyConditionFuture[RecordMetadata]):
         """Its outcome finished: wake its waiters, then run its callbacks, as Future does."""
         cond = self._cond
         self._wake(cond, failed=cond is not None and self._located()[0].error is not None)
+
+
+class RowPlaces:
+    """Where the rows of a many-at-a-time append went (``RecordAccumulator.append_run``): per row its batch's
+    ``RecordOutcomes`` and its index there, or a Future made for the row some other way, or None while the row
+    is not queued. A row's record future is made only when asked for (``future``): the appends store two list
+    items per row, not an object."""
+
+    __slots__ = ("placed", "indexes")
+
+    def __init__(self, rows: int) -> None:
+        self.placed: list[RecordOutcomes | Future[RecordMetadata] | None] = [None] * rows
+        self.indexes: list[int] = [0] * rows
+
+    def place(self, rows: Sequence[int], outcomes: RecordOutcomes, first: int) -> None:
+        """``rows`` (in order) became records ``first``, ``first + 1``, ... of the batch of ``outcomes``."""
+        if type(rows) is range and rows.step == 1:
+            self.placed[rows.start:rows.stop] = [outcomes] * len(rows)
+            self.indexes[rows.start:rows.stop] = range(first, first + len(rows))
+        else:
+            placed, indexes = self.placed, self.indexes
+            for index, row in enumerate(rows, first):
+                placed[row] = outcomes
+                indexes[row] = index
+
+    def unplaced(self) -> int:
+        return self.placed.count(None)
+
+    def future(self, row: int) -> Future[RecordMetadata] | None:
+        """The row's record future (None while not queued)."""
+        placed = self.placed[row]
+        if type(placed) is RecordOutcomes:
+            return LazyRecordFuture(placed, self.indexes[row])
+        return placed  # type: ignore[return-value]

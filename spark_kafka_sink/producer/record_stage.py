@@ -27,13 +27,24 @@ from spark_kafka_sink.errors import IllegalStateError
 from spark_kafka_sink.protocol.arrow_encoder import encode_arrow_batches
 from spark_kafka_sink.protocol.compression import codec_id
 from spark_kafka_sink.protocol.primitives import write_varint, write_varlong
-from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, BatchBuilder, Header, encode_record, record_size
+from spark_kafka_sink.protocol.record_batch import (
+    HEADER_SIZE,
+    RECORD_OVERHEAD_BOUND,
+    BatchBuilder,
+    Header,
+    encode_record,
+    record_size,
+)
 
-__all__ = ["RecordStage", "VECTORIZED_MIN_ROWS"]
+__all__ = ["RecordStage", "VECTORIZED_MIN_ROWS", "RECORD_BOUND"]
 
 #: From this many staged records on, ``build`` uses the vectorized encoder: below it, its fixed cost per call
 #: (numpy and Arrow set-up) exceeds what encoding the records one by one costs.
 VECTORIZED_MIN_ROWS = 2048
+
+#: A headerless record's bound beyond its key and value bytes, as ``KafkaProducer.send`` counts it for the sticky
+#: partitioner: a batch header and the record's overhead bound.
+RECORD_BOUND = HEADER_SIZE + RECORD_OVERHEAD_BOUND
 
 # Every staged record fitted the stage's own limit: encode them as one batch, whatever that limit was.
 _ONE_BATCH = 1 << 40
@@ -120,6 +131,57 @@ class RecordStage:
         if timestamp_ms > self.max_timestamp:
             self.max_timestamp = timestamp_ms
         return True
+
+    def append_run(self, rows: Sequence[int], timestamps: Sequence[int], keys: Sequence[bytes | None],
+                   values: Sequence[bytes], soft_budget: int, hard_budget: int, queued_behind: bool
+                   ) -> tuple[int, int, bool]:
+        """Stage ``rows`` (indexes into the three columns; headerless records) in order, as ``try_append`` each,
+        stopping after the record whose bound bytes (``RECORD_BOUND``'s, the sticky partitioner's measure) bring
+        the run's total to ``hard_budget``, or to ``soft_budget`` once the batch is full (``queued_behind``: a
+        batch waits ahead of this one, which counts as full). Returns (records staged, their bound bytes, whether
+        the next row was refused for lack of room)."""
+        if self._built is not None:
+            raise IllegalStateError("append to a record batch that was already built")
+        stamps, staged_keys, staged_values, headers = self.timestamps, self.keys, self.values, self.headers
+        count = len(staged_values)
+        estimated, max_bytes = self.estimated_size, self.max_bytes
+        base, latest = (self.base_timestamp, self.max_timestamp) if count else (timestamps[rows[0]],) * 2
+        staged = run_bytes = 0
+        refused = False
+        for row in rows:
+            timestamp_ms, key, value = timestamps[row], keys[row], values[row]
+            # try_append's size, inline: attributes, timestampDelta, offsetDelta, key, value, no headers.
+            delta = timestamp_ms - base
+            body = (2 + (1 if 0 <= delta < 64 else _signed_varint_size(delta))
+                    + (1 if count < 64 else 2 if count < 8192 else _signed_varint_size(count)))
+            key_len = 0
+            if key is not None:
+                key_len = len(key)
+                body += key_len + (1 if key_len < 64 else 2 if key_len < 8192 else _signed_varint_size(key_len))
+            else:
+                body += 1
+            n = len(value)
+            body += n + (1 if n < 64 else 2 if n < 8192 else _signed_varint_size(n))
+            size = body + (1 if body < 64 else 2 if body < 8192 else _signed_varint_size(body))
+            if count and estimated + size > max_bytes:
+                refused = True
+                break
+            estimated += size
+            stamps.append(timestamp_ms)
+            staged_keys.append(key)
+            staged_values.append(value)
+            if headers is not None:
+                headers.append(())
+            if timestamp_ms > latest:
+                latest = timestamp_ms
+            count += 1
+            staged += 1
+            run_bytes += RECORD_BOUND + n + key_len
+            if run_bytes >= hard_budget or (run_bytes >= soft_budget and (queued_behind or estimated >= max_bytes)):
+                break
+        self.estimated_size = estimated
+        self.base_timestamp, self.max_timestamp = base, latest
+        return staged, run_bytes, refused
 
     def is_full(self) -> bool:
         return self.estimated_size >= self.max_bytes

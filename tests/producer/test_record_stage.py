@@ -9,7 +9,7 @@ import pytest
 
 from spark_kafka_sink.errors import IllegalStateError
 from spark_kafka_sink.producer.record_stage import VECTORIZED_MIN_ROWS, RecordStage
-from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, BatchBuilder, decode_batch
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, RECORD_OVERHEAD_BOUND, BatchBuilder, decode_batch
 
 
 @pytest.mark.parametrize("rows", [1, 7, 64, 9000, VECTORIZED_MIN_ROWS - 1, VECTORIZED_MIN_ROWS])
@@ -38,3 +38,37 @@ def test_a_stage_refuses_the_record_that_would_pass_its_limit_but_takes_a_larger
     assert [r.value for r in decode_batch(stage.build()).records] == [b"x" * 500]
     with pytest.raises(IllegalStateError, match="already built"):
         stage.try_append(0, None, b"z", [])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_run_stages_what_one_by_one_appends_stage_and_stops_where_they_would(seed: int) -> None:
+    """``append_run`` against ``try_append`` record by record: the same records staged, the same bytes built, the
+    same refusal, and the budgets' stop (the sticky partitioner's switch rule) at the same record."""
+    rng = random.Random(seed)
+    n = rng.randint(1, 400)
+    base = 1_700_000_000_000
+    timestamps = [base + rng.choice([0, 1, 70, 9000, -5]) for _ in range(n)]
+    keys = [None if rng.random() < 0.5 else rng.randbytes(rng.choice([0, 3, 70, 9000])) for _ in range(n)]
+    values = [rng.randbytes(rng.choice([0, 10, 100, 200, 9000])) for _ in range(n)]
+    max_bytes = rng.choice([1024, 16384, 1 << 20])
+    soft, hard = rng.choice([(1 << 62, 1 << 62), (4000, 9000), (1, 2)])
+    queued_behind = rng.random() < 0.3
+    start = rng.randrange(n)
+
+    run = RecordStage(max_bytes, "lz4")
+    staged, run_bytes, refused = run.append_run(range(start, n), timestamps, keys, values, soft, hard, queued_behind)
+
+    single = RecordStage(max_bytes, "lz4")
+    count = total = 0
+    was_refused = False
+    for row in range(start, n):
+        if not single.try_append(timestamps[row], keys[row], values[row], ()):
+            was_refused = True
+            break
+        count += 1
+        total += HEADER_SIZE + RECORD_OVERHEAD_BOUND + len(values[row]) + len(keys[row] or b"")
+        if total >= hard or (total >= soft and (queued_behind or single.is_full())):
+            break
+    assert (staged, run_bytes, refused) == (count, total, was_refused)
+    assert run.estimated_size == single.estimated_size
+    assert run.build() == single.build()
