@@ -574,9 +574,16 @@ class KafkaProducer:
         Per-partition order is the rows' order; keyed rows are partitioned as ``send`` does (Java's murmur2),
         headerless rows without keys go to the sticky partition, which moves where ``send`` would move it."""
         self._check_sendable()
+        if not self._plain_sends:
+            return -1
         cached = self._partition_cache.get(topic)
-        if not (self._plain_sends and cached is not None and cached.metadata_version == self._metadata.version
-                and cached.unavailable is self._availability.unavailable and cached.info.partition_count):
+        if cached is None or cached.metadata_version != self._metadata.version \
+                or cached.unavailable is not self._availability.unavailable:
+            if not self._metadata.partitions_for(topic):
+                return -1  # not in the metadata yet: send waits for it
+            self._cached_partition_info(topic, 0)  # the metadata has it: rebuilt without waiting
+            cached = self._partition_cache.get(topic)
+        if cached is None or not cached.info.partition_count:
             return -1
         n = len(values)
         waiting = places.unplaced()

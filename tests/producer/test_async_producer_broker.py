@@ -218,12 +218,12 @@ def _fill_value(i: int) -> bytes:
     return b"fill-%d-" % i + _VALUE
 
 
-async def _fill(p: AsyncKafkaProducer, topic: str) -> list[DeliveryFuture[RecordMetadata]]:
+async def _fill(p: AsyncKafkaProducer, topic: str, partition: int | None = 0) -> list[DeliveryFuture[RecordMetadata]]:
     """Send until a send has to wait for buffer.memory, and cancel that one (it queued nothing): the sends before.
-    The cancelled send's value is ``_fill_value(len(returned))``."""
+    The cancelled send's value is ``_fill_value(len(returned))``. ``partition=None``: staged sends."""
     queued: list[DeliveryFuture[RecordMetadata]] = []
     while True:
-        send = asyncio.ensure_future(p.send(topic, _fill_value(len(queued)), partition=0))
+        send = asyncio.ensure_future(p.send(topic, _fill_value(len(queued)), partition=partition))
         await asyncio.sleep(0)  # one loop step: a send with room completes within it
         if not send.done():
             send.cancel()
@@ -296,5 +296,80 @@ def test_max_block_ms_reached_while_awaiting_memory_raises_buffer_exhausted_and_
     waited, gap, queued = run(main())
     assert 0.9 <= waited < 30  # it waited max.block.ms for memory, then gave up
     assert gap < _MAX_GAP_S, f"the loop stalled {gap:.3f} s while a send waited for memory"
+    values = [r.value for r in read_topic(pausable.bootstrap_servers, topic)]
+    assert values == [_fill_value(i) for i in range(queued)]  # neither the cancelled send nor the failed one
+
+
+def test_staged_sends_wait_for_memory_without_stalling_the_loop_and_each_returned_one_is_sent(
+        pausable: KafkaCluster) -> None:
+    """Headerless sends without a partition are staged on the loop (test_async_staged_broker.py): with
+    buffer.memory full they wait as other sends do, behind any burst that waits, and the loop keeps its cadence."""
+    (pid,) = pausable.pids()
+    topic = create_topic(pausable.bootstrap_servers, "staged-full", partitions=1)
+
+    async def main() -> tuple[float, int, list[RecordMetadata]]:
+        heartbeat = _Heartbeat()
+        beating = asyncio.ensure_future(heartbeat.run())
+        async with AsyncKafkaProducer({"bootstrap.servers": pausable.bootstrap_servers, "max.block.ms": 60_000,
+                                       **_FULL}) as p:
+            await p.partitions_for(topic)
+            pause_process(pid)
+            try:
+                queued = await _fill(p, topic, partition=None)
+                burst = asyncio.ensure_future(_burst(p, topic))  # a burst behind the full memory waits too
+                since = time.monotonic()
+                await asyncio.sleep(_PAUSED_S)  # the broker stays paused this long: the burst waits throughout
+                assert not burst.done()
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            deliveries = await burst
+            gap = heartbeat.longest_gap(since)
+            await p.flush(60)
+            beating.cancel()
+            return gap, len(queued), [await d for d in deliveries]
+
+    gap, queued, burst = run(main())
+    assert gap < _MAX_GAP_S, f"the loop stalled {gap:.3f} s while staged sends waited for memory"
+    assert queued * len(_VALUE) >= 65536 // 4  # the sends filled buffer.memory before one had to wait
+    records = read_topic(pausable.bootstrap_servers, topic)
+    assert [r.value for r in records] == ([_fill_value(i) for i in range(queued)]
+                                          + [b"burst-%d" % i for i in range(len(burst))])
+    assert [md.offset for md in burst] == [r.offset for r in records[queued:]]
+
+
+async def _burst(p: AsyncKafkaProducer, topic: str) -> list[DeliveryFuture[RecordMetadata]]:
+    return [await p.send(topic, b"burst-%d" % i) for i in range(2000)]
+
+
+def test_max_block_ms_reached_by_a_staged_send_raises_buffer_exhausted_and_queues_nothing(
+        pausable: KafkaCluster) -> None:
+    (pid,) = pausable.pids()
+    topic = create_topic(pausable.bootstrap_servers, "staged-timeout", partitions=1)
+
+    async def main() -> tuple[float, float, int]:
+        heartbeat = _Heartbeat()
+        beating = asyncio.ensure_future(heartbeat.run())
+        async with AsyncKafkaProducer({"bootstrap.servers": pausable.bootstrap_servers, "max.block.ms": 1000,
+                                       **_FULL}) as p:
+            await p.partitions_for(topic)
+            pause_process(pid)
+            try:
+                queued = await _fill(p, topic, partition=None)
+                since = time.monotonic()
+                with pytest.raises(BufferExhaustedError) as raised:
+                    await p.send(topic, b"never")
+                waited = time.monotonic() - since
+                assert "buffer.memory" in str(raised.value) and "max.block.ms" in str(raised.value)
+                gap = heartbeat.longest_gap(since)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            await p.flush(60)
+            assert all(d.result().offset >= 0 for d in queued)  # every send that returned was sent
+            beating.cancel()
+            return waited, gap, len(queued)
+
+    waited, gap, queued = run(main())
+    assert 0.9 <= waited < 30  # it waited max.block.ms for memory, then gave up
+    assert gap < _MAX_GAP_S, f"the loop stalled {gap:.3f} s while a staged send waited for memory"
     values = [r.value for r in read_topic(pausable.bootstrap_servers, topic)]
     assert values == [_fill_value(i) for i in range(queued)]  # neither the cancelled send nor the failed one
