@@ -15,6 +15,13 @@ send_and_wait`` waits for the broker), which is what asyncio services moving fro
 
 Never blocking the loop:
 
+- A headerless ``send`` of bytes without a partition or timestamp is staged (``StagedRecords``): its record joins
+  the loop's current burst (one topic; opened only when buffer.memory has room for a new batch, bounded by
+  STAGE_ROWS, half the free memory then and linger.ms) and the burst is queued by one call into the engine
+  (``KafkaProducer._send_run``) at the loop's next turn, or sooner when it is full or anything else must come after
+  it (``_settle``: another send, ``send_batch``, ``flush``, the transaction calls, ``close``). Queuing never waits
+  on the loop: a burst that needs memory is queued by a task that waits for it as ``send`` does, and sends wait
+  behind that task. Per-record costs on the loop: the coroutine, three list appends and a ``StagedDelivery``.
 - ``send`` runs ``KafkaProducer.send`` on the loop's thread -- list appends under a partition lock held for
   microseconds -- only when it cannot wait: the topic's partitions are known and buffer.memory has room for a new
   batch. Otherwise it waits off the loop: for metadata on a worker thread (``partitions_for``), for memory in

@@ -33,6 +33,8 @@ from spark_kafka_sink.producer.record_metadata import NO_OFFSET, NO_TIMESTAMP, R
 
 __all__ = ["RecordOutcomes", "LazyRecordFuture", "RowPlaces"]
 
+_new_future = object.__new__
+
 
 class RecordOutcomes:
     """One per-record batch's result, shared by its records' futures (see the module docstring)."""
@@ -196,5 +198,8 @@ class RowPlaces:
         """The row's record future (None while not queued)."""
         placed = self.placed[row]
         if type(placed) is RecordOutcomes:
-            return LazyRecordFuture(placed, self.indexes[row])
+            future = _new_future(LazyRecordFuture)  # as ProducerBatch.try_append makes one: see there
+            future._outcomes = placed
+            future._index = self.indexes[row]
+            return future
         return placed  # type: ignore[return-value]
