@@ -78,6 +78,7 @@ _T = TypeVar("_T")
 #: A stage is queued once it holds this many records or bytes (records outside buffer.memory: keep them few).
 STAGE_ROWS = 1024
 STAGE_BYTES = 256 * 1024
+_new_delivery = object.__new__
 _Bytes = bytes | bytearray | memoryview | str | None
 _Headers = Iterable[tuple[str | bytes, _Bytes]] | Mapping[str, _Bytes] | None
 
@@ -191,7 +192,12 @@ class AsyncKafkaProducer:
                         stage.callbacks = [None] * (len(stage.values) - 1)
                     stage.callbacks.append(callback)
                 stage.size += size
-                return StagedDelivery(stage, len(stage.values) - 1, relay)
+                # StagedDelivery(stage, row, relay) without the constructor call (see ProducerBatch.try_append).
+                delivery = _new_delivery(StagedDelivery)
+                delivery._staged = stage
+                delivery._index = len(stage.values) - 1
+                delivery._relay = relay
+                return delivery
         if self._stage is not None or self._hand_overs:
             await self._settle()  # records staged before this one go first
         gate = self._gate
