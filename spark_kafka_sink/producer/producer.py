@@ -625,6 +625,7 @@ class KafkaProducer:
                                          soft, hard)
             if run.needs_memory:
                 return run.needs_memory
+            assert run.count  # a run appends its first row unless it needs memory
             start += run.count
             if sticky.on_append(topic, chosen, run.run_bytes, run.batch_is_full) and self._adaptive:
                 self._partitioner.update_partition_load(topic, accumulator.queue_sizes(topic))
@@ -653,6 +654,7 @@ class KafkaProducer:
                 run = self._accumulator.append_run(tp, pending, timestamps, keys, values, callbacks, places, now)
                 if run.needs_memory:
                     return run.needs_memory
+                assert run.count  # a run appends its first row unless it needs memory
                 pending = pending[run.count:]
                 self._after_run(topic, run, now)
         return 0
