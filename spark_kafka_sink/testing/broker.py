@@ -34,6 +34,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -65,6 +66,7 @@ __all__ = [
 TMP_PREFIX = "sks-kafka-"
 _FIRST_KRAFT = (3, 7)  # older releases run in ZooKeeper mode
 _OLDEST = (2, 8)
+_START_ATTEMPTS = 3  # a start whose node found a port taken is tried again on new ports (see start)
 
 
 class BrokerStartError(RuntimeError):
@@ -248,10 +250,26 @@ class KafkaCluster:
             raise ToolMissingError(f"the Kafka {self.version} jars are not in {broker_lib(self.version)}: "
                                    "run `make jars` (Maven) first")
         sweep_stale_dirs()
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            try:
+                return self._start_once(java, timeout)
+            except BrokerStartError as error:
+                # free_port probes a port and lets it go; the kernel may hand it to another process's outgoing
+                # connection before the node binds it (several suites starting brokers at once). New ports then.
+                if "Address already in use" not in str(error) or attempt == _START_ATTEMPTS:
+                    raise
+                print(f"Kafka {self.version}: a port was taken before a node bound it; starting again on other "
+                      f"ports (attempt {attempt + 1} of {_START_ATTEMPTS})", file=sys.stderr)
+        raise AssertionError("unreachable")
+
+    def _start_once(self, java: str, timeout: float) -> "KafkaCluster":
         if self.base_dir is None:
             self.base_dir = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
             self._owns_base_dir = True
         self.base_dir.mkdir(parents=True, exist_ok=True)
+        for node in self.nodes.values():  # a failed attempt's nodes: their storage was formatted for its cluster id
+            shutil.rmtree(node.data_dir, ignore_errors=True)
+        self.nodes = {}
         if self.zookeeper_mode:
             self._zookeeper_port = free_port()
         for node_id in range(1, self.size + 1):
