@@ -311,3 +311,25 @@ def test_java_partitioners_survive_the_trip_to_a_spark_task() -> None:
         back = pickle.loads(pickle.dumps(config))
         assert back == config
         assert Partitioner.from_config(back).ignore_keys == Partitioner.from_config(config).ignore_keys
+
+
+def test_the_per_record_draw_is_uniform_over_the_available_or_weighted_by_load() -> None:
+    """``current`` draws one partition per batch (without numpy's choice): the same law as the Arrow path's draws."""
+
+    def draws(sticky: StickyPartitioner, partitions: int, available: list[int] | None = None) -> list[int]:
+        picked = []
+        for _ in range(6000):
+            picked.append(sticky.current("t", partitions, available))
+            sticky.on_append("t", picked[-1], 1000, batch_is_full=True)  # a full batch: the next record draws
+        return picked
+
+    spread = np.bincount(draws(StickyPartitioner(100, rng=rng()), 12, [2, 5, 7]), minlength=12)
+    assert set(np.flatnonzero(spread).tolist()) == {2, 5, 7} and spread.max() < 1.2 * spread[spread > 0].min()
+
+    weighted = StickyPartitioner(100, rng=rng())
+    weighted.update_partition_load("t", {0: 99, 1: 0})  # partition 0 has a long queue: weights 1 : 100
+    assert float(np.mean(np.array(draws(weighted, 2)) == 0)) < 0.03
+
+    uniform = StickyPartitioner(100, adaptive=False, rng=rng())
+    uniform.update_partition_load("t", {0: 99, 1: 0})
+    assert 0.45 < float(np.mean(np.array(draws(uniform, 2)) == 0)) < 0.55
