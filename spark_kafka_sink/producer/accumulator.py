@@ -80,11 +80,11 @@ _new_result = tuple.__new__
 
 
 class RunAppend(NamedTuple):
-    """What one ``append_run`` did: ``count`` rows appended (their bound bytes ``run_bytes``), whether the batch
+    """What one ``append_run`` did: ``appended`` rows (their bound bytes ``run_bytes``), whether the batch
     they went to is full (as ``AppendResult``'s), whether it was opened for them, and ``needs_memory``: the bytes a
     new batch needs that buffer.memory could not give at once (0: none was needed, or it was given)."""
 
-    count: int
+    appended: int
     run_bytes: int
     batch_is_full: bool
     new_batch_created: bool

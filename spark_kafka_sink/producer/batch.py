@@ -263,7 +263,7 @@ class ProducerBatch:
         ``callbacks``, aligned with the columns) is kept. Caller holds the deque lock. Returns what the stage's
         ``append_run`` returns."""
         records = self._records
-        if records is None or self._state is not _OPEN:
+        if not isinstance(records, RecordStage) or self._state is not _OPEN:
             raise IllegalStateError(f"append to a {self._state.name} {'bulk ' if self.is_bulk else ''}batch of "
                                     f"{self.tp}")
         first = records.record_count

@@ -625,8 +625,8 @@ class KafkaProducer:
                                          soft, hard)
             if run.needs_memory:
                 return run.needs_memory
-            assert run.count  # a run appends its first row unless it needs memory
-            start += run.count
+            assert run.appended  # a run appends its first row unless it needs memory
+            start += run.appended
             if sticky.on_append(topic, chosen, run.run_bytes, run.batch_is_full) and self._adaptive:
                 self._partitioner.update_partition_load(topic, accumulator.queue_sizes(topic))
             self._after_run(topic, run, now)
@@ -654,8 +654,8 @@ class KafkaProducer:
                 run = self._accumulator.append_run(tp, pending, timestamps, keys, values, callbacks, places, now)
                 if run.needs_memory:
                     return run.needs_memory
-                assert run.count  # a run appends its first row unless it needs memory
-                pending = pending[run.count:]
+                assert run.appended  # a run appends its first row unless it needs memory
+                pending = pending[run.appended:]
                 self._after_run(topic, run, now)
         return 0
 
