@@ -1,13 +1,14 @@
-"""``RecordStage``: one open per-record batch's records, held as columns until the batch is due, then encoded once.
+"""``RecordStage``: one open per-record batch's records, held as columns until the batch is due, then built once.
 
 ``KafkaProducer.send`` appends a record to its partition's open batch; the batch keeps the record's fields in
-plain lists (timestamps, keys, values, headers) and its exact encoded size, and encodes nothing. When the batch
-closes -- it is full, linger.ms passed, a flush or a transaction commit wants it, the producer closes -- ``build``
-encodes every staged record at once: with the vectorized Arrow encoder
-(:mod:`~spark_kafka_sink.protocol.arrow_encoder`) when the stage holds enough rows to amortise its fixed set-up,
-else in one pass joining each record's pieces (its small varints looked up in a table) and assembled by
-``BatchBuilder``. Both give byte-identical batches, so the choice is invisible on the
-wire; the per-record caller pays only for list appends and a few integer comparisons.
+plain lists (timestamps, keys, values, headers), its exact encoded size, and its encoding as pieces: the small
+varints (length, timestampDelta, offsetDelta, key and value lengths) looked up in a table, beside the key's and
+value's own bytes objects, nothing copied. Sizing a record needs the same varints, so making its pieces costs
+little more than sizing it did. When the batch closes -- it is full, linger.ms passed, a flush or a transaction
+commit wants it, the producer closes -- ``build`` joins the pieces once and ``BatchBuilder`` frames (and
+compresses) them; a stage of many rows is encoded by the vectorized Arrow encoder
+(:mod:`~spark_kafka_sink.protocol.arrow_encoder`) instead. Both give byte-identical batches, so the choice is
+invisible on the wire.
 
 Sizes are exact: a record's encoded size is computed from its field lengths and its two batch-relative fields
 (offsetDelta, timestampDelta), so ``estimated_size`` and the full/not-full decision match ``BatchBuilder``'s.
@@ -33,7 +34,6 @@ from spark_kafka_sink.protocol.record_batch import (
     BatchBuilder,
     Header,
     encode_record,
-    record_size,
 )
 
 __all__ = ["RecordStage", "VECTORIZED_MIN_ROWS", "RECORD_BOUND"]
@@ -52,23 +52,15 @@ _ONE_BATCH = 1 << 40
 # lengths and record sizes are, looked up rather than encoded per record.
 _SMALL = 8192
 _ZIGZAG = [write_varint(n) for n in range(_SMALL)]
+_NULL = b"\x01"  # a null key's or value's length: -1, zigzag
 _HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
-def _signed_varint_size(v: int) -> int:
-    z = v << 1 if v >= 0 else ~(v << 1)
-    if z < 0x80:
-        return 1
-    if z < 0x4000:
-        return 2
-    return (z.bit_length() + 6) // 7
-
-
 class RecordStage:
-    """The columns of one batch's records and their exact encoded size (see the module docstring)."""
+    """The columns of one batch's records, their encoded pieces and exact encoded size (see the module docstring)."""
 
     __slots__ = ("max_bytes", "_compression", "_level", "_transactional", "timestamps", "keys", "values",
-                 "headers", "estimated_size", "base_timestamp", "max_timestamp", "_built")
+                 "headers", "estimated_size", "base_timestamp", "max_timestamp", "_pieces", "_built")
 
     def __init__(self, max_bytes: int, compression: int | str, *, transactional: bool = False,
                  compression_level: int | None = None) -> None:
@@ -84,6 +76,9 @@ class RecordStage:
         self.estimated_size = HEADER_SIZE  # header + the exact size of every staged record
         self.base_timestamp = 0
         self.max_timestamp = 0
+        # Every staged record's encoding, in order, as the pieces joined at the build (layout: the record comment
+        # in ``record_batch._format``): made while sizing each record, from the same varints.
+        self._pieces: list[bytes] = []
         self._built: bytes | None = None
 
     @property
@@ -99,28 +94,36 @@ class RecordStage:
         count = len(self.values)
         if count == 0:
             self.base_timestamp = self.max_timestamp = timestamp_ms
+        delta = timestamp_ms - self.base_timestamp
         if headers:
-            size = record_size(count, timestamp_ms - self.base_timestamp, key, value, headers)
+            record = encode_record(count, delta, key, value, headers)
+            if count and self.estimated_size + len(record) > self.max_bytes:
+                return False
+            self.estimated_size += len(record)
+            self._pieces.append(record)
         else:
-            # attributes, timestampDelta, offsetDelta, key, value, headerCount (0: one byte), then the length.
-            # Small fields inline (zigzag varints: one byte below 64, two below 8192), the rest by the helpers.
-            delta = timestamp_ms - self.base_timestamp
-            body = (2 + (1 if 0 <= delta < 64 else _signed_varint_size(delta))
-                    + (1 if count < 64 else 2 if count < 8192 else _signed_varint_size(count)))
-            if key is not None:
-                n = len(key)
-                body += n + (1 if n < 64 else 2 if n < 8192 else _signed_varint_size(n))
+            # attributes, timestampDelta, offsetDelta, key, value, headerCount (0), after the length; the small
+            # varints looked up.
+            zigzag = _ZIGZAG
+            t = zigzag[delta] if 0 <= delta < _SMALL else write_varlong(delta)
+            o = zigzag[count] if count < _SMALL else write_varint(count)
+            if key is None:
+                k, key_bytes = _NULL, b""
             else:
-                body += 1
-            if value is not None:
-                n = len(value)
-                body += n + (1 if n < 64 else 2 if n < 8192 else _signed_varint_size(n))
+                key_bytes = key
+                k = zigzag[len(key)] if len(key) < _SMALL else write_varint(len(key))
+            if value is None:
+                v, value_bytes = _NULL, b""
             else:
-                body += 1
-            size = body + (1 if body < 64 else 2 if body < 8192 else _signed_varint_size(body))
-        if count and self.estimated_size + size > self.max_bytes:
-            return False
-        self.estimated_size += size
+                value_bytes = value
+                v = zigzag[len(value)] if len(value) < _SMALL else write_varint(len(value))
+            body = 2 + len(t) + len(o) + len(k) + len(key_bytes) + len(v) + len(value_bytes)
+            length = zigzag[body] if body < _SMALL else write_varint(body)
+            size = len(length) + body
+            if count and self.estimated_size + size > self.max_bytes:
+                return False
+            self.estimated_size += size
+            self._pieces.extend((length, b"\x00", t, o, k, key_bytes, v, value_bytes, b"\x00"))
         self.timestamps.append(timestamp_ms)
         self.keys.append(key)
         self.values.append(value)
@@ -143,6 +146,8 @@ class RecordStage:
         if self._built is not None:
             raise IllegalStateError("append to a record batch that was already built")
         stamps, staged_keys, staged_values, headers = self.timestamps, self.keys, self.values, self.headers
+        extend = self._pieces.extend
+        zigzag = _ZIGZAG
         count = len(staged_values)
         estimated, max_bytes = self.estimated_size, self.max_bytes
         base, latest = (self.base_timestamp, self.max_timestamp) if count else (timestamps[rows[0]],) * 2
@@ -150,23 +155,25 @@ class RecordStage:
         refused = False
         for row in rows:
             timestamp_ms, key, value = timestamps[row], keys[row], values[row]
-            # try_append's size, inline: attributes, timestampDelta, offsetDelta, key, value, no headers.
+            # try_append's pieces, inline.
             delta = timestamp_ms - base
-            body = (2 + (1 if 0 <= delta < 64 else _signed_varint_size(delta))
-                    + (1 if count < 64 else 2 if count < 8192 else _signed_varint_size(count)))
-            key_len = 0
-            if key is not None:
-                key_len = len(key)
-                body += key_len + (1 if key_len < 64 else 2 if key_len < 8192 else _signed_varint_size(key_len))
+            t = zigzag[delta] if 0 <= delta < _SMALL else write_varlong(delta)
+            o = zigzag[count] if count < _SMALL else write_varint(count)
+            if key is None:
+                k, key_bytes, key_len = _NULL, b"", 0
             else:
-                body += 1
+                key_bytes, key_len = key, len(key)
+                k = zigzag[key_len] if key_len < _SMALL else write_varint(key_len)
             n = len(value)
-            body += n + (1 if n < 64 else 2 if n < 8192 else _signed_varint_size(n))
-            size = body + (1 if body < 64 else 2 if body < 8192 else _signed_varint_size(body))
+            v = zigzag[n] if n < _SMALL else write_varint(n)
+            body = 2 + len(t) + len(o) + len(k) + key_len + len(v) + n
+            length = zigzag[body] if body < _SMALL else write_varint(body)
+            size = len(length) + body
             if count and estimated + size > max_bytes:
                 refused = True
                 break
             estimated += size
+            extend((length, b"\x00", t, o, k, key_bytes, v, value, b"\x00"))
             stamps.append(timestamp_ms)
             staged_keys.append(key)
             staged_values.append(value)
@@ -193,34 +200,13 @@ class RecordStage:
             if not count:
                 raise IllegalStateError("build an empty record batch")
             self._built = self._vectorized() if count >= VECTORIZED_MIN_ROWS else self._joined()
-            self.keys, self.values, self.headers = [], [], None
+            self.keys, self.values, self.headers, self._pieces = [], [], None, []
         return self._built
 
     def _joined(self) -> bytes:
-        """The records' bytes joined in one pass (layout: the record comment in ``record_batch._format``)."""
-        zigzag, small = _ZIGZAG, _SMALL
-        base, headers = self.base_timestamp, self.headers
-        parts: list[bytes] = []
-        extend = parts.extend
-        for i, (ts, key, value) in enumerate(zip(self.timestamps, self.keys, self.values, strict=True)):
-            if headers is not None and headers[i]:
-                parts.append(encode_record(i, ts - base, key, value, headers[i]))
-                continue
-            delta = ts - base
-            t = zigzag[delta] if 0 <= delta < small else write_varlong(delta)
-            o = zigzag[i] if i < small else write_varint(i)
-            if key is None:
-                k, key = b"\x01", b""  # length -1: null
-            else:
-                k = zigzag[len(key)] if len(key) < small else write_varint(len(key))
-            if value is None:
-                v, value = b"\x01", b""
-            else:
-                v = zigzag[len(value)] if len(value) < small else write_varint(len(value))
-            body = 2 + len(t) + len(o) + len(k) + len(key) + len(v) + len(value)  # + attributes, headerCount
-            extend((zigzag[body] if body < small else write_varint(body), b"\x00", t, o, k, key, v, value, b"\x00"))
-        return BatchBuilder.of_records(b"".join(parts), len(self.timestamps), base, self.max_timestamp,
-                                       self._compression, transactional=self._transactional,
+        """The staged records' pieces joined (made as they were staged: see ``try_append``)."""
+        return BatchBuilder.of_records(b"".join(self._pieces), len(self.timestamps), self.base_timestamp,
+                                       self.max_timestamp, self._compression, transactional=self._transactional,
                                        compression_level=self._level).build()
 
     def _vectorized(self) -> bytes:
