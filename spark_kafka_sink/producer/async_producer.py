@@ -160,42 +160,28 @@ class AsyncKafkaProducer:
         if (partition is None and timestamp_ms is None and not headers and type(value) is bytes
                 and (key is None or type(key) is bytes)):
             # The common record: staged on the loop, queued with the others of its burst (the module docstring).
-            if self._hand_overs:  # a burst waits for buffer.memory: wait behind it, as a send waits for memory
-                await self._wait_for_hand_overs()
             size = RECORD_BOUND + len(value) + (len(key) if key is not None else 0)
-            stage = self._stage
             now_ms = _time_ns() // 1_000_000
-            if stage is not None and (stage.topic != topic or len(stage.values) >= STAGE_ROWS
-                                      or stage.size >= stage.limit or now_ms - stage.opened_ms > self._linger_ms):
-                await self._hand_over()
-                stage = None
-            producer = self._producer
-            if size <= self._size_limit and producer._plain_sends and type(topic) is str:
-                if stage is None:
-                    gate = self._gate
-                    assert gate is not None  # made with the relay
-                    room = 0 if gate.locked() or self._hand_overs else producer._staging_room(topic, size)
-                    if room:
-                        producer._check_sendable()  # a send's errors before anything is queued, at once
-                        # At most half the free memory: the burst's batches then find room, without waiting.
-                        stage = self._stage = StagedRecords(topic, now_ms, min(STAGE_BYTES, room // 2),
-                                                            self._settle)
-                        relay.loop.call_soon(self._hand_over_soon, stage)
-            else:
-                stage = None  # send decides, on its waiting path
+            # The open burst takes it in a few steps (its topic, the producer's plain sends and the gate were
+            # checked when it opened, and nothing waits for memory while it is open); else _stage_for decides.
+            stage = self._stage
+            if not (stage is not None and stage.topic is topic and len(stage.values) < STAGE_ROWS
+                    and stage.size < stage.limit and now_ms - stage.opened_ms <= self._linger_ms
+                    and size <= self._size_limit):
+                stage = await self._stage_for(topic, size, now_ms, relay)
             if stage is not None:
+                values = stage.values
                 stage.timestamps.append(now_ms)
                 stage.keys.append(key)
-                stage.values.append(value)
+                values.append(value)
                 if callback is not None or stage.callbacks is not None:
                     if stage.callbacks is None:
-                        stage.callbacks = [None] * (len(stage.values) - 1)
+                        stage.callbacks = [None] * (len(values) - 1)
                     stage.callbacks.append(callback)
                 stage.size += size
-                # StagedDelivery(stage, row, relay) without the constructor call (see ProducerBatch.try_append).
-                delivery = _new_delivery(StagedDelivery)
+                delivery = _new_delivery(StagedDelivery)  # StagedDelivery(...) without the constructor call
                 delivery._staged = stage
-                delivery._index = len(stage.values) - 1
+                delivery._index = len(values) - 1
                 delivery._relay = relay
                 return delivery
         if self._stage is not None or self._hand_overs:
@@ -228,6 +214,32 @@ class AsyncKafkaProducer:
                 future = await hold.run(self._producer.send, topic, value, key, partition, timestamp_ms, headers,
                                         callback)
         return DeliveryFuture(future, relay)
+
+    async def _stage_for(self, topic: str, size: int, now_ms: int, relay: LoopRelay) -> StagedRecords | None:
+        """The stage a record of ``size`` bound bytes to ``topic`` joins now: the open one if it still takes it,
+        else a new one once the open one is handed over -- opened only when the record would not wait (the
+        gate free, no burst waiting for memory, room for a new batch). None: ``send``'s other path takes it."""
+        if self._hand_overs:  # a burst waits for buffer.memory: wait behind it, as a send waits for memory
+            await self._wait_for_hand_overs()
+        stage = self._stage
+        if stage is not None and (stage.topic != topic or len(stage.values) >= STAGE_ROWS
+                                  or stage.size >= stage.limit or now_ms - stage.opened_ms > self._linger_ms):
+            await self._hand_over()
+            stage = None
+        producer = self._producer
+        if size > self._size_limit or not producer._plain_sends or type(topic) is not str:
+            return None  # send decides, on its waiting path (after the open stage: it settles first)
+        if stage is None:
+            gate = self._gate
+            assert gate is not None  # made with the relay
+            room = 0 if gate.locked() or self._hand_overs else producer._staging_room(topic, size)
+            if not room:
+                return None
+            producer._check_sendable()  # a send's errors before anything is queued, at once
+            # At most half the free memory: the burst's batches then find room, without waiting.
+            stage = self._stage = StagedRecords(topic, now_ms, min(STAGE_BYTES, room // 2), self._settle)
+            relay.loop.call_soon(self._hand_over_soon, stage)
+        return stage
 
     def _hand_over_soon(self, stage: StagedRecords) -> None:
         """The loop's next turn after a stage opened: queue it if it is still the stage (a burst of sends without
