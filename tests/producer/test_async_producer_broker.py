@@ -267,10 +267,12 @@ def test_the_loop_keeps_its_cadence_while_a_send_waits_for_buffer_memory_and_a_c
     assert records[-1].offset == last.offset
 
 
+@pytest.mark.parametrize("partition", [0, None], ids=["partition-0", "staged"])
 def test_max_block_ms_reached_while_awaiting_memory_raises_buffer_exhausted_and_queues_nothing(
-        pausable: KafkaCluster) -> None:
+        pausable: KafkaCluster, partition: int | None) -> None:
+    """``partition=None``: the sends are staged on the loop (test_async_staged_broker.py), and wait as others."""
     (pid,) = pausable.pids()
-    topic = create_topic(pausable.bootstrap_servers, "full-timeout", partitions=1)
+    topic = create_topic(pausable.bootstrap_servers, f"full-timeout-{partition}", partitions=1)
 
     async def main() -> tuple[float, float, int]:
         heartbeat = _Heartbeat()
@@ -280,16 +282,17 @@ def test_max_block_ms_reached_while_awaiting_memory_raises_buffer_exhausted_and_
             await p.partitions_for(topic)
             pause_process(pid)
             try:
-                queued = await _fill(p, topic)
+                queued = await _fill(p, topic, partition)
                 since = time.monotonic()
                 with pytest.raises(BufferExhaustedError) as raised:
-                    await p.send(topic, b"never", partition=0)
+                    await p.send(topic, b"never", partition=partition)
                 waited = time.monotonic() - since
                 assert "buffer.memory" in str(raised.value) and "max.block.ms" in str(raised.value)  # as send says
                 gap = heartbeat.longest_gap(since)
             finally:
                 os.kill(pid, signal.SIGCONT)
             await p.flush(60)
+            assert all(d.result().offset >= 0 for d in queued)  # every send that returned was sent
             beating.cancel()
             return waited, gap, len(queued)
 
@@ -339,37 +342,3 @@ def test_staged_sends_wait_for_memory_without_stalling_the_loop_and_each_returne
 
 async def _burst(p: AsyncKafkaProducer, topic: str) -> list[DeliveryFuture[RecordMetadata]]:
     return [await p.send(topic, b"burst-%d" % i) for i in range(2000)]
-
-
-def test_max_block_ms_reached_by_a_staged_send_raises_buffer_exhausted_and_queues_nothing(
-        pausable: KafkaCluster) -> None:
-    (pid,) = pausable.pids()
-    topic = create_topic(pausable.bootstrap_servers, "staged-timeout", partitions=1)
-
-    async def main() -> tuple[float, float, int]:
-        heartbeat = _Heartbeat()
-        beating = asyncio.ensure_future(heartbeat.run())
-        async with AsyncKafkaProducer({"bootstrap.servers": pausable.bootstrap_servers, "max.block.ms": 1000,
-                                       **_FULL}) as p:
-            await p.partitions_for(topic)
-            pause_process(pid)
-            try:
-                queued = await _fill(p, topic, partition=None)
-                since = time.monotonic()
-                with pytest.raises(BufferExhaustedError) as raised:
-                    await p.send(topic, b"never")
-                waited = time.monotonic() - since
-                assert "buffer.memory" in str(raised.value) and "max.block.ms" in str(raised.value)
-                gap = heartbeat.longest_gap(since)
-            finally:
-                os.kill(pid, signal.SIGCONT)
-            await p.flush(60)
-            assert all(d.result().offset >= 0 for d in queued)  # every send that returned was sent
-            beating.cancel()
-            return waited, gap, len(queued)
-
-    waited, gap, queued = run(main())
-    assert 0.9 <= waited < 30  # it waited max.block.ms for memory, then gave up
-    assert gap < _MAX_GAP_S, f"the loop stalled {gap:.3f} s while a staged send waited for memory"
-    values = [r.value for r in read_topic(pausable.bootstrap_servers, topic)]
-    assert values == [_fill_value(i) for i in range(queued)]  # neither the cancelled send nor the failed one
