@@ -70,7 +70,7 @@ from spark_kafka_sink.producer.producer import Callback, KafkaProducer
 from spark_kafka_sink.producer.record_metadata import RecordMetadata
 from spark_kafka_sink.producer.record_stage import RECORD_BOUND
 from spark_kafka_sink.producer.transactions import ConsumerGroupMetadata, OffsetAndMetadata, TransactionIdentity
-from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, RECORD_OVERHEAD_BOUND, record_size_bound
+from spark_kafka_sink.protocol.record_batch import HEADER_SIZE, record_size_bound
 
 __all__ = ["AsyncKafkaProducer"]
 
@@ -99,7 +99,7 @@ def _payload_bound(value: object) -> int | None:
 def _record_bound(key: object, value: object, headers: _Headers) -> int | None:
     """An upper bound of the record's size in a batch of its own (None: let ``send`` refuse it)."""
     if type(value) is bytes and (key is None or type(key) is bytes) and not headers:  # the common case, inline
-        return HEADER_SIZE + RECORD_OVERHEAD_BOUND + len(value) + (len(key) if key is not None else 0)
+        return RECORD_BOUND + len(value) + (len(key) if key is not None else 0)
     key_bytes, value_bytes = _payload_bound(key), _payload_bound(value)
     if key_bytes is None or value_bytes is None:
         return None
@@ -193,11 +193,7 @@ class AsyncKafkaProducer:
             future = self._producer._send_now(topic, value, key, callback)
             if future is not None:
                 return DeliveryFuture(future, relay)
-        if type(value) is bytes and (key is None or type(key) is bytes) and not headers:  # _record_bound's, inline
-            bound: int | None = HEADER_SIZE + RECORD_OVERHEAD_BOUND + len(value) + (len(key) if key is not None
-                                                                                    else 0)
-        else:
-            bound = _record_bound(key, value, headers)
+        bound = _record_bound(key, value, headers)  # (the common record is staged above: this path is not hot)
         if bound is not None and bound > self._size_limit:
             bound = None  # send refuses it at once, or its exact size fits: send decides, off the loop
         # A rate limited producer's send waits for the limit: always off the loop.
